@@ -1,0 +1,261 @@
+import CSQLite
+import Foundation
+
+/// A prepared SQL statement: bind parameters, step through rows, read columns.
+///
+/// Not `Sendable`: it belongs to its connection's serial owner. It is finalized when released. Parameter indices
+/// are 1-based (SQLite's `?1`), column indices 0-based (SQLite's `sqlite3_column_*`).
+///
+/// The typed column getters (`int64(at:)`, `string(at:)`, …) are the fast path and read with SQLite's own
+/// conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for nullable columns, or
+/// `row()` and `Row.decode` for strict checking.
+public final class Statement {
+    /// Keeps the connection's `sqlite3*` open for as long as this statement exists.
+    let connection: ConnectionHandle
+    let pointer: OpaquePointer
+    /// The SQL of this one statement.
+    public let sql: String
+    private var cachedColumnNames: [String]
+
+    init(connection: ConnectionHandle, pointer: OpaquePointer) {
+        self.connection = connection
+        self.pointer = pointer
+        sql = sqlite3_sql(pointer).map { String(cString: $0) } ?? ""
+        cachedColumnNames = Self.columnNames(of: pointer)
+    }
+
+    deinit {
+        sqlite3_finalize(pointer)
+    }
+
+    /// The number of parameters (`?`, `:name`, …) to bind.
+    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(pointer)) }
+
+    /// True when the statement does not write the database by itself.
+    public var isReadOnly: Bool { sqlite3_stmt_readonly(pointer) != 0 }
+
+    /// True between the first `step()` and the last row (or a `reset()`).
+    var isBusy: Bool { sqlite3_stmt_busy(pointer) != 0 }
+
+    func error(_ resultCode: Int32) -> DatabaseError {
+        DatabaseError(resultCode: resultCode, connection: sqlite3_db_handle(pointer), sql: sql, path: connection.path)
+    }
+
+    private func misuse(_ code: ResultCode, _ message: String) -> DatabaseError {
+        DatabaseError(code: code, message: message, sql: sql, path: connection.path)
+    }
+
+    // MARK: Binding
+
+    /// Binds one value to the 1-based parameter `index`.
+    public func bind(_ value: (any DatabaseValueConvertible)?, at index: Int) throws {
+        try bind(databaseValue: value?.databaseValue ?? .null, at: index)
+    }
+
+    /// Binds one value to the parameter `name`, given with its prefix (`:id`) or without (`id`).
+    public func bind(_ value: (any DatabaseValueConvertible)?, named name: String) throws {
+        guard let index = parameterIndex(named: name) else {
+            throw misuse(.range, "no parameter named '\(name)'")
+        }
+        try bind(databaseValue: value?.databaseValue ?? .null, at: index)
+    }
+
+    /// Resets the statement and binds all its parameters: positional arguments must match the parameter count,
+    /// named ones must cover every parameter and name no other.
+    public func bind(_ arguments: StatementArguments) throws {
+        reset()
+        clearBindings()
+        try bind(arguments, allowingUnusedNames: false)
+    }
+
+    func bind(_ arguments: StatementArguments, allowingUnusedNames: Bool) throws {
+        let count = parameterCount
+        if !arguments.named.isEmpty && !arguments.positional.isEmpty {
+            throw misuse(.misuse, "arguments must be all positional or all named")
+        }
+        if arguments.named.isEmpty {
+            guard arguments.positional.count == count else {
+                throw misuse(.range, "the statement has \(count) parameters, \(arguments.positional.count) given")
+            }
+            for (offset, value) in arguments.positional.enumerated() {
+                try bind(databaseValue: value, at: offset + 1)
+            }
+            return
+        }
+        var used = Set<String>()
+        for index in stride(from: 1, through: count, by: 1) {
+            guard let cName = sqlite3_bind_parameter_name(pointer, Int32(index)) else {
+                throw misuse(.misuse, "parameter \(index) is positional; use positional arguments")
+            }
+            let name = String(cString: cName)
+            let bare = String(name.dropFirst())
+            guard let key = [bare, name].first(where: { arguments.named[$0] != nil }) else {
+                throw misuse(.range, "no argument for parameter \(name)")
+            }
+            used.insert(key)
+            try bind(databaseValue: arguments.named[key]!, at: index)
+        }
+        if !allowingUnusedNames, let unused = arguments.named.keys.filter({ !used.contains($0) }).sorted().first {
+            throw misuse(.range, "argument '\(unused)' matches no parameter")
+        }
+    }
+
+    private func parameterIndex(named name: String) -> Int? {
+        let candidates = name.first.map { ":@$".contains($0) } == true ? [name] : [":" + name, "@" + name, "$" + name]
+        for candidate in candidates {
+            let index = sqlite3_bind_parameter_index(pointer, candidate)
+            if index > 0 { return Int(index) }
+        }
+        return nil
+    }
+
+    private func bind(databaseValue value: DatabaseValue, at index: Int) throws {
+        let position = Int32(index)
+        let resultCode: Int32
+        switch value {
+        case .null:
+            resultCode = sqlite3_bind_null(pointer, position)
+        case .integer(let integer):
+            resultCode = sqlite3_bind_int64(pointer, position, integer)
+        case .real(let real):
+            resultCode = sqlite3_bind_double(pointer, position, real)
+        case .text(var text):
+            // Explicit byte length, so embedded NULs are kept; an empty string needs a non-null pointer.
+            resultCode = text.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                    return sqlite3_bind_text(pointer, position, "", 0, CSQLite_transient())
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text64(
+                        pointer, position, $0, UInt64(bytes.count), CSQLite_transient(), UInt8(SQLITE_UTF8))
+                }
+            }
+        case .blob(let bytes):
+            resultCode = bytes.withUnsafeBytes { buffer in
+                guard let base = buffer.baseAddress, !buffer.isEmpty else {
+                    return sqlite3_bind_zeroblob(pointer, position, 0)
+                }
+                return sqlite3_bind_blob64(pointer, position, base, UInt64(buffer.count), CSQLite_transient())
+            }
+        }
+        guard resultCode == SQLITE_OK else { throw error(resultCode) }
+    }
+
+    /// Sets every parameter back to NULL.
+    public func clearBindings() {
+        sqlite3_clear_bindings(pointer)
+    }
+
+    // MARK: Stepping
+
+    /// Advances to the next row: true when a row is available, false when the statement is done.
+    public func step() throws -> Bool {
+        let resultCode = sqlite3_step(pointer)
+        switch resultCode {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw error(resultCode)
+        }
+    }
+
+    /// Rewinds the statement so it can run again (bindings are kept) and releases the locks it holds.
+    public func reset() {
+        // The result repeats the last step's error, which that step already threw.
+        sqlite3_reset(pointer)
+    }
+
+    /// Binds `arguments` and runs the statement to completion.
+    public func execute(_ arguments: StatementArguments = []) throws {
+        try bind(arguments)
+        defer { reset() }
+        while try step() {}
+    }
+
+    /// Binds `arguments` and returns every row.
+    public func rows(_ arguments: StatementArguments = []) throws -> [Row] {
+        try bind(arguments)
+        defer { reset() }
+        var rows: [Row] = []
+        while try step() {
+            rows.append(row())
+        }
+        return rows
+    }
+
+    // MARK: Reading the current row
+
+    public var columnCount: Int { Int(sqlite3_column_count(pointer)) }
+
+    /// The result column names (empty for statements that return no rows).
+    public var columnNames: [String] {
+        // SQLite re-prepares a statement after a schema change, so `SELECT *` may gain or lose columns.
+        if cachedColumnNames.count != columnCount {
+            cachedColumnNames = Self.columnNames(of: pointer)
+        }
+        return cachedColumnNames
+    }
+
+    private static func columnNames(of pointer: OpaquePointer) -> [String] {
+        (0..<sqlite3_column_count(pointer)).map { String(cString: sqlite3_column_name(pointer, $0)) }
+    }
+
+    public func columnName(at index: Int) -> String { columnNames[index] }
+
+    public func isNull(at index: Int) -> Bool { sqlite3_column_type(pointer, Int32(index)) == SQLITE_NULL }
+
+    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(pointer, Int32(index)) }
+
+    public func int(at index: Int) -> Int { Int(int64(at: index)) }
+
+    public func double(at index: Int) -> Double { sqlite3_column_double(pointer, Int32(index)) }
+
+    public func bool(at index: Int) -> Bool { int64(at: index) != 0 }
+
+    public func string(at index: Int) -> String {
+        let column = Int32(index)
+        guard let text = sqlite3_column_text(pointer, column) else { return "" }
+        // Length-aware, so embedded NULs survive; invalid UTF-8 (written by another tool) is repaired with U+FFFD.
+        let count = Int(sqlite3_column_bytes(pointer, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    public func bytes(at index: Int) -> [UInt8] {
+        let column = Int32(index)
+        guard let blob = sqlite3_column_blob(pointer, column) else { return [] }
+        let count = Int(sqlite3_column_bytes(pointer, column))
+        return [UInt8](UnsafeRawBufferPointer(start: blob, count: count))
+    }
+
+    public func data(at index: Int) -> Data { Data(bytes(at: index)) }
+
+    public func optionalInt64(at index: Int) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
+
+    public func optionalInt(at index: Int) -> Int? { isNull(at: index) ? nil : int(at: index) }
+
+    public func optionalDouble(at index: Int) -> Double? { isNull(at: index) ? nil : double(at: index) }
+
+    public func optionalBool(at index: Int) -> Bool? { isNull(at: index) ? nil : bool(at: index) }
+
+    public func optionalString(at index: Int) -> String? { isNull(at: index) ? nil : string(at: index) }
+
+    public func optionalBytes(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : bytes(at: index) }
+
+    public func optionalData(at index: Int) -> Data? { isNull(at: index) ? nil : data(at: index) }
+
+    /// The column's value in its own storage class.
+    public func value(at index: Int) -> DatabaseValue {
+        switch sqlite3_column_type(pointer, Int32(index)) {
+        case SQLITE_INTEGER: .integer(int64(at: index))
+        case SQLITE_FLOAT: .real(double(at: index))
+        case SQLITE_TEXT: .text(string(at: index))
+        case SQLITE_BLOB: .blob(bytes(at: index))
+        default: .null
+        }
+    }
+
+    /// A copy of the current row.
+    public func row() -> Row {
+        let names = columnNames
+        return Row(columnNames: names, values: names.indices.map { value(at: $0) })
+    }
+}
