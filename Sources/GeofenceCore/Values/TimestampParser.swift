@@ -1,0 +1,190 @@
+import Foundation
+
+/// Parses RFC 3339 / ISO 8601 timestamps and formats dates as `2026-11-30T14:03:07.000Z`, by
+/// hand: `ISO8601DateFormatter` is slow and locale-sensitive on Linux, and every event carries
+/// a time, so formatting is on the hot path.
+///
+/// Accepted: `2027-01-01T00:00:00Z`, a fraction of any length (`…07.5Z`, gpsd's `…07.000Z`),
+/// an offset (`+02:00`, `+0200`, `+02`, `-05:30`), `t` or a space for `T`, `z` for `Z`, seconds
+/// omitted (`2027-01-01T12:00Z`), and a date alone (`2027-01-01`, midnight UTC). A date-time
+/// without a zone is refused: it would silently mean different instants on different machines.
+///
+/// A leap second (`23:59:60` UTC) is accepted and held at `23:59:59.999`, so times stay ordered
+/// and inside the day; a `:60` at any other minute is refused.
+public enum TimestampParser {
+    static let accepted = "expected a timestamp like 2027-01-01T00:00:00Z, 2027-01-01T02:00:00.5+02:00 or 2027-01-01"
+
+    /// Parses a timestamp into a `Date`.
+    public static func parse(_ text: String) throws(ValueError) -> Date {
+        try parse(text, accepted: accepted)
+    }
+
+    /// `accepted` ends the message about malformed text, so a caller accepting more than
+    /// timestamps (an expiry) can say so.
+    static func parse(_ text: String, accepted: String) throws(ValueError) -> Date {
+        var copy = text
+        let result: Result<Double, ValueError> = copy.withUTF8 { parseBytes($0, text: text, accepted: accepted) }
+        return Date(timeIntervalSince1970: try result.get())
+    }
+
+    /// Formats `date` in UTC with exactly three fraction digits, rounded to the nearest
+    /// millisecond: `2026-11-30T14:03:07.000Z`. Years outside 0000-9999 get ISO 8601's expanded
+    /// form (`+10000-…`, `-0001-…`); a non-finite date formats as the epoch.
+    public static func format(_ date: Date) -> String {
+        var seconds = date.timeIntervalSince1970
+        if !seconds.isFinite { seconds = 0 }
+        seconds = min(max(seconds, -1e14), 1e14)  // about ±3 million years; keeps Int64 safe
+        let milliseconds = Int64((seconds * 1000).rounded())
+        var days = milliseconds / 86_400_000
+        var msOfDay = milliseconds - days * 86_400_000
+        if msOfDay < 0 {
+            days -= 1
+            msOfDay += 86_400_000
+        }
+        let (year, month, day) = CivilCalendar.civilFromDays(Int(days))
+        let ms = Int(msOfDay)
+        let fields = (month, day, ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
+        guard (0...9999).contains(year) else {
+            let sign = year < 0 ? "-" : "+"
+            let digits = String(abs(year))
+            let padded = String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+            return sign + padded + String(format(fields, year: 0).dropFirst(4))
+        }
+        return format(fields, year: year)
+    }
+
+    private static func format(
+        _ f: (month: Int, day: Int, hour: Int, minute: Int, second: Int, ms: Int), year: Int
+    ) -> String {
+        String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var v = value
+                for k in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[k] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                    v /= 10
+                }
+            }
+            put(year, 4, at: 0)
+            buffer[4] = UInt8(ascii: "-")
+            put(f.month, 2, at: 5)
+            buffer[7] = UInt8(ascii: "-")
+            put(f.day, 2, at: 8)
+            buffer[10] = UInt8(ascii: "T")
+            put(f.hour, 2, at: 11)
+            buffer[13] = UInt8(ascii: ":")
+            put(f.minute, 2, at: 14)
+            buffer[16] = UInt8(ascii: ":")
+            put(f.second, 2, at: 17)
+            buffer[19] = UInt8(ascii: ".")
+            put(f.ms, 3, at: 20)
+            buffer[23] = UInt8(ascii: "Z")
+            return 24
+        }
+    }
+
+    /// Seconds since 1970 for the timestamp in `b`.
+    private static func parseBytes(
+        _ b: UnsafeBufferPointer<UInt8>, text: String, accepted: String
+    ) -> Result<Double, ValueError> {
+        let n = b.count
+        // Built only on failure: interpolating the message on every call would double the cost.
+        var junk: ValueError { ValueError("'\(text)' is not a timestamp; \(accepted)") }
+
+        func number(_ at: Int, _ width: Int) -> Int? {
+            guard at + width <= n else { return nil }
+            var value = 0
+            for k in at..<(at + width) {
+                guard b[k].isASCIIDigit else { return nil }
+                value = value * 10 + Int(b[k] &- UInt8(ascii: "0"))
+            }
+            return value
+        }
+        func byte(_ at: Int) -> UInt8? { at < n ? b[at] : nil }
+
+        guard let year = number(0, 4), byte(4) == UInt8(ascii: "-"), let month = number(5, 2),
+            byte(7) == UInt8(ascii: "-"), let day = number(8, 2)
+        else { return .failure(junk) }
+        guard (1...12).contains(month) else {
+            return .failure(ValueError("month \(month) is out of range (1-12) in '\(text)'"))
+        }
+        let monthLength = CivilCalendar.daysInMonth(year: year, month: month)
+        guard day >= 1 && day <= monthLength else {
+            let which = month == 2 ? "February \(year)" : "month \(month)"
+            return .failure(ValueError("day \(day) is out of range for \(which) (1-\(monthLength)) in '\(text)'"))
+        }
+        let days = CivilCalendar.daysFromCivil(year: year, month: month, day: day)
+        if n == 10 { return .success(Double(days) * 86_400) }
+
+        guard let separator = byte(10),
+            separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == UInt8(ascii: " "),
+            let hour = number(11, 2), byte(13) == UInt8(ascii: ":"), let minute = number(14, 2)
+        else { return .failure(junk) }
+        var i = 16
+        var second = 0
+        var fraction: Double = 0
+        if byte(i) == UInt8(ascii: ":") {
+            guard let s = number(i + 1, 2) else { return .failure(junk) }
+            second = s
+            i += 3
+            if byte(i) == UInt8(ascii: ".") || byte(i) == UInt8(ascii: ",") {
+                i += 1
+                let start = i
+                var nanoseconds = 0
+                while let d = byte(i), d.isASCIIDigit {
+                    if i - start < 9 { nanoseconds = nanoseconds * 10 + Int(d &- UInt8(ascii: "0")) }
+                    i += 1
+                }
+                guard i > start else { return .failure(junk) }
+                for _ in min(i - start, 9)..<9 { nanoseconds *= 10 }
+                fraction = Double(nanoseconds) / 1e9
+            }
+        }
+        guard hour <= 23 else {
+            return .failure(ValueError("hour \(hour) is out of range (0-23) in '\(text)'"))
+        }
+        guard minute <= 59 else {
+            return .failure(ValueError("minute \(minute) is out of range (0-59) in '\(text)'"))
+        }
+        guard second <= 60 else {
+            return .failure(ValueError("second \(second) is out of range (0-59) in '\(text)'"))
+        }
+
+        var offset = 0
+        switch byte(i) {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            i += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            let sign = byte(i) == UInt8(ascii: "-") ? -1 : 1
+            guard let offsetHours = number(i + 1, 2) else { return .failure(junk) }
+            i += 3
+            var offsetMinutes = 0
+            if byte(i) == UInt8(ascii: ":") { i += 1 }
+            if i < n {
+                guard let m = number(i, 2) else { return .failure(junk) }
+                offsetMinutes = m
+                i += 2
+            }
+            guard offsetHours <= 23 && offsetMinutes <= 59 else {
+                return .failure(ValueError("time zone offset in '\(text)' is out of range (-23:59 to +23:59)"))
+            }
+            offset = sign * (offsetHours * 3600 + offsetMinutes * 60)
+        case nil:
+            return .failure(
+                ValueError("timestamp '\(text)' has no time zone; add Z for UTC or an offset like +02:00"))
+        default:
+            return .failure(junk)
+        }
+        guard i == n else { return .failure(junk) }
+
+        let minuteStart = days * 86_400 + hour * 3600 + minute * 60 - offset
+        if second == 60 {
+            let utcMinuteOfDay = ((minuteStart % 86_400) + 86_400) % 86_400
+            guard utcMinuteOfDay == 86_340 else {
+                return .failure(
+                    ValueError("second 60 in '\(text)' is only valid for a leap second, at 23:59:60 UTC"))
+            }
+            return .success(Double(minuteStart) + 59.999)
+        }
+        return .success(Double(minuteStart + second) + fraction)
+    }
+}
