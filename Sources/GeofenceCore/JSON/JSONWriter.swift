@@ -1,0 +1,132 @@
+extension JSONValue {
+    /// This value as JSON text: compact on one line by default, or indented by two spaces per
+    /// level when `pretty` (for `export` files people read and diff). No trailing newline.
+    ///
+    /// Output is stable: object members come in insertion order. Strings are escaped minimally
+    /// (`\"`, `\\`, and control characters: `\n`, `\t`... or `\u00XX`); everything else, including
+    /// non-ASCII, is written as UTF-8. Numbers are the shortest text that reads back as the same
+    /// Double, and integral values print without a fraction (`200`, not `200.0`): JSON has one
+    /// number type, so `1` and `1.0` are the same value. Non-finite numbers, which JSON cannot
+    /// express, are written as `null`.
+    public func serialized(pretty: Bool = false) -> String {
+        var writer = JSONWriter(pretty: pretty)
+        writer.write(self, level: 0)
+        return String(decoding: writer.output, as: UTF8.self)
+    }
+}
+
+extension JSONObject {
+    /// The object as JSON text; see `JSONValue.serialized(pretty:)`.
+    public func serialized(pretty: Bool = false) -> String {
+        JSONValue.object(self).serialized(pretty: pretty)
+    }
+}
+
+/// Accumulates the UTF-8 of a serialization; `serialized(pretty:)` is its interface.
+private struct JSONWriter {
+    let pretty: Bool
+    var output: [UInt8] = []
+
+    init(pretty: Bool) {
+        self.pretty = pretty
+    }
+
+    mutating func write(_ value: JSONValue, level: Int) {
+        switch value {
+        case .null:
+            append("null")
+        case .bool(let value):
+            append(value ? "true" : "false")
+        case .number(let value):
+            writeNumber(value)
+        case .string(let value):
+            writeString(value)
+        case .array(let elements):
+            guard !elements.isEmpty else {
+                append("[]")
+                return
+            }
+            output.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                startLine(level: level + 1)
+                write(element, level: level + 1)
+            }
+            startLine(level: level)
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            guard !object.isEmpty else {
+                append("{}")
+                return
+            }
+            output.append(UInt8(ascii: "{"))
+            for (position, member) in object.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                startLine(level: level + 1)
+                writeString(member.key)
+                append(pretty ? ": " : ":")
+                write(member.value, level: level + 1)
+            }
+            startLine(level: level)
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// In pretty mode, a line break and the indentation for `level`; nothing in compact mode.
+    private mutating func startLine(level: Int) {
+        guard pretty else { return }
+        output.append(UInt8(ascii: "\n"))
+        output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
+    }
+
+    private mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { output.append(contentsOf: $0) }
+    }
+
+    private mutating func writeNumber(_ value: Double) {
+        guard value.isFinite else {
+            append("null")
+            return
+        }
+        // Integral values below 2^53 are exact integers: print them as such. Larger ones (and
+        // fractions) use `description`, the shortest round-tripping form, which is valid JSON
+        // (`1e+16`, `5e-324`) apart from a trailing `.0` on some integral values.
+        if value.rounded(.towardZero) == value, value.magnitude < 9_007_199_254_740_992 {
+            if value == 0, value.sign == .minus {
+                append("-0")  // keeps the sign through a round trip, like `description`'s "-0.0"
+            } else {
+                output.append(contentsOf: String(Int64(value)).utf8)
+            }
+            return
+        }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        output.append(contentsOf: text.utf8)
+    }
+
+    private mutating func writeString(_ string: String) {
+        output.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case UInt8(ascii: "\n"): append("\\n")
+            case UInt8(ascii: "\r"): append("\\r")
+            case UInt8(ascii: "\t"): append("\\t")
+            case 0x08: append("\\b")
+            case 0x0C: append("\\f")
+            case ..<0x20:
+                append("\\u00")
+                output.append(hexDigit(byte >> 4))
+                output.append(hexDigit(byte & 0x0F))
+            default:
+                output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    private func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
+}
