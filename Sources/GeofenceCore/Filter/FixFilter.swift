@@ -1,0 +1,201 @@
+import Foundation
+
+/// Why the filter refused a fix. Every reason is counted and shown by `geofence replay --stats` and `status`.
+public enum FixRejection: String, Sendable, CaseIterable, Codable {
+    /// Mode below 2D: the receiver has no position.
+    case noFix = "no-fix"
+    /// The report carries no fix time, so it cannot be placed on the fix clock (gpsd sends such
+    /// partial reports at the start of an epoch, before the receiver has sent a date).
+    case noTime = "no-time"
+    /// Latitude or longitude missing, not finite, or out of range.
+    case invalidCoordinates = "invalid-coordinates"
+    /// Exactly (0, 0): a receiver's placeholder, not a place anyone is.
+    case nullIsland = "null-island"
+    /// Fix time equal to the last accepted fix: another report of the same epoch.
+    case duplicate = "duplicate"
+    /// Fix time before the last accepted fix.
+    case outOfOrder = "out-of-order"
+    /// Fix time too far ahead of the wall clock at receipt.
+    case future = "future"
+    /// Fix time too far behind the wall clock at receipt.
+    case stale = "stale"
+    /// Horizontal accuracy worse than the configured maximum.
+    case tooInaccurate = "too-inaccurate"
+    /// The implied speed from the last accepted fix, allowing for both accuracies, is impossible.
+    case implausibleJump = "implausible-jump"
+
+    /// Words for people (`--stats`).
+    public var label: String {
+        switch self {
+        case .noFix: "no fix (mode < 2)"
+        case .noTime: "no time (partial epoch report)"
+        case .invalidCoordinates: "invalid coordinates"
+        case .nullIsland: "null island (0, 0)"
+        case .duplicate: "duplicate (same epoch)"
+        case .outOfOrder: "out of order (time went back)"
+        case .future: "in the future"
+        case .stale: "too old at receipt"
+        case .tooInaccurate: "too inaccurate"
+        case .implausibleJump: "implausible jump"
+        }
+    }
+}
+
+/// The filter's settings. Defaults suit a road vehicle with a consumer GNSS receiver.
+public struct FixFilterConfiguration: Sendable, Equatable {
+    /// Fixes whose horizontal accuracy is worse than this (metres) are refused.
+    public var maxAccuracy: Double = 100
+    /// Highest believable ground speed, m/s (100 m/s = 360 km/h).
+    public var maxSpeed: Double = 100
+    /// Accuracy assumed when the receiver reports none (metres); such fixes are marked estimated.
+    public var defaultAccuracy: Double = 25
+    /// How far ahead of the wall clock at receipt a fix time may be (seconds).
+    public var maxFutureSkew: Double = 5
+    /// How old a fix may be at receipt (seconds).
+    public var maxAgeAtReceipt: Double = 30
+    /// After this many consecutive refused fixes that agree with each other (plausible speeds among
+    /// themselves, time moving forward), the filter accepts the latest as the new truth. This is what
+    /// keeps a receiver that really moved (or whose clock really stepped) from being locked out.
+    public var resyncAfter: Int = 3
+
+    public init() {}
+}
+
+/// The verdict on one fix.
+public enum FixVerdict: Sendable, Equatable {
+    case accepted(WeightedFix)
+    case rejected(FixRejection)
+}
+
+/// Counts of verdicts, by reason.
+public struct FixFilterStatistics: Sendable, Equatable {
+    public var accepted = 0
+    /// Accepted fixes that ended a run of refused ones (the filter re-synchronised on them).
+    public var resynchronized = 0
+    public var rejected: [FixRejection: Int] = [:]
+
+    public init() {}
+
+    public var total: Int { accepted + rejected.values.reduce(0, +) }
+
+    public subscript(reason: FixRejection) -> Int { rejected[reason, default: 0] }
+
+    public mutating func merge(_ other: FixFilterStatistics) {
+        accepted += other.accepted
+        resynchronized += other.resynchronized
+        for (reason, count) in other.rejected { rejected[reason, default: 0] += count }
+    }
+}
+
+/// Decides, per subject, which fixes are good enough to act on.
+///
+/// Pure: the wall clock at receipt travels inside each `Fix`; the filter reads no clock.
+public struct FixFilter: Sendable {
+    public var configuration: FixFilterConfiguration
+    public private(set) var statistics = FixFilterStatistics()
+    private var subjects: [String: SubjectTrack] = [:]
+
+    private struct SubjectTrack: Sendable {
+        var last: WeightedFix?
+        /// Consecutive refused fixes (jumps or backwards time) that may prove to be the new truth.
+        var candidates: [WeightedFix] = []
+    }
+
+    public init(configuration: FixFilterConfiguration = FixFilterConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// The last accepted fix of a subject.
+    public func lastAccepted(subject: String) -> WeightedFix? { subjects[subject]?.last }
+
+    /// Seeds a subject's last accepted fix (from the store after a restart), so a restart does not
+    /// reopen the door to duplicates or jumps.
+    public mutating func restore(_ fix: WeightedFix) {
+        subjects[fix.subject, default: SubjectTrack()].last = fix
+    }
+
+    /// Judges one fix, updates the per-subject track, and counts the verdict.
+    public mutating func evaluate(_ fix: Fix) -> FixVerdict {
+        let verdict = judge(fix)
+        switch verdict {
+        case .accepted: statistics.accepted += 1
+        case .rejected(let reason): statistics.rejected[reason, default: 0] += 1
+        }
+        return verdict
+    }
+
+    private mutating func judge(_ fix: Fix) -> FixVerdict {
+        let c = configuration
+        guard fix.mode >= .twoD else { return .rejected(.noFix) }
+        guard let lat = fix.latitude, let lon = fix.longitude else { return .rejected(.invalidCoordinates) }
+        let coordinate = Coordinate(latitude: lat, longitude: lon)
+        guard coordinate.isValid else { return .rejected(.invalidCoordinates) }
+        if lat == 0 && lon == 0 { return .rejected(.nullIsland) }
+        guard let time = fix.time, time.timeIntervalSince1970.isFinite else { return .rejected(.noTime) }
+        if let received = fix.receivedAt {
+            let lead = time.timeIntervalSince(received)
+            if lead > c.maxFutureSkew { return .rejected(.future) }
+            if -lead > c.maxAgeAtReceipt { return .rejected(.stale) }
+        }
+        let accuracy: Double
+        let estimated: Bool
+        if let reported = fix.horizontalAccuracy, reported.isFinite, reported >= 0 {
+            accuracy = reported
+            estimated = false
+        } else {
+            accuracy = c.defaultAccuracy
+            estimated = true
+        }
+        if accuracy > c.maxAccuracy { return .rejected(.tooInaccurate) }
+
+        let weighted = WeightedFix(
+            fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
+        var track = subjects[fix.subject] ?? SubjectTrack()
+        defer { subjects[fix.subject] = track }
+
+        guard let last = track.last else {
+            track.last = weighted
+            return .accepted(weighted)
+        }
+        if time == last.time { return .rejected(.duplicate) }
+        let reason: FixRejection?
+        if time < last.time {
+            reason = .outOfOrder
+        } else if !plausible(from: last, to: weighted) {
+            reason = .implausibleJump
+        } else {
+            reason = nil
+        }
+        guard let reason else {
+            track.last = weighted
+            track.candidates.removeAll()
+            return .accepted(weighted)
+        }
+        // A refused fix may be the first of a new truth: keep a run of mutually consistent ones.
+        if let previous = track.candidates.last {
+            if weighted.time == previous.time { return .rejected(.duplicate) }
+            if weighted.time < previous.time || !plausible(from: previous, to: weighted) {
+                track.candidates.removeAll()
+            }
+        }
+        track.candidates.append(weighted)
+        if track.candidates.count >= max(1, c.resyncAfter) {
+            track.last = weighted
+            track.candidates.removeAll()
+            statistics.resynchronized += 1
+            return .accepted(weighted)
+        }
+        return .rejected(reason)
+    }
+
+    /// Whether moving from `a` to `b` is possible at `maxSpeed`, giving both fixes the benefit of their accuracy.
+    private func plausible(from a: WeightedFix, to b: WeightedFix) -> Bool {
+        let dt = b.time.timeIntervalSince(a.time)
+        guard dt > 0 else { return false }
+        let reach = configuration.maxSpeed * dt + a.accuracy + b.accuracy
+        // The chord is a lower bound of the geodesic; comparing it against the reach is conservative
+        // in the direction of acceptance, which is the safe side for a plausibility check.
+        let chord = GeocentricPoint(a.coordinate).chord(to: GeocentricPoint(b.coordinate))
+        return chord <= reach
+    }
+}

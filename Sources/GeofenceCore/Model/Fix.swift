@@ -1,0 +1,99 @@
+import Foundation
+
+/// The kind of solution a receiver reports (gpsd's `mode`).
+public enum FixMode: Int, Sendable, Comparable, Codable {
+    case unknown = 0
+    case noFix = 1
+    case twoD = 2
+    case threeD = 3
+
+    public static func < (lhs: FixMode, rhs: FixMode) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// One position report from a receiver, as delivered; anything the receiver did not report is nil.
+///
+/// gpsd reports NaN for absent values; decoders turn that into nil, never into 0.
+public struct Fix: Sendable, Equatable {
+    /// Who moved: the gpsd device path, or a vehicle name in fleet ingest.
+    public var subject: String
+    /// GPS time of the fix (gpsd `time`); may be absent.
+    public var time: Date?
+    /// Wall-clock time at which the engine received the report; nil in replays of recordings.
+    public var receivedAt: Date?
+    public var mode: FixMode
+    public var latitude: Double?
+    public var longitude: Double?
+    /// Height above the ellipsoid, metres.
+    public var altitudeHAE: Double?
+    /// Height above mean sea level, metres.
+    public var altitudeMSL: Double?
+    /// Horizontal accuracy, metres (~95%): gpsd `eph`, else derived from `epx`/`epy`.
+    public var horizontalAccuracy: Double?
+    /// Vertical accuracy, metres (gpsd `epv`).
+    public var verticalAccuracy: Double?
+    /// Speed over ground, m/s.
+    public var speed: Double?
+    /// Course over ground, degrees from true north.
+    public var course: Double?
+
+    public init(
+        subject: String,
+        time: Date?,
+        receivedAt: Date? = nil,
+        mode: FixMode,
+        latitude: Double?,
+        longitude: Double?,
+        altitudeHAE: Double? = nil,
+        altitudeMSL: Double? = nil,
+        horizontalAccuracy: Double? = nil,
+        verticalAccuracy: Double? = nil,
+        speed: Double? = nil,
+        course: Double? = nil
+    ) {
+        self.subject = subject
+        self.time = time
+        self.receivedAt = receivedAt
+        self.mode = mode
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitudeHAE = altitudeHAE
+        self.altitudeMSL = altitudeMSL
+        self.horizontalAccuracy = horizontalAccuracy
+        self.verticalAccuracy = verticalAccuracy
+        self.speed = speed
+        self.course = course
+    }
+
+    /// gpsd's horizontal error: `eph` when given, else the root sum of squares of `epx` and `epy`.
+    /// Non-finite or negative inputs count as absent.
+    public static func horizontalAccuracy(eph: Double?, epx: Double?, epy: Double?) -> Double? {
+        func usable(_ v: Double?) -> Double? {
+            guard let v, v.isFinite, v >= 0 else { return nil }
+            return v
+        }
+        if let eph = usable(eph) { return eph }
+        if let x = usable(epx), let y = usable(epy) { return (x * x + y * y).squareRoot() }
+        return nil
+    }
+}
+
+/// A fix that passed the filter, with a usable time, position and horizontal accuracy.
+public struct WeightedFix: Sendable, Equatable {
+    public var subject: String
+    public var time: Date
+    public var coordinate: Coordinate
+    /// Horizontal accuracy in metres (never nil here: the filter fills in its default).
+    public var accuracy: Double
+    /// True when the receiver reported no accuracy and the configured default was used.
+    public var accuracyEstimated: Bool
+    public var fix: Fix
+
+    public init(fix: Fix, time: Date, coordinate: Coordinate, accuracy: Double, accuracyEstimated: Bool) {
+        self.subject = fix.subject
+        self.time = time
+        self.coordinate = coordinate
+        self.accuracy = accuracy
+        self.accuracyEstimated = accuracyEstimated
+        self.fix = fix
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// One line of gpsd's JSON protocol (what `gpspipe -w` prints), as far as the engine cares.
+public enum GPSDJSONReport: Sendable, Equatable {
+    /// A time-position-velocity report.
+    case tpv(Fix)
+    /// Any other class (`SKY`, `VERSION`, `DEVICES`, `WATCH`, ...), by name.
+    case other(String)
+    /// Not a gpsd report: the reason, for one clear log line.
+    case malformed(String)
+}
+
+/// Decodes gpsd JSON reports (TPV into `Fix`); used by `replay` and fleet ingest (`--source json:`).
+///
+/// Lenient where gpsd is (absent fields are absent, NaN-like `null`s are absent), strict where the
+/// input is hostile: a line that is not a JSON object, has no `class`, or gives a field the wrong type
+/// is `malformed`, never a crash and never a fix with made-up values.
+public enum GPSDJSON {
+    /// Lines longer than this are refused without parsing (gpsd's own reports are under 2 KiB, SKY
+    /// with many satellites under 8 KiB).
+    public static let maximumLineLength = 64 * 1024
+
+    /// - Parameters:
+    ///   - defaultSubject: the subject when the TPV names no `device`.
+    ///   - receivedAt: the wall clock at receipt, for live sources; nil for recordings.
+    public static func decode(
+        _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
+    ) -> GPSDJSONReport {
+        if line.count > maximumLineLength { return .malformed("line of \(line.count) bytes is too long") }
+        // Raw NMEA (`gpspipe -r`, or interleaved as in gpsd's regression logs) and comments are not reports.
+        switch line.first {
+        case UInt8(ascii: "$"), UInt8(ascii: "!"): return .other("NMEA")
+        case UInt8(ascii: "#"): return .other("comment")
+        default: break
+        }
+        var klass: String?
+        var device: String?
+        var mode: Double?
+        var time: String?
+        var lat: Double?
+        var lon: Double?
+        var altHAE: Double?
+        var altMSL: Double?
+        var alt: Double?
+        var eph: Double?
+        var epx: Double?
+        var epy: Double?
+        var epv: Double?
+        var speed: Double?
+        var track: Double?
+        var badField: String?
+        do {
+            try JSON.forEachMember(in: line) { key, value in
+                func number() -> Double? {
+                    switch value {
+                    case .number(let n): return n
+                    case .null: return nil
+                    default:
+                        badField = badField ?? key
+                        return nil
+                    }
+                }
+                switch key {
+                case "class": klass = value.stringValue
+                case "device": device = value.stringValue
+                case "mode": mode = number()
+                case "time":
+                    if case .string(let s) = value { time = s } else if !value.isNull { badField = badField ?? key }
+                case "lat": lat = number()
+                case "lon": lon = number()
+                case "altHAE": altHAE = number()
+                case "altMSL": altMSL = number()
+                case "alt": alt = number()
+                case "eph": eph = number()
+                case "epx": epx = number()
+                case "epy": epy = number()
+                case "epv": epv = number()
+                case "speed": speed = number()
+                case "track": track = number()
+                default: break
+                }
+            }
+        } catch {
+            return .malformed("not a JSON object: \(error)")
+        }
+        guard let klass else { return .malformed("no \"class\" member") }
+        guard klass == "TPV" else { return .other(klass) }
+        if let badField { return .malformed("TPV field \"\(badField)\" has the wrong type") }
+
+        var fixTime: Date?
+        if let time {
+            guard let parsed = try? TimestampParser.parse(time) else {
+                return .malformed("TPV time \"\(time.prefix(40))\" is not a timestamp")
+            }
+            fixTime = parsed
+        }
+        let modeValue = mode.flatMap { $0.isFinite && $0 == $0.rounded() ? Int(exactly: $0) : nil }
+        let fixMode = modeValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
+        return .tpv(
+            Fix(
+                subject: device ?? defaultSubject, time: fixTime, receivedAt: receivedAt, mode: fixMode,
+                latitude: finite(lat), longitude: finite(lon), altitudeHAE: finite(altHAE),
+                altitudeMSL: finite(altMSL ?? alt),
+                horizontalAccuracy: Fix.horizontalAccuracy(eph: eph, epx: epx, epy: epy),
+                verticalAccuracy: finite(epv).flatMap { $0 >= 0 ? $0 : nil }, speed: finite(speed),
+                course: finite(track)))
+    }
+
+    private static func finite(_ v: Double?) -> Double? {
+        guard let v, v.isFinite else { return nil }
+        return v
+    }
+}

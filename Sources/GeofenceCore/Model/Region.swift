@@ -1,0 +1,165 @@
+import Foundation
+
+/// The events a region can be asked to notify (`--notify`). `determined` and `expired` always fire.
+public enum NotifyKind: String, Sendable, CaseIterable, Codable, Comparable {
+    case enter
+    case exit
+    case dwell
+
+    public static func < (lhs: NotifyKind, rhs: NotifyKind) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// A mistake in a region's definition, naming the field at fault.
+public struct RegionValidationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The field as it is spelled in the import format (`lat`, `radius`, `hooks.enter`, ...).
+    public var field: String
+    public var message: String
+
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { "\(field): \(message)" }
+}
+
+/// Limits a region is validated against.
+public struct RegionLimits: Sendable, Equatable {
+    /// Largest radius accepted, metres.
+    public var maxRadius: Double = 500_000
+    /// Longest id, in UTF-8 bytes.
+    public var maxIDBytes: Int = 128
+    /// Longest name, in UTF-8 bytes.
+    public var maxNameBytes: Int = 256
+    /// Longest hook command, in UTF-8 bytes.
+    public var maxCommandBytes: Int = 4096
+
+    public init() {}
+    public static let `default` = RegionLimits()
+}
+
+/// A circular region to monitor: the requested, durable definition.
+///
+/// Always valid: the only way to make one is the validating initializer.
+public struct Region: Sendable, Equatable {
+    public let id: String
+    public let name: String?
+    public let center: Coordinate
+    /// Radius in metres.
+    public let radius: Double
+    public let notify: Set<NotifyKind>
+    /// Seconds inside, continuously, before `dwell` fires.
+    public let dwell: Double?
+    public let expires: Date?
+    /// Per-event hook commands (`enter`, `exit`, `dwell`), run as `/bin/sh -c`.
+    public let hooks: [NotifyKind: String]
+    /// When set, only these subjects (devices or vehicles) are monitored against the region.
+    public let subjects: [String]?
+    /// Unix uid of the client that created it.
+    public let createdBy: UInt32?
+    public let createdAt: Date?
+
+    public init(
+        id: String,
+        name: String? = nil,
+        center: Coordinate,
+        radius: Double,
+        notify: Set<NotifyKind>? = nil,
+        dwell: Double? = nil,
+        expires: Date? = nil,
+        hooks: [NotifyKind: String] = [:],
+        subjects: [String]? = nil,
+        createdBy: UInt32? = nil,
+        createdAt: Date? = nil,
+        limits: RegionLimits = .default
+    ) throws(RegionValidationError) {
+        try Region.validateID(id, limits: limits)
+        if let name {
+            if name.utf8.count > limits.maxNameBytes {
+                throw RegionValidationError(field: "name", message: "is longer than \(limits.maxNameBytes) bytes")
+            }
+            if name.utf8.contains(0) { throw RegionValidationError(field: "name", message: "contains a NUL byte") }
+        }
+        guard center.latitude.isFinite, abs(center.latitude) <= 90 else {
+            throw RegionValidationError(
+                field: "lat", message: "\(Region.show(center.latitude)) is out of range: must be between -90 and 90")
+        }
+        guard center.longitude.isFinite, abs(center.longitude) <= 180 else {
+            throw RegionValidationError(
+                field: "lon", message: "\(Region.show(center.longitude)) is out of range: must be between -180 and 180"
+            )
+        }
+        guard radius.isFinite, radius > 0, radius <= limits.maxRadius else {
+            throw RegionValidationError(
+                field: "radius",
+                message:
+                    "\(Region.show(radius)) is out of range: must be more than 0 and at most \(Region.show(limits.maxRadius)) metres"
+            )
+        }
+        let notify = notify ?? (dwell == nil ? [.enter, .exit] : [.enter, .exit, .dwell])
+        if let dwell {
+            guard dwell.isFinite, dwell > 0 else {
+                throw RegionValidationError(field: "dwell", message: "must be a positive duration")
+            }
+        } else if notify.contains(.dwell) {
+            throw RegionValidationError(field: "dwell", message: "notify includes dwell, so a dwell time is required")
+        }
+        if let expires, !expires.timeIntervalSince1970.isFinite {
+            throw RegionValidationError(field: "expires", message: "is not a valid time")
+        }
+        for (kind, command) in hooks {
+            let field = "hooks.\(kind.rawValue)"
+            if command.trimmingCharacters(in: .whitespaces).isEmpty {
+                throw RegionValidationError(field: field, message: "is empty")
+            }
+            if command.utf8.count > limits.maxCommandBytes {
+                throw RegionValidationError(field: field, message: "is longer than \(limits.maxCommandBytes) bytes")
+            }
+            if command.utf8.contains(0) { throw RegionValidationError(field: field, message: "contains a NUL byte") }
+        }
+        if let subjects {
+            for (i, subject) in subjects.enumerated() where subject.isEmpty || subject.utf8.contains(0) {
+                throw RegionValidationError(field: "subjects[\(i)]", message: "must be a non-empty name")
+            }
+        }
+        self.id = id
+        self.name = name
+        self.center = center
+        self.radius = radius
+        self.notify = notify
+        self.dwell = dwell
+        self.expires = expires
+        self.hooks = hooks
+        self.subjects = subjects
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+    }
+
+    /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control characters.
+    public static func validateID(_ id: String, limits: RegionLimits = .default) throws(RegionValidationError) {
+        if id.isEmpty { throw RegionValidationError(field: "id", message: "is empty") }
+        if id.utf8.count > limits.maxIDBytes {
+            throw RegionValidationError(
+                field: "id", message: "is \(id.utf8.count) bytes long: at most \(limits.maxIDBytes) are allowed")
+        }
+        if let bad = id.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            throw RegionValidationError(
+                field: "id",
+                message: "contains a control character (U+\(String(bad.value, radix: 16, uppercase: true)))")
+        }
+    }
+
+    /// Whether this region applies to a subject.
+    public func applies(to subject: String) -> Bool {
+        subjects?.contains(subject) ?? true
+    }
+
+    private static func show(_ value: Double) -> String {
+        if value.isNaN { return "nan" }
+        if value.isInfinite { return value > 0 ? "inf" : "-inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}

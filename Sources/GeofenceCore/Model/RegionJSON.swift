@@ -1,0 +1,220 @@
+import Foundation
+
+/// The regions file format (`{"regions": [...]}`) and the region object of `list --json`, in both directions.
+///
+/// Documented field by field in Docs/regions-format.md.
+public enum RegionJSON {
+    /// Fields that `list --json` and `show --json` add; accepted and ignored on import, so that a listing
+    /// can be fed back in.
+    public static let outputOnlyFields: Set<String> = [
+        "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states",
+    ]
+    public static let fields: Set<String> = [
+        "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects",
+    ]
+
+    /// One region from its JSON object. `now` resolves relative expiry (`"expires": "30d"`).
+    /// Errors name the field; the caller adds the entry's position.
+    public static func decode(
+        _ value: JSONValue, now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
+    ) throws(RegionValidationError) -> Region {
+        guard case .object(let object) = value else {
+            throw RegionValidationError(field: "(entry)", message: "must be an object, not \(describe(value))")
+        }
+        for key in object.keys where !fields.contains(key) && !outputOnlyFields.contains(key) {
+            throw RegionValidationError(field: key, message: "is not a known field")
+        }
+        guard let idValue = object["id"] else { throw RegionValidationError(field: "id", message: "is missing") }
+        guard case .string(let id) = idValue else {
+            throw RegionValidationError(field: "id", message: "must be a string, not \(describe(idValue))")
+        }
+        let name = try optionalString(object, "name")
+        let lat = try number(object, "lat")
+        let lon = try number(object, "lon")
+        let radius = try number(object, "radius")
+
+        var notify: Set<NotifyKind>?
+        if let value = object["notify"], !value.isNull {
+            guard case .array(let items) = value else {
+                throw RegionValidationError(field: "notify", message: "must be an array of strings")
+            }
+            var kinds = Set<NotifyKind>()
+            for (i, item) in items.enumerated() {
+                guard case .string(let text) = item, let kind = NotifyKind(rawValue: text) else {
+                    throw RegionValidationError(
+                        field: "notify[\(i)]", message: "must be one of enter, exit, dwell, not \(describe(item))")
+                }
+                kinds.insert(kind)
+            }
+            notify = kinds
+        }
+
+        var dwell: Double?
+        if let value = object["dwell"], !value.isNull {
+            switch value {
+            case .string(let text):
+                do { dwell = try DurationParser.parse(text) } catch {
+                    throw RegionValidationError(field: "dwell", message: error.message)
+                }
+            case .number(let seconds): dwell = seconds
+            default: throw RegionValidationError(field: "dwell", message: "must be a duration such as \"5m\"")
+            }
+        }
+
+        var expires: Date?
+        if let value = object["expires"], !value.isNull {
+            guard case .string(let text) = value else {
+                throw RegionValidationError(
+                    field: "expires", message: "must be a timestamp such as \"2027-01-01T00:00:00Z\" or a duration")
+            }
+            do { expires = try ExpiryParser.parse(text, now: now) } catch {
+                throw RegionValidationError(field: "expires", message: error.message)
+            }
+        }
+
+        var hooks: [NotifyKind: String] = [:]
+        if let value = object["hooks"], !value.isNull {
+            guard case .object(let map) = value else {
+                throw RegionValidationError(field: "hooks", message: "must be an object of event: command")
+            }
+            for (key, command) in map {
+                guard let kind = NotifyKind(rawValue: key) else {
+                    throw RegionValidationError(field: "hooks.\(key)", message: "must be one of enter, exit, dwell")
+                }
+                guard case .string(let text) = command else {
+                    throw RegionValidationError(field: "hooks.\(key)", message: "must be a string")
+                }
+                hooks[kind] = text
+            }
+        }
+
+        var subjects: [String]?
+        if let value = object["subjects"], !value.isNull {
+            guard case .array(let items) = value else {
+                throw RegionValidationError(field: "subjects", message: "must be an array of strings")
+            }
+            subjects = try items.enumerated().map { (i, item) throws(RegionValidationError) in
+                guard case .string(let s) = item else {
+                    throw RegionValidationError(field: "subjects[\(i)]", message: "must be a string")
+                }
+                return s
+            }
+        }
+
+        return try Region(
+            id: id, name: name, center: Coordinate(latitude: lat, longitude: lon), radius: radius, notify: notify,
+            dwell: dwell, expires: expires, hooks: hooks, subjects: subjects, createdBy: createdBy, createdAt: now,
+            limits: limits)
+    }
+
+    /// The definition as the import format spells it (what `export` writes).
+    public static func encode(_ region: Region) -> JSONObject {
+        var o: JSONObject = ["id": .string(region.id)]
+        if let name = region.name { o["name"] = .string(name) }
+        o["lat"] = .number(region.center.latitude)
+        o["lon"] = .number(region.center.longitude)
+        o["radius"] = .number(region.radius)
+        o["notify"] = .array(region.notify.sorted().map { .string($0.rawValue) })
+        if let dwell = region.dwell { o["dwell"] = .string(DurationParser.format(dwell)) }
+        if let expires = region.expires { o["expires"] = .string(formatWhole(expires)) }
+        if !region.hooks.isEmpty {
+            var hooks = JSONObject()
+            for kind in NotifyKind.allCases {
+                if let command = region.hooks[kind] { hooks[kind.rawValue] = .string(command) }
+            }
+            o["hooks"] = .object(hooks)
+        }
+        if let subjects = region.subjects { o["subjects"] = .array(subjects.map { .string($0) }) }
+        return o
+    }
+
+    /// A timestamp without the fraction when it has none: `2027-01-01T00:00:00Z`, as people write them.
+    static func formatWhole(_ date: Date) -> String {
+        let text = TimestampParser.format(date)
+        return text.hasSuffix(".000Z") ? String(text.dropLast(5)) + "Z" : text
+    }
+
+    /// Parses a whole regions file: either `{"regions": [...]}` or a bare array. Every entry is checked;
+    /// all problems are returned (not just the first), each with its position, and nothing is half-done.
+    public static func decodeFile(
+        _ bytes: [UInt8], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
+    ) -> Result<[Region], RegionFileError> {
+        let root: JSONValue
+        do { root = try JSON.parse(bytes) } catch {
+            return .failure(RegionFileError(problems: ["not valid JSON: \(error)"]))
+        }
+        let entries: [JSONValue]
+        switch root {
+        case .array(let items): entries = items
+        case .object(let object):
+            guard let list = object["regions"] else {
+                return .failure(RegionFileError(problems: ["the top-level object has no \"regions\" array"]))
+            }
+            guard case .array(let items) = list else {
+                return .failure(RegionFileError(problems: ["\"regions\" must be an array, not \(describe(list))"]))
+            }
+            entries = items
+        default:
+            return .failure(
+                RegionFileError(problems: ["the file must hold {\"regions\": [...]}, not \(describe(root))"]))
+        }
+        var regions: [Region] = []
+        var problems: [String] = []
+        var seen: [String: Int] = [:]
+        regions.reserveCapacity(entries.count)
+        for (i, entry) in entries.enumerated() {
+            do {
+                let region = try decode(entry, now: now, createdBy: createdBy, limits: limits)
+                if let first = seen[region.id] {
+                    problems.append("regions[\(i)].id: \"\(region.id)\" repeats the id of regions[\(first)]")
+                } else {
+                    seen[region.id] = i
+                    regions.append(region)
+                }
+            } catch {
+                let idHint = entry.objectValue?["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
+                problems.append("regions[\(i)].\(error.field)\(idHint): \(error.message)")
+            }
+        }
+        if !problems.isEmpty { return .failure(RegionFileError(problems: problems)) }
+        return .success(regions)
+    }
+
+    private static func number(_ object: JSONObject, _ field: String) throws(RegionValidationError) -> Double {
+        guard let value = object[field] else { throw RegionValidationError(field: field, message: "is missing") }
+        guard case .number(let n) = value else {
+            throw RegionValidationError(field: field, message: "must be a number, not \(describe(value))")
+        }
+        return n
+    }
+
+    private static func optionalString(_ object: JSONObject, _ field: String) throws(RegionValidationError)
+        -> String?
+    {
+        guard let value = object[field], !value.isNull else { return nil }
+        guard case .string(let s) = value else {
+            throw RegionValidationError(field: field, message: "must be a string, not \(describe(value))")
+        }
+        return s
+    }
+
+    static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// Everything wrong with a regions file, one line per problem.
+public struct RegionFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var problems: [String]
+
+    public init(problems: [String]) { self.problems = problems }
+
+    public var description: String { problems.joined(separator: "\n") }
+}

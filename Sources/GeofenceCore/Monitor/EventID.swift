@@ -1,0 +1,61 @@
+import Foundation
+
+/// Makes event ids: UUIDv7 (RFC 9562), unique and ordered by creation time.
+///
+/// The first 48 bits are Unix milliseconds; the next 12 bits and the 62 after the variant are random,
+/// except that ids made within the same millisecond (or while the wall clock stands still or steps back)
+/// continue from the previous id plus one, so that ids made by one generator always sort in the order
+/// they were made (RFC 9562 §6.2, method 2). Receivers use the id to drop duplicates of an at-least-once
+/// delivery.
+public struct EventIDGenerator: Sendable {
+    private var lastMillis: UInt64 = 0
+    /// The 74 bits after the timestamp of the last id, as (high 12 bits, low 62 bits).
+    private var lastHigh: UInt64 = 0
+    private var lastLow: UInt64 = 0
+    private var rng: any RandomNumberGenerator & Sendable
+
+    public init(rng: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+        self.rng = rng
+    }
+
+    /// The next id, for an event made at `now` (wall clock, passed in).
+    public mutating func next(now: Date) -> String {
+        let raw = now.timeIntervalSince1970 * 1000
+        var millis = raw.isFinite && raw > 0 ? UInt64(min(raw, Double(UInt64(1) << 47))) : 0
+        if millis <= lastMillis {
+            millis = lastMillis
+            lastLow &+= 1
+            if lastLow >= (UInt64(1) << 62) {
+                lastLow = 0
+                lastHigh &+= 1
+                if lastHigh >= (1 << 12) {
+                    // The counter ran out within one millisecond: borrow the next one.
+                    millis += 1
+                    lastHigh = rng.next() & 0x7FF
+                }
+            }
+        } else {
+            // Leave headroom in the counter so the ids of a burst never wrap.
+            lastHigh = rng.next() & 0x7FF
+            lastLow = rng.next() & ((UInt64(1) << 61) - 1)
+        }
+        lastMillis = millis
+        let hi = (millis << 16) | (0x7 << 12) | lastHigh
+        let lo = (UInt64(0b10) << 62) | lastLow
+        return EventIDGenerator.format(hi, lo)
+    }
+
+    private static func format(_ hi: UInt64, _ lo: UInt64) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, word) in [hi, lo].enumerated() {
+            for nibble in 0..<16 {
+                let position = i * 16 + nibble
+                if position == 8 || position == 12 || position == 16 || position == 20 { out.append(UInt8(ascii: "-")) }
+                out.append(digits[Int((word >> UInt64(60 - 4 * nibble)) & 0xF)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

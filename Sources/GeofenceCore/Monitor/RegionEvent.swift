@@ -1,0 +1,91 @@
+import Foundation
+
+/// Where a subject is with respect to a region.
+public enum RegionState: String, Sendable, Codable {
+    case unknown
+    case inside
+    case outside
+}
+
+/// The kinds of region event.
+public enum RegionEventType: String, Sendable, Codable, CaseIterable {
+    /// The first conclusive state of a (subject, region) pair.
+    case determined
+    case enter
+    case exit
+    /// Inside continuously for the region's dwell time.
+    case dwell
+    /// The region reached its expiry time and left monitoring.
+    case expired
+}
+
+/// The fix that caused an event, as carried in the event.
+public struct EventFix: Sendable, Equatable {
+    public var latitude: Double
+    public var longitude: Double
+    public var accuracy: Double
+    public var accuracyEstimated: Bool
+    public var mode: FixMode
+    public var speed: Double?
+    public var course: Double?
+
+    public init(_ fix: WeightedFix) {
+        latitude = fix.coordinate.latitude
+        longitude = fix.coordinate.longitude
+        accuracy = fix.accuracy
+        accuracyEstimated = fix.accuracyEstimated
+        mode = fix.fix.mode
+        speed = fix.fix.speed
+        course = fix.fix.course
+    }
+
+    public init(
+        latitude: Double, longitude: Double, accuracy: Double, accuracyEstimated: Bool = false, mode: FixMode,
+        speed: Double? = nil, course: Double? = nil
+    ) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.accuracyEstimated = accuracyEstimated
+        self.mode = mode
+        self.speed = speed
+        self.course = course
+    }
+}
+
+/// A region event: what the outbox stores, hooks receive and `replay`/`watch` print.
+public struct RegionEvent: Sendable, Equatable {
+    /// UUIDv7: unique, time-ordered; receivers de-duplicate by it.
+    public var id: String
+    public var type: RegionEventType
+    public var region: String
+    /// Absent for `expired`, which concerns the region, not a subject.
+    public var subject: String?
+    /// Fix time of the fix that caused the event (the expiry time for `expired`).
+    public var time: Date
+    public var state: RegionState?
+    public var previous: RegionState?
+    /// True when the change happened across a gap in the fixes (a tunnel, a reboot) and was not seen.
+    public var inferred: Bool
+    /// Geodesic distance from the fix to the centre, metres.
+    public var distance: Double?
+    public var radius: Double
+    public var fix: EventFix?
+
+    public init(
+        id: String, type: RegionEventType, region: String, subject: String?, time: Date, state: RegionState?,
+        previous: RegionState?, inferred: Bool, distance: Double?, radius: Double, fix: EventFix?
+    ) {
+        self.id = id
+        self.type = type
+        self.region = region
+        self.subject = subject
+        self.time = time
+        self.state = state
+        self.previous = previous
+        self.inferred = inferred
+        self.distance = distance
+        self.radius = radius
+        self.fix = fix
+    }
+}
