@@ -1,0 +1,99 @@
+/// The schema, as a list of migrations. Every change is a new migration; applied ones are never edited.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("001-regions-state-outbox") { db in
+            try db.execute(
+                """
+                CREATE TABLE regions (
+                    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id            TEXT NOT NULL UNIQUE,
+                    name          TEXT,
+                    lat           REAL NOT NULL,
+                    lon           REAL NOT NULL,
+                    radius        REAL NOT NULL,
+                    notify        TEXT NOT NULL,
+                    dwell         REAL,
+                    expires       REAL,
+                    hooks         TEXT,
+                    subjects      TEXT,
+                    created_by    INTEGER,
+                    created_at    REAL NOT NULL,
+                    updated_at    REAL NOT NULL,
+                    status        TEXT NOT NULL DEFAULT 'monitoring',
+                    status_reason TEXT,
+                    attempts      INTEGER NOT NULL DEFAULT 0,
+                    next_retry    REAL
+                )
+                """)
+            // Every insertion and deletion of a region, in order, so a running daemon can follow the CLI's
+            // changes without reloading a million regions.
+            try db.execute(
+                """
+                CREATE TABLE region_changes (
+                    generation INTEGER PRIMARY KEY AUTOINCREMENT,
+                    seq        INTEGER NOT NULL,
+                    op         TEXT NOT NULL CHECK (op IN ('insert', 'delete'))
+                )
+                """)
+            try db.execute(
+                """
+                CREATE TRIGGER regions_inserted AFTER INSERT ON regions BEGIN
+                    INSERT INTO region_changes (seq, op) VALUES (NEW.seq, 'insert');
+                END
+                """)
+            try db.execute(
+                """
+                CREATE TRIGGER regions_deleted AFTER DELETE ON regions BEGIN
+                    INSERT INTO region_changes (seq, op) VALUES (OLD.seq, 'delete');
+                END
+                """)
+            try db.execute(
+                """
+                CREATE TABLE subjects (
+                    subject       TEXT PRIMARY KEY,
+                    last_fix_time REAL,
+                    baseline_seq  INTEGER NOT NULL DEFAULT 0,
+                    last_fix      TEXT,
+                    updated_at    REAL NOT NULL
+                ) WITHOUT ROWID
+                """)
+            try db.execute(
+                """
+                CREATE TABLE region_states (
+                    subject     TEXT NOT NULL,
+                    region_seq  INTEGER NOT NULL REFERENCES regions(seq) ON DELETE CASCADE,
+                    state       TEXT NOT NULL CHECK (state IN ('unknown', 'inside', 'outside')),
+                    since       REAL,
+                    dwell_fired INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (subject, region_seq)
+                ) WITHOUT ROWID
+                """)
+            try db.execute("CREATE INDEX region_states_by_region ON region_states(region_seq)")
+            // The transactional outbox: written in the same transaction as the state change that caused it.
+            try db.execute(
+                """
+                CREATE TABLE events (
+                    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id         TEXT NOT NULL UNIQUE,
+                    type       TEXT NOT NULL,
+                    region     TEXT,
+                    subject    TEXT,
+                    time       REAL NOT NULL,
+                    created_at REAL NOT NULL,
+                    body       TEXT NOT NULL
+                )
+                """)
+            try db.execute("CREATE INDEX events_by_region ON events(region, seq)")
+            try db.execute(
+                """
+                CREATE TABLE settings (
+                    key        TEXT PRIMARY KEY,
+                    value      TEXT NOT NULL,
+                    updated_at REAL NOT NULL
+                ) WITHOUT ROWID
+                """)
+        }
+        return m
+    }
+}

@@ -1,0 +1,513 @@
+import Foundation
+import GeofenceCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A region as the store holds it: the requested definition plus where it stands in monitoring.
+public struct StoredRegion: Sendable, Equatable {
+    /// Grows with every insertion (a replaced region gets a new one); orders regions against subjects.
+    public var seq: Int64
+    public var region: Region
+    public var status: RegionStatus
+    public var attempts: Int
+    public var nextRetry: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// An event in the outbox.
+public struct StoredEvent: Sendable, Equatable {
+    public var seq: Int64
+    public var id: String
+    public var type: String
+    public var region: String?
+    public var subject: String?
+    public var time: Date
+    public var createdAt: Date
+    /// The event's JSON, exactly as hooks and `replay` see it.
+    public var body: String
+}
+
+/// A subject's persisted monitor state.
+public struct StoredSubject: Sendable, Equatable {
+    public var subject: String
+    public var record: SubjectRecord
+    public var pairs: [(regionSeq: Int64, record: PairRecord)]
+    public var updatedAt: Date
+
+    public static func == (a: StoredSubject, b: StoredSubject) -> Bool {
+        a.subject == b.subject && a.record == b.record && a.updatedAt == b.updatedAt
+            && a.pairs.elementsEqual(b.pairs) { $0.regionSeq == $1.regionSeq && $0.record == $1.record }
+    }
+}
+
+/// Errors of the store's own making (SQLite's come as `DatabaseError`).
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    case duplicateRegions([String])
+    case regionNotFound(String)
+    case cannotCreateDirectory(String, String)
+    case corruptRow(String)
+
+    public var description: String {
+        switch self {
+        case .duplicateRegions(let ids) where ids.count == 1:
+            "a region with id \"\(ids[0])\" already exists (use --replace to overwrite it)"
+        case .duplicateRegions(let ids):
+            "\(ids.count) regions already exist: \(ids.prefix(5).map { "\"\($0)\"" }.joined(separator: ", "))"
+                + (ids.count > 5 ? ", ..." : "") + " (use --replace to overwrite them)"
+        case .regionNotFound(let id): "no region with id \"\(id)\""
+        case .cannotCreateDirectory(let path, let reason): "cannot create the state directory \(path): \(reason)"
+        case .corruptRow(let what): "the store holds a row it cannot read: \(what)"
+        }
+    }
+}
+
+/// The durable state of one state directory: requested regions, monitor state, the event outbox,
+/// settings. Shared by the CLI and the daemon through SQLite's WAL.
+public final class StateStore: Sendable {
+    public static let fileName = "geofence.db"
+    public let directory: String
+    public let queue: DatabaseQueue
+
+    /// Limits used when reading regions back: looser than the ones applied on input, so that a region
+    /// stored under older or wider limits is never dropped on load.
+    static let storedLimits: RegionLimits = {
+        var l = RegionLimits()
+        l.maxRadius = 40_000_000
+        l.maxIDBytes = 1 << 20
+        l.maxNameBytes = 1 << 20
+        l.maxCommandBytes = 1 << 24
+        return l
+    }()
+
+    /// Opens (creating if needed, mode 0700) the state directory and its database, and migrates it.
+    public init(directory: String, options: DatabaseConnection.Options = .init()) throws {
+        try StateStore.makeDirectory(directory)
+        self.directory = directory
+        let path = (directory as NSString).appendingPathComponent(StateStore.fileName)
+        let connection = try DatabaseConnection(path: path, options: options)
+        if !options.readOnly { try Schema.migrator.migrate(connection) }
+        queue = DatabaseQueue(connection: connection)
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if !isDirectory.boolValue {
+                throw StoreError.cannotCreateDirectory(path, "it exists and is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreError.cannotCreateDirectory(path, String(cString: strerror(errno)))
+        }
+    }
+
+    // MARK: Regions
+
+    /// Adds a region. With `replace`, a region with the same id is replaced (and its states start over).
+    @discardableResult
+    public func addRegion(_ region: Region, replace: Bool = false, now: Date = Date()) throws -> StoredRegion {
+        try queue.write { db in
+            try StateStore.insert(region, replace: replace, now: now, db: db)
+            guard let stored = try StateStore.region(id: region.id, db: db) else {
+                throw StoreError.regionNotFound(region.id)
+            }
+            return stored
+        }
+    }
+
+    /// Adds many regions in one transaction: all or nothing. Without `replace`, any existing id refuses the
+    /// whole batch. `progress` is called with the number written so far, now and then.
+    public func importRegions(
+        _ regions: [Region], replace: Bool = false, now: Date = Date(),
+        progress: (@Sendable (Int) -> Void)? = nil
+    ) throws {
+        try queue.write { db in
+            if !replace {
+                var existing: [String] = []
+                let probe = try db.cachedStatement("SELECT 1 FROM regions WHERE id = ?")
+                for region in regions {
+                    probe.reset()
+                    try probe.bind(region.id, at: 1)
+                    if try probe.step() { existing.append(region.id) }
+                }
+                probe.reset()
+                if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
+            }
+            for (i, region) in regions.enumerated() {
+                try StateStore.insert(region, replace: replace, now: now, db: db)
+                if i % 10_000 == 9_999 { progress?(i + 1) }
+            }
+            progress?(regions.count)
+        }
+    }
+
+    private static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
+        if replace {
+            try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
+        }
+        let hooks: String? =
+            region.hooks.isEmpty
+            ? nil
+            : JSONValue.object(
+                JSONObject(
+                    uniqueKeysWithValues: NotifyKind.allCases.compactMap { k in
+                        region.hooks[k].map { (k.rawValue, JSONValue.string($0)) }
+                    })
+            ).serialized()
+        let subjects = region.subjects.map { JSONValue.array($0.map { .string($0) }).serialized() }
+        do {
+            try db.execute(
+                """
+                INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
+                                     created_by, created_at, updated_at, status, status_reason)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting-for-engine')
+                """,
+                [
+                    region.id, region.name, region.center.latitude, region.center.longitude, region.radius,
+                    region.notify.sorted().map(\.rawValue).joined(separator: ","), region.dwell,
+                    region.expires?.timeIntervalSince1970, hooks, subjects, region.createdBy.map { Int64($0) },
+                    (region.createdAt ?? now).timeIntervalSince1970, now.timeIntervalSince1970,
+                ])
+        } catch let error as DatabaseError where error.isUniqueConstraintViolation {
+            throw StoreError.duplicateRegions([region.id])
+        }
+    }
+
+    /// Removes a region (and its states). Returns false when there was none.
+    @discardableResult
+    public func removeRegion(id: String) throws -> Bool {
+        try queue.write { db in
+            try db.execute("DELETE FROM regions WHERE id = ?", [id])
+            return db.changes > 0
+        }
+    }
+
+    /// Removes several regions, all or nothing: if any id is missing, nothing is removed.
+    /// Returns the ids removed, in the order given.
+    public func removeRegions(ids: [String]) throws -> [String] {
+        try queue.write { db in
+            var removed: [String] = []
+            for id in ids where !removed.contains(id) {
+                try db.execute("DELETE FROM regions WHERE id = ?", [id])
+                guard db.changes > 0 else { throw StoreError.regionNotFound(id) }
+                removed.append(id)
+            }
+            return removed
+        }
+    }
+
+    static let regionColumns = """
+        seq, id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects, created_by, created_at, updated_at,
+        status, status_reason, attempts, next_retry
+        """
+
+    public func region(id: String) throws -> StoredRegion? {
+        try queue.read { db in try StateStore.region(id: id, db: db) }
+    }
+
+    static func region(id: String, db: DatabaseConnection) throws -> StoredRegion? {
+        var found: StoredRegion?
+        try db.forEachRow("SELECT \(regionColumns) FROM regions WHERE id = ?", [id]) { found = try decodeRegion($0) }
+        return found
+    }
+
+    /// Every requested region, in insertion order.
+    public func regions() throws -> [StoredRegion] {
+        try queue.read { db in
+            var all: [StoredRegion] = []
+            try db.forEachRow("SELECT \(StateStore.regionColumns) FROM regions ORDER BY seq") {
+                all.append(try StateStore.decodeRegion($0))
+            }
+            return all
+        }
+    }
+
+    /// The regions with these sequence numbers (those that still exist).
+    public func regions(seqs: [Int64]) throws -> [StoredRegion] {
+        try queue.read { db in
+            var found: [StoredRegion] = []
+            let sql = "SELECT \(StateStore.regionColumns) FROM regions WHERE seq = ?"
+            for seq in seqs {
+                try db.forEachRow(sql, [seq]) { found.append(try StateStore.decodeRegion($0)) }
+            }
+            return found
+        }
+    }
+
+    public func regionCount() throws -> Int {
+        try queue.read { db in try db.scalar("SELECT count(*) FROM regions", as: Int.self) ?? 0 }
+    }
+
+    /// Counts of regions by status kind.
+    public func regionCountsByStatus() throws -> [String: Int] {
+        try queue.read { db in
+            var counts: [String: Int] = [:]
+            try db.forEachRow("SELECT status, count(*) FROM regions GROUP BY status") {
+                counts[$0.string(at: 0)] = $0.int(at: 1)
+            }
+            return counts
+        }
+    }
+
+    public func setStatus(
+        seq: Int64, _ status: RegionStatus, attempts: Int? = nil, nextRetry: Date? = nil, now: Date = Date()
+    ) throws {
+        try queue.write { db in
+            try StateStore.setStatus(seq: seq, status, attempts: attempts, nextRetry: nextRetry, now: now, db: db)
+        }
+    }
+
+    static func setStatus(
+        seq: Int64, _ status: RegionStatus, attempts: Int?, nextRetry: Date?, now: Date, db: DatabaseConnection
+    ) throws {
+        try db.execute(
+            """
+            UPDATE regions SET status = ?, status_reason = ?, attempts = coalesce(?, attempts), next_retry = ?,
+                               updated_at = ?
+            WHERE seq = ? AND (status IS NOT ? OR status_reason IS NOT ? OR next_retry IS NOT ?
+                               OR attempts IS NOT coalesce(?, attempts))
+            """,
+            [
+                status.kind.rawValue, status.reason, attempts.map { Int64($0) }, nextRetry?.timeIntervalSince1970,
+                now.timeIntervalSince1970, seq, status.kind.rawValue, status.reason,
+                nextRetry?.timeIntervalSince1970, attempts.map { Int64($0) },
+            ])
+    }
+
+    static func decodeRegion(_ s: Statement) throws -> StoredRegion {
+        let id = s.string(at: 1)
+        var hooks: [NotifyKind: String] = [:]
+        if let text = s.optionalString(at: 9) {
+            guard case .object(let o)? = try? JSON.parse(text) else {
+                throw StoreError.corruptRow("hooks of region \"\(id)\"")
+            }
+            for (key, value) in o {
+                if let kind = NotifyKind(rawValue: key), let command = value.stringValue { hooks[kind] = command }
+            }
+        }
+        var subjects: [String]?
+        if let text = s.optionalString(at: 10) {
+            guard case .array(let items)? = try? JSON.parse(text) else {
+                throw StoreError.corruptRow("subjects of region \"\(id)\"")
+            }
+            subjects = items.compactMap(\.stringValue)
+        }
+        let notify = Set(s.string(at: 6).split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
+        let region: Region
+        do {
+            region = try Region(
+                id: id, name: s.optionalString(at: 2),
+                center: Coordinate(latitude: s.double(at: 3), longitude: s.double(at: 4)), radius: s.double(at: 5),
+                notify: notify, dwell: s.optionalDouble(at: 7),
+                expires: s.optionalDouble(at: 8).map { Date(timeIntervalSince1970: $0) }, hooks: hooks,
+                subjects: subjects, createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
+                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), limits: storedLimits)
+        } catch {
+            throw StoreError.corruptRow("region \"\(id)\": \(error)")
+        }
+        let kind = RegionStatus.Kind(rawValue: s.string(at: 14)) ?? .failed
+        return StoredRegion(
+            seq: s.int64(at: 0), region: region, status: RegionStatus(kind, reason: s.optionalString(at: 15)),
+            attempts: s.int(at: 16), nextRetry: s.optionalDouble(at: 17).map { Date(timeIntervalSince1970: $0) },
+            createdAt: Date(timeIntervalSince1970: s.double(at: 12)),
+            updatedAt: Date(timeIntervalSince1970: s.double(at: 13)))
+    }
+
+    // MARK: Following changes
+
+    /// The latest region change generation (0 when nothing ever changed).
+    public func regionGeneration() throws -> Int64 {
+        try queue.read { db in
+            try db.scalar("SELECT coalesce(max(generation), 0) FROM region_changes", as: Int64.self) ?? 0
+        }
+    }
+
+    /// Region insertions and deletions after `generation`, in order, and the generation they lead to.
+    public func regionChanges(after generation: Int64) throws -> (
+        generation: Int64, changes: [(seq: Int64, inserted: Bool)]
+    ) {
+        try queue.read { db in
+            var latest = generation
+            var changes: [(seq: Int64, inserted: Bool)] = []
+            try db.forEachRow(
+                "SELECT generation, seq, op FROM region_changes WHERE generation > ? ORDER BY generation", [generation]
+            ) {
+                latest = $0.int64(at: 0)
+                changes.append((seq: $0.int64(at: 1), inserted: $0.string(at: 2) == "insert"))
+            }
+            return (latest, changes)
+        }
+    }
+
+    // MARK: Monitor state and the outbox
+
+    /// Every subject's persisted state.
+    public func subjects() throws -> [StoredSubject] {
+        try queue.read { db in
+            var bySubject: [String: Int] = [:]
+            var all: [StoredSubject] = []
+            try db.forEachRow(
+                "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects ORDER BY subject"
+            ) { s in
+                let lastFix = s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
+                    EventFix.init(json:))
+                bySubject[s.string(at: 0)] = all.count
+                all.append(
+                    StoredSubject(
+                        subject: s.string(at: 0),
+                        record: SubjectRecord(
+                            lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
+                            baselineSeq: s.int64(at: 2), lastFix: lastFix),
+                        pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4))))
+            }
+            try db.forEachRow("SELECT subject, region_seq, state, since, dwell_fired FROM region_states") { s in
+                guard let i = bySubject[s.string(at: 0)], let state = RegionState(rawValue: s.string(at: 2)) else {
+                    return
+                }
+                all[i].pairs.append(
+                    (
+                        regionSeq: s.int64(at: 1),
+                        record: PairRecord(
+                            state: state, since: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
+                            dwellFired: s.bool(at: 4))
+                    ))
+            }
+            return all
+        }
+    }
+
+    /// Persists what the monitor decided, in one transaction: events into the outbox together with the
+    /// state changes that caused them. Either all of it is stored or none.
+    public func apply(_ outputs: [MonitorOutput], now: Date = Date()) throws {
+        guard outputs.contains(where: { !$0.isEmpty }) else { return }
+        try queue.write { db in
+            for out in outputs { try StateStore.apply(out, now: now, db: db) }
+        }
+    }
+
+    static func apply(_ out: MonitorOutput, now: Date, db: DatabaseConnection) throws {
+        let t = now.timeIntervalSince1970
+        for event in out.events {
+            try db.execute(
+                "INSERT INTO events (id, type, region, subject, time, created_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    event.id, event.type.rawValue, event.region, event.subject, event.time.timeIntervalSince1970, t,
+                    JSONValue.object(event.json).serialized(),
+                ])
+        }
+        for update in out.pairUpdates {
+            if let record = update.record {
+                // A region the CLI removed a moment ago has no row to refer to: then there is nothing to keep.
+                try db.execute(
+                    """
+                    INSERT OR REPLACE INTO region_states (subject, region_seq, state, since, dwell_fired)
+                    SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM regions WHERE seq = ?)
+                    """,
+                    [
+                        update.subject, update.regionSeq, record.state.rawValue, record.since?.timeIntervalSince1970,
+                        record.dwellFired, update.regionSeq,
+                    ])
+            } else {
+                try db.execute(
+                    "DELETE FROM region_states WHERE subject = ? AND region_seq = ?",
+                    [update.subject, update.regionSeq])
+            }
+        }
+        if let update = out.subjectUpdate {
+            try db.execute(
+                """
+                INSERT OR REPLACE INTO subjects (subject, last_fix_time, baseline_seq, last_fix, updated_at)
+                VALUES (?, ?, ?, ?, ?)
+                """,
+                [
+                    update.subject, update.record.lastFixTime?.timeIntervalSince1970, update.record.baselineSeq,
+                    update.record.lastFix.map { JSONValue.object($0.json).serialized() }, t,
+                ])
+        }
+        for change in out.statusChanges {
+            try setStatus(seq: change.regionSeq, change.status, attempts: nil, nextRetry: nil, now: now, db: db)
+        }
+    }
+
+    /// Every subject's state in one region: recorded pairs, and `outside` for subjects whose baseline covers
+    /// the region without a record. Subjects that never evaluated the region are absent (unknown).
+    public func states(regionSeq: Int64) throws -> [(subject: String, record: PairRecord)] {
+        try queue.read { db in
+            var states: [(subject: String, record: PairRecord)] = []
+            try db.forEachRow(
+                """
+                SELECT s.subject, r.state, r.since, r.dwell_fired, s.baseline_seq FROM subjects s
+                LEFT JOIN region_states r ON r.subject = s.subject AND r.region_seq = ?
+                UNION ALL
+                SELECT r.subject, r.state, r.since, r.dwell_fired, NULL FROM region_states r
+                WHERE r.region_seq = ? AND NOT EXISTS (SELECT 1 FROM subjects s WHERE s.subject = r.subject)
+                ORDER BY 1
+                """, [regionSeq, regionSeq]
+            ) { s in
+                if let stateText = s.optionalString(at: 1), let state = RegionState(rawValue: stateText) {
+                    let since = s.optionalDouble(at: 2).map { Date(timeIntervalSince1970: $0) }
+                    states.append(
+                        (s.string(at: 0), PairRecord(state: state, since: since, dwellFired: s.bool(at: 3))))
+                } else if let baseline = s.optionalInt64(at: 4), baseline >= regionSeq {
+                    states.append((s.string(at: 0), PairRecord(state: .outside)))
+                }
+            }
+            return states
+        }
+    }
+
+    /// Outbox events after `seq`, oldest first.
+    public func events(after seq: Int64 = 0, limit: Int = 1000) throws -> [StoredEvent] {
+        try queue.read { db in
+            var events: [StoredEvent] = []
+            try db.forEachRow(
+                """
+                SELECT seq, id, type, region, subject, time, created_at, body FROM events
+                WHERE seq > ? ORDER BY seq LIMIT ?
+                """, [seq, limit]
+            ) { s in
+                events.append(
+                    StoredEvent(
+                        seq: s.int64(at: 0), id: s.string(at: 1), type: s.string(at: 2),
+                        region: s.optionalString(at: 3), subject: s.optionalString(at: 4),
+                        time: Date(timeIntervalSince1970: s.double(at: 5)),
+                        createdAt: Date(timeIntervalSince1970: s.double(at: 6)), body: s.string(at: 7)))
+            }
+            return events
+        }
+    }
+
+    public func eventCount() throws -> Int {
+        try queue.read { db in try db.scalar("SELECT count(*) FROM events", as: Int.self) ?? 0 }
+    }
+
+    public func hasEvent(id: String) throws -> Bool {
+        try queue.read { db in try db.scalar("SELECT 1 FROM events WHERE id = ?", [id], as: Int.self) != nil }
+    }
+
+    // MARK: Settings
+
+    public func setting(_ key: String) throws -> String? {
+        try queue.read { db in try db.scalar("SELECT value FROM settings WHERE key = ?", [key], as: String.self) }
+    }
+
+    public func setSetting(_ key: String, _ value: String, now: Date = Date()) throws {
+        try queue.write { db in
+            try db.execute(
+                "INSERT OR REPLACE INTO settings (key, value, updated_at) VALUES (?, ?, ?)",
+                [key, value, now.timeIntervalSince1970])
+        }
+    }
+
+    /// `PRAGMA integrity_check`: empty when the database is sound.
+    public func integrityCheck() throws -> [String] {
+        try queue.writeWithoutTransaction { db in try db.integrityCheck() }
+    }
+}
