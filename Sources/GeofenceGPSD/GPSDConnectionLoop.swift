@@ -1,0 +1,206 @@
+import Foundation
+import GeofenceCore
+
+/// What a `GPSDSource`'s thread runs: connect, stream, reconnect, until stopped.
+struct GPSDConnectionLoop: Sendable {
+    let configuration: GPSDSource.Configuration
+    let continuation: AsyncStream<GPSDReport>.Continuation
+    let control: SourceControl
+    let random: @Sendable () -> Double
+
+    func run() {
+        defer { control.markExited() }
+        let runner = Runner(loop: self)
+        runner.run()
+    }
+}
+
+/// The thread's mutable state; lives and dies on that thread.
+private final class Runner {
+    private let configuration: GPSDSource.Configuration
+    private let continuation: AsyncStream<GPSDReport>.Continuation
+    private let control: SourceControl
+    private let random: @Sendable () -> Double
+    private let clock = MonotonicClock()
+    private let session: GPSDSession
+    private var liveness: SourceLiveness
+    /// Consecutive failed or short-lived connections, for the backoff.
+    private var failures = 0
+    private var snapshot = CapabilitySnapshot()
+    private var snapshotSent = false
+    /// The last fix time per device, for inferring update intervals.
+    private var lastFixTime: [String: Date] = [:]
+
+    init(loop: GPSDConnectionLoop) {
+        configuration = loop.configuration
+        continuation = loop.continuation
+        control = loop.control
+        random = loop.random
+        session = GPSDSession(fallbackSubject: configuration.address.device ?? configuration.address.description)
+        liveness = SourceLiveness(configuration: configuration.liveness, startedAt: clock.now)
+    }
+
+    private var isStopped: Bool { control.isStopRequested }
+
+    func run() {
+        defer { session.close() }
+        while !isStopped {
+            if let cause = connect() {
+                waitBeforeRetry(after: cause)
+                continue
+            }
+            guard !isStopped else { return }
+            let connectedAt = clock.now
+            emit(.connected)
+            guard let cause = stream() else { return }  // stopped
+            session.close()
+            if clock.now - connectedAt >= configuration.healthyConnectionDuration { failures = 0 }
+            if let transition = liveness.connectionDropped(at: clock.now) { emit(.liveness(transition)) }
+            waitBeforeRetry(after: cause)
+        }
+    }
+
+    // MARK: - Connecting
+
+    /// Connects and starts the watch; the cause when that failed, nil when connected (or stopped).
+    private func connect() -> GPSDDisconnection.Cause? {
+        let address = configuration.address
+        let probe = ConnectProbe.probe(
+            host: address.host,
+            port: address.port,
+            timeout: configuration.connectTimeout,
+            now: { self.clock.now },
+            shouldStop: { self.control.isStopRequested }
+        )
+        switch probe {
+        case nil: break
+        case .stopped?: return nil
+        case .hostNotFound(let reason)?: return .hostNotFound(reason)
+        case .unreachable(let error)?: return .unreachable(error.reason)
+        case .timedOut?: return .timedOut
+        }
+        do throws(GPSDSession.Failure) {
+            try session.open(host: address.host, port: address.port)
+            try session.watch(device: address.device)
+        } catch {
+            session.close()
+            switch error {
+            case .openFailed(let reason): return .openFailed(reason)
+            case .readFailed(let error): return .readFailed(error.reason)
+            case .closedByGPSD: return .closedByGPSD
+            case .sendFailed: return .openFailed("could not send the WATCH command")
+            }
+        }
+        snapshot = CapabilitySnapshot()
+        snapshotSent = false
+        lastFixTime = [:]
+        return nil
+    }
+
+    private func waitBeforeRetry(after cause: GPSDDisconnection.Cause) {
+        guard !isStopped else { return }
+        let delay = configuration.backoff.delay(forAttempt: failures, unit: random())
+        failures += 1
+        emit(
+            .disconnected(
+                GPSDDisconnection(
+                    address: configuration.address,
+                    cause: cause,
+                    attempt: failures,
+                    retryIn: .milliseconds(Int64((delay * 1000).rounded()))
+                )
+            )
+        )
+        let wake = clock.now + delay
+        while !isStopped {
+            checkDeadlines()
+            let now = clock.now
+            guard now < wake else { return }
+            Thread.sleep(forTimeInterval: sliceUntil(wake))
+        }
+    }
+
+    // MARK: - Streaming
+
+    /// Reads reports until the connection ends (returns why) or the source is stopped (nil).
+    private func stream() -> GPSDDisconnection.Cause? {
+        while !isStopped {
+            checkDeadlines()
+            do throws(GPSDSession.Failure) {
+                guard try session.waitForInput(timeout: sliceUntil(nil)) else { continue }
+                guard let message = try session.read(receivedAt: Date()) else { continue }
+                handle(message)
+            } catch {
+                switch error {
+                case .closedByGPSD: return .closedByGPSD
+                case .readFailed(let error): return .readFailed(error.reason)
+                case .openFailed(let reason): return .openFailed(reason)
+                case .sendFailed: return .readFailed("send failed")
+                }
+            }
+        }
+        return nil
+    }
+
+    private func handle(_ message: GPSDMessage) {
+        switch message {
+        case .version(let daemon):
+            snapshot.daemon = daemon
+        case .devices(let devices):
+            var fresh = CapabilitySnapshot(daemon: snapshot.daemon)
+            for device in devices {
+                var device = device
+                if let known = snapshot.device(at: device.path) {
+                    device.reports = known.reports
+                    device.observedInterval = known.observedInterval
+                }
+                fresh.update(device)
+            }
+            sendSnapshot(fresh)
+        case .device(let device, let removed):
+            var updated = snapshot
+            if removed { updated.removeDevice(at: device.path) } else { updated.update(device) }
+            sendSnapshot(updated)
+        case .fix(let fix):
+            if SourceLiveness.isUsable(fix), let transition = liveness.usableFix(at: clock.now) {
+                emit(.liveness(transition))
+            }
+            emit(.fix(fix))
+            var updated = snapshot
+            updated.learn(from: fix, previousFixTime: lastFixTime[fix.subject])
+            if let time = fix.time { lastFixTime[fix.subject] = time }
+            if snapshotSent { sendSnapshot(updated) } else { snapshot = updated }
+        case .error(let text):
+            emit(.gpsdError(text))
+        case .other:
+            break
+        }
+    }
+
+    /// Sends a snapshot when it differs from the last one sent, and always the first of a session.
+    private func sendSnapshot(_ updated: CapabilitySnapshot) {
+        guard updated != snapshot || !snapshotSent else { return }
+        snapshot = updated
+        snapshotSent = true
+        emit(.capabilities(updated))
+    }
+
+    // MARK: - Time
+
+    private func checkDeadlines() {
+        if let transition = liveness.advance(to: clock.now) { emit(.liveness(transition)) }
+    }
+
+    /// How long to sleep: until `wake`, the next liveness deadline or the poll interval, whichever is first.
+    private func sliceUntil(_ wake: Double?) -> Double {
+        let now = clock.now
+        var slice = configuration.pollInterval
+        if let wake { slice = min(slice, wake - now) }
+        if let deadline = liveness.nextDeadline { slice = min(slice, deadline - now) }
+        return max(slice, 0.001)
+    }
+
+    private func emit(_ report: GPSDReport) {
+        continuation.yield(report)
+    }
+}

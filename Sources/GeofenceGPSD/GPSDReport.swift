@@ -1,0 +1,77 @@
+import GeofenceCore
+
+/// One thing the gpsd source has to say, in the order it happened.
+///
+/// Failures are values here, not thrown errors: a source that cannot reach gpsd keeps retrying
+/// and keeps reporting, and its stream ends only when the source is stopped. So the consumer
+/// is a single `for await report in source.reports` with a `switch`, and there is no error
+/// path that would end monitoring for good.
+public enum GPSDReport: Sendable, Equatable {
+    /// Connected to gpsd and asked it to stream reports.
+    case connected
+    /// Not connected: the connection failed or dropped; the source retries after `retryIn`.
+    case disconnected(GPSDDisconnection)
+    /// What gpsd and its devices are (first question); sent after each connect and again when
+    /// a device is added, removed, re-identified, or shows it can report more than was known.
+    case capabilities(CapabilitySnapshot)
+    /// A TPV report, exactly as gpsd sent it (several per epoch; no filtering here).
+    case fix(Fix)
+    /// Data stopped or resumed arriving (fourth question).
+    case liveness(SourceLiveness.Transition)
+    /// gpsd answered with an ERROR report (for example: no such device).
+    case gpsdError(String)
+}
+
+/// Why the source is not connected to gpsd, with a reason a person can act on.
+public struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
+    public enum Cause: Sendable, Equatable {
+        /// Nothing accepted the connection; the system's reason ("connection refused").
+        case unreachable(String)
+        /// The host name did not resolve; the resolver's reason.
+        case hostNotFound(String)
+        /// No answer to the connection attempt within the connect timeout.
+        case timedOut
+        /// libgps could not open the session after all; its reason.
+        case openFailed(String)
+        /// gpsd closed the connection (it stopped, crashed or restarted).
+        case closedByGPSD
+        /// Reading from gpsd failed; the system's reason.
+        case readFailed(String)
+    }
+
+    public var address: GPSDAddress
+    public var cause: Cause
+    /// Consecutive failed attempts so far, this one included.
+    public var attempt: Int
+    /// How long the source waits before its next attempt.
+    public var retryIn: Duration
+
+    public init(address: GPSDAddress, cause: Cause, attempt: Int, retryIn: Duration) {
+        self.address = address
+        self.cause = cause
+        self.attempt = attempt
+        self.retryIn = retryIn
+    }
+
+    public var description: String {
+        let at = "\(address.host):\(address.port)"
+        let startIt =
+            address.isLocal
+            ? "is it running? sudo systemctl start gpsd"
+            : "is it running there, and listening on the network (gpsd -G)?"
+        switch cause {
+        case .unreachable(let reason):
+            return "gpsd is not reachable at \(at) (\(reason)): \(startIt)"
+        case .hostNotFound(let reason):
+            return "gpsd host \"\(address.host)\" was not found (\(reason)): check the gpsd address"
+        case .timedOut:
+            return "gpsd at \(at) did not answer the connection attempt in time: check the address and the network"
+        case .openFailed(let reason):
+            return "could not open a gpsd session at \(at) (\(reason))"
+        case .closedByGPSD:
+            return "gpsd at \(at) closed the connection (it stopped or restarted)"
+        case .readFailed(let reason):
+            return "lost the connection to gpsd at \(at) (\(reason))"
+        }
+    }
+}

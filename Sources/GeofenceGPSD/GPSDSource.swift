@@ -1,0 +1,122 @@
+import Foundation
+import GeofenceCore
+import Synchronization
+
+/// The live position source: a libgps session to gpsd on its own thread, kept connected.
+///
+/// It connects to a `GPSDAddress`, asks gpsd to stream JSON, and turns what arrives into
+/// `GPSDReport`s: every TPV as a `Fix`, VERSION/DEVICES/DEVICE as a `CapabilitySnapshot`.
+/// When gpsd is absent, dies or restarts it reconnects with exponential backoff and full
+/// jitter, and a `SourceLiveness` watchdog on a monotonic clock reports `silent`, `lost` and
+/// `restored`. libgps blocks, so the session runs on a dedicated thread, never on Swift
+/// concurrency's cooperative pool; the thread wakes at least every `pollInterval` to notice
+/// `stop()` and deadlines.
+///
+/// ```swift
+/// let source = GPSDSource(configuration: .init(address: try GPSDAddress(parsing: "localhost:2947")))
+/// source.start()
+/// for await report in source.reports { ... }
+/// ```
+public final class GPSDSource: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        public var address: GPSDAddress
+        public var liveness: SourceLiveness.Configuration
+        public var backoff: ReconnectBackoff
+        /// A connection that lasted this long (seconds) was healthy: the backoff starts over.
+        /// Shorter ones keep counting, so a gpsd that accepts and then crashes in a loop
+        /// is not hammered.
+        public var healthyConnectionDuration: Double
+        /// The longest a connection attempt may take, seconds.
+        public var connectTimeout: Double
+        /// The longest the thread sleeps before checking for `stop()`, seconds.
+        public var pollInterval: Double
+
+        public init(
+            address: GPSDAddress = .default,
+            liveness: SourceLiveness.Configuration = SourceLiveness.Configuration(),
+            backoff: ReconnectBackoff = ReconnectBackoff(),
+            healthyConnectionDuration: Double = 5,
+            connectTimeout: Double = 5,
+            pollInterval: Double = 0.2
+        ) {
+            self.address = address
+            self.liveness = liveness
+            self.backoff = backoff
+            self.healthyConnectionDuration = healthyConnectionDuration
+            self.connectTimeout = connectTimeout
+            self.pollInterval = pollInterval
+        }
+    }
+
+    public let configuration: Configuration
+    /// Everything the source has to say, in order; ends after `stop()`. One consumer.
+    /// Unbounded: the consumer is expected to keep up (a fix is a few hundred bytes).
+    public let reports: AsyncStream<GPSDReport>
+
+    private let continuation: AsyncStream<GPSDReport>.Continuation
+    private let random: @Sendable () -> Double
+    private let control: SourceControl
+    private let started = Mutex(false)
+
+    /// - Parameter random: a random number in `[0, 1]` for the backoff's jitter; injectable for tests.
+    public init(
+        configuration: Configuration,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+    ) {
+        self.configuration = configuration
+        self.random = random
+        self.control = SourceControl()
+        (reports, continuation) = AsyncStream.makeStream(of: GPSDReport.self)
+        let control = self.control
+        continuation.onTermination = { _ in control.requestStop() }
+    }
+
+    deinit {
+        control.requestStop()
+        continuation.finish()
+    }
+
+    /// Starts the session thread; later calls do nothing.
+    public func start() {
+        let isFirstStart = started.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard isFirstStart, !control.isStopRequested else { return }
+        let loop = GPSDConnectionLoop(
+            configuration: configuration,
+            continuation: continuation,
+            control: control,
+            random: random
+        )
+        let thread = Thread { loop.run() }
+        thread.name = "geofence.gpsd"
+        thread.start()
+    }
+
+    /// Stops the session and ends `reports`. Returns once the thread has closed its gpsd
+    /// connection, or after one second at most (a thread stuck in name resolution finishes
+    /// on its own later and reports nothing more).
+    public func stop() async {
+        control.requestStop()
+        continuation.finish()
+        guard started.withLock({ $0 }) else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(1))
+        while !control.hasExited, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// Stop request and exit flag shared by a `GPSDSource` and its thread.
+final class SourceControl: Sendable {
+    private let stopRequested = Atomic(false)
+    private let exited = Atomic(false)
+
+    var isStopRequested: Bool { stopRequested.load(ordering: .acquiring) }
+    var hasExited: Bool { exited.load(ordering: .acquiring) }
+
+    func requestStop() { stopRequested.store(true, ordering: .releasing) }
+    func markExited() { exited.store(true, ordering: .releasing) }
+}
