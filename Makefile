@@ -1,0 +1,64 @@
+# geofence: build, test and demo on a Debian machine.
+#
+#   make demo    install what is missing, build, show the engine on a real gpsd with a recorded drive
+#   make test    install what is missing, build, run every test
+#
+# System packages are installed here (never by hand): the C libraries the package links against and
+# Debian's gpsd, which the integration tests and the demo run privately (never the system one).
+
+SWIFT       ?= swift
+CONFIG      ?= debug
+APT_PACKAGES = libsqlite3-dev libgps-dev gpsd
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BIN          = .build/$(CONFIG)/geofence
+
+.PHONY: all deps build release test demo bench format lint clean help
+
+all: build
+
+help:
+	@echo "make demo     build and run the demo (a private gpsd replaying a recorded drive)"
+	@echo "make test     build and run every test"
+	@echo "make build    build the debug binaries (.build/debug/geofence)"
+	@echo "make release  build optimised binaries (.build/release/geofence)"
+	@echo "make bench    run the benchmark executable (release)"
+	@echo "make lint     swift format lint, strict"
+	@echo "make format   swift format, in place"
+
+# Installs only the packages that are missing, so a second run does nothing and needs no network.
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build -c $(CONFIG)
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: deps
+	$(SWIFT) build -c release --product geofence
+	@Scripts/demo.sh .build/release/geofence
+
+bench: deps
+	$(SWIFT) run -c release geofence-bench
+
+lint:
+	$(SWIFT) format lint --strict --recursive --configuration .swift-format Sources Tests Package.swift
+
+format:
+	$(SWIFT) format format --in-place --recursive --configuration .swift-format Sources Tests Package.swift
+
+clean:
+	rm -rf .build

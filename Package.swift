@@ -1,0 +1,52 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "geofence",
+    products: [
+        .executable(name: "geofence", targets: ["geofence"])
+    ],
+    targets: [
+        // Pure model and decisions: no I/O, no clocks, no C.
+        .target(name: "GeofenceCore"),
+
+        // SQLite through Debian's libsqlite3-dev.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "GeofenceStore", dependencies: ["GeofenceCore", "CSQLite"]),
+
+        // gpsd through Debian's libgps-dev (gpsd 3.22, API 11).
+        .systemLibrary(
+            name: "CGPS",
+            pkgConfig: "libgps",
+            providers: [.apt(["libgps-dev"])]
+        ),
+        .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "CGPS"]),
+
+        // The daemon and the pipeline that replay shares with it.
+        .target(name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore"]),
+
+        // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
+        .target(name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine"]),
+        .executableTarget(name: "geofence", dependencies: ["GeofenceCLI"]),
+
+        // Scenario builders and the real-gpsd harness, for tests only.
+        .target(name: "GeofenceTestSupport", dependencies: ["GeofenceCore"]),
+
+        .testTarget(
+            name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],
+            resources: [.copy("Resources")]),
+        .testTarget(
+            name: "GeofenceGPSDTests", dependencies: ["GeofenceGPSD", "GeofenceCore", "GeofenceTestSupport"]),
+        .testTarget(
+            name: "GeofenceStoreTests", dependencies: ["GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
+        // End-to-end: runs the built `geofence` binary (hence the dependency on the executable).
+        .testTarget(
+            name: "GeofenceCLITests",
+            dependencies: ["GeofenceCLI", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport", "geofence"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

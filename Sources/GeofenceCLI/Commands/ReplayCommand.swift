@@ -1,0 +1,117 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `geofence replay`: recorded gpsd JSON through the same pipeline as the daemon.
+enum ReplayCommand {
+    static func run(_ c: CommandContext) throws {
+        let file = try c.arguments.required("file")
+        let subject = c.arguments.value("--subject") ?? "gpsd"
+        let fd: Int32
+        if file == "-" {
+            fd = 0
+        } else {
+            fd = open(file, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw CommandFailure("cannot read \(file): \(String(cString: strerror(errno)))", exitCode: .noInput)
+            }
+        }
+        defer { if fd != 0 { close(fd) } }
+
+        let store = try c.openStore()
+        let pipeline = FixPipeline(store: store)
+        try pipeline.load()
+        var reader = LineReader(fd: fd)
+        var lineNumber = 0
+        var tpv = 0
+        var other = 0
+        var malformed = 0
+        var events = 0
+        let name = file == "-" ? "stdin" : file
+        let trace = c.arguments.flag("--trace")
+
+        func emit(_ committed: [RegionEvent]) {
+            for event in committed {
+                c.console.print(JSONValue.object(event.json).serialized())
+            }
+            events += committed.count
+        }
+
+        while let line = try reader.next() {
+            lineNumber += 1
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+            switch GPSDJSON.decode(line, defaultSubject: subject) {
+            case .tpv(let fix):
+                tpv += 1
+                let (verdict, committed) = try pipeline.process(fix)
+                if trace { c.console.message(traceLine(fix, verdict, line: lineNumber)) }
+                emit(committed)
+            case .other:
+                other += 1
+            case .malformed(let reason):
+                malformed += 1
+                if malformed <= 10 {
+                    c.console.message("warning: \(name):\(lineNumber): skipped: \(reason)")
+                } else if malformed == 11 {
+                    c.console.message("warning: further malformed lines are counted, not shown")
+                }
+            }
+        }
+        emit(try pipeline.flush())
+
+        guard c.arguments.flag("--stats") else { return }
+        printStats(
+            c, pipeline: pipeline, lines: lineNumber, tpv: tpv, other: other,
+            malformed: malformed + reader.oversizedLines, events: events)
+    }
+
+    /// One JSON line per TPV on stderr: what the filter made of it.
+    static func traceLine(_ fix: Fix, _ verdict: FixVerdict, line: Int) -> String {
+        var o: JSONObject = ["line": .number(Double(line)), "subject": .string(fix.subject)]
+        if let time = fix.time { o["time"] = .string(TimestampParser.format(time)) }
+        o["mode"] = .number(Double(fix.mode.rawValue))
+        if let lat = fix.latitude { o["lat"] = .number(lat) }
+        if let lon = fix.longitude { o["lon"] = .number(lon) }
+        if let accuracy = fix.horizontalAccuracy { o["accuracy"] = .number(accuracy) }
+        switch verdict {
+        case .accepted: o["verdict"] = "accepted"
+        case .rejected(let reason): o["verdict"] = .string(reason.rawValue)
+        }
+        return JSONValue.object(o).serialized()
+    }
+
+    static func printStats(
+        _ c: CommandContext, pipeline: FixPipeline, lines lineNumber: Int, tpv: Int, other: Int, malformed: Int,
+        events: Int
+    ) {
+        let stats = pipeline.filter.statistics
+        if c.json {
+            var rejected = JSONObject()
+            for reason in FixRejection.allCases { rejected[reason.rawValue] = .number(Double(stats[reason])) }
+            let o: JSONObject = [
+                "lines": .number(Double(lineNumber)), "tpv": .number(Double(tpv)), "other": .number(Double(other)),
+                "malformed": .number(Double(malformed)),
+                "accepted": .number(Double(stats.accepted)), "resynchronized": .number(Double(stats.resynchronized)),
+                "rejected": .object(rejected), "events": .number(Double(events)),
+            ]
+            c.console.message(JSONValue.object(o).serialized())
+            return
+        }
+        var rows: [(String, Int)] = [
+            ("reports", lineNumber), ("  TPV", tpv), ("  other classes", other),
+            ("  malformed", malformed), ("accepted", stats.accepted),
+            ("  after resynchronizing", stats.resynchronized),
+        ]
+        for reason in FixRejection.allCases { rows.append(("rejected: \(reason.label)", stats[reason])) }
+        rows.append(("events", events))
+        let width = rows.map(\.0.count).max() ?? 0
+        for (label, count) in rows {
+            c.console.message(label.padding(toLength: width + 2, withPad: " ", startingAt: 0) + String(count))
+        }
+    }
+}

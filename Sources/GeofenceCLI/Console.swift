@@ -1,0 +1,74 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where a command's output goes: stdout for data, stderr for messages and progress.
+///
+/// Commands write through this, never to the process's streams directly, so tests can run them in-process
+/// and read what they printed.
+public final class Console: @unchecked Sendable {
+    // @unchecked: the closures are set once at creation and the standard ones only call thread-safe stdio;
+    // a capturing console guards its buffers with a lock.
+    private let writeOut: @Sendable (String) -> Void
+    private let writeErr: @Sendable (String) -> Void
+    /// Whether stderr is a terminal (progress bars are drawn only then).
+    public let stderrIsTerminal: Bool
+
+    public init(
+        out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+        stderrIsTerminal: Bool = false
+    ) {
+        writeOut = out
+        writeErr = err
+        self.stderrIsTerminal = stderrIsTerminal
+    }
+
+    /// The process's stdout and stderr.
+    public static func standard() -> Console {
+        Console(out: { writeAll(1, $0) }, err: { writeAll(2, $0) }, stderrIsTerminal: isatty(2) == 1)
+    }
+
+    /// Writes all of `text` to a descriptor, unbuffered, so every line is out before the next step (a
+    /// `replay` killed mid-stream has printed exactly what it stored). A closed pipe ends the writing.
+    private static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += n
+        }
+    }
+
+    /// Writes `text` and a newline to stdout.
+    public func print(_ text: String) { writeOut(text + "\n") }
+    /// Writes `text` as is to stdout.
+    public func write(_ text: String) { writeOut(text) }
+    /// Writes `text` and a newline to stderr.
+    public func message(_ text: String) { writeErr(text + "\n") }
+    /// Writes `text` as is to stderr.
+    public func writeError(_ text: String) { writeErr(text) }
+}
+
+/// A console that keeps what was written, for tests.
+public final class CapturedOutput: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outText = ""
+    private var errText = ""
+
+    public init() {}
+
+    public var stdout: String { lock.withLock { outText } }
+    public var stderr: String { lock.withLock { errText } }
+
+    public var console: Console {
+        Console(
+            out: { [self] text in lock.withLock { outText += text } },
+            err: { [self] text in lock.withLock { errText += text } })
+    }
+}

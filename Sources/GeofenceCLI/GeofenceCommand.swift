@@ -1,0 +1,123 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// The `geofence` command line: parse, dispatch, map failures to one clear line and a sysexits code.
+public enum GeofenceCommand {
+    public static let version = "0.1.0"
+
+    /// Runs the process's command line and exits with its status.
+    public static func main() -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        let status = run(
+            Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+            console: .standard())
+        exit(status)
+    }
+
+    /// Runs one command line; returns the exit status. Everything it prints goes through `console`.
+    public static func run(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
+        let parser = CommandLineParser(root: CommandTree.root)
+        switch parser.parse(arguments, environment: environment) {
+        case .help(let text):
+            console.write(text)
+            return ExitCode.ok.rawValue
+        case .error(let error):
+            console.writeError(parser.render(error))
+            return error.exitCode.rawValue
+        case .run(let path, let parsed):
+            let context = CommandContext(
+                arguments: parsed, environment: environment, console: console, parser: parser, now: Date())
+            do {
+                try dispatch(path, context)
+                return ExitCode.ok.rawValue
+            } catch let error as any CommandLineError {
+                console.writeError(parser.render(error))
+                return error.exitCode.rawValue
+            } catch {
+                let failure = CommandFailure.from(error)
+                console.writeError(parser.render(failure))
+                return failure.exitCode.rawValue
+            }
+        }
+    }
+
+    static func dispatch(_ path: [String], _ c: CommandContext) throws {
+        switch path {
+        case []:
+            if c.arguments.flag("--version") {
+                c.console.print("geofence \(version)")
+            } else {
+                c.console.write(c.parser.helpText(for: []))
+            }
+        case ["add"]: try RegionCommands.add(c)
+        case ["remove"]: try RegionCommands.remove(c)
+        case ["list"]: try RegionCommands.list(c)
+        case ["show"]: try RegionCommands.show(c)
+        case ["import"]: try RegionCommands.importRegions(c)
+        case ["export"]: try RegionCommands.export(c)
+        case ["replay"]: try ReplayCommand.run(c)
+        default:
+            throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
+        }
+    }
+}
+
+/// What a command needs: its arguments, the environment, where to print, the time it started.
+struct CommandContext {
+    let arguments: ParsedArguments
+    let environment: [String: String]
+    let console: Console
+    let parser: CommandLineParser
+    let now: Date
+
+    var json: Bool { arguments.flag("--json") }
+
+    var stateDirectory: String {
+        arguments.value("--state-dir") ?? StateDirectory.default(environment: environment)
+    }
+
+    func openStore() throws -> StateStore {
+        try StateStore(directory: stateDirectory)
+    }
+
+    func usage(_ message: String) -> UsageError { arguments.usageError(message) }
+}
+
+extension CommandFailure {
+    /// One clear line and a sysexits code for anything a command can throw.
+    static func from(_ error: any Error) -> CommandFailure {
+        switch error {
+        case let e as CommandFailure: return e
+        case let e as StoreError:
+            switch e {
+            case .duplicateRegions: return CommandFailure(e.description, exitCode: .dataError)
+            case .regionNotFound: return CommandFailure(e.description, exitCode: .noInput)
+            case .cannotCreateDirectory: return CommandFailure(e.description, exitCode: .cantCreate)
+            case .corruptRow: return CommandFailure(e.description, exitCode: .dataError)
+            }
+        case let e as DatabaseError:
+            let code: ExitCode
+            if e.isBusy {
+                code = .tempFail
+            } else if e.isPermissionDenied {
+                code = .noPermission
+            } else if e.isReadOnly || e.isCantOpen {
+                code = .cantCreate
+            } else {
+                code = .ioError
+            }
+            return CommandFailure(e.description, exitCode: code)
+        case let e as MigrationError:
+            return CommandFailure(e.description, exitCode: .config)
+        case let e as RegionValidationError:
+            return CommandFailure(e.description, exitCode: .dataError)
+        default:
+            return CommandFailure("\(error)", exitCode: .software)
+        }
+    }
+}

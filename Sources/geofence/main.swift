@@ -1,0 +1,3 @@
+import GeofenceCLI
+
+GeofenceCommand.main()

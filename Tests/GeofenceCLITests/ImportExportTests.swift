@@ -1,0 +1,115 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+@Suite("geofence import and export")
+struct ImportExportTests {
+    private func goodRegions(_ count: Int) -> [String] {
+        (0..<count).map { i in
+            #"{"id":"r\#(i)","lat":\#(Double(i % 170) * 0.5 - 42),"lon":\#(Double(i % 350) * 0.5 - 87),"radius":\#(50 + i % 2000)}"#
+        }
+    }
+
+    @Test("the example file imports, and export writes back what was imported")
+    func example() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let example = repo.appendingPathComponent("regions.example.json").path
+        let result = try cli.run("import", example)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try cli.ids() == ["depot-north", "customer-acme-42", "fuel-a40"])
+
+        let exported = try cli.run("export")
+        #expect(exported.status == 0)
+        let original = try JSON.parse(String(contentsOfFile: example, encoding: .utf8))
+        let roundTrip = try JSON.parse(exported.stdout)
+        // Same regions, same fields (export spells notify sorted and dwell canonically, as the example does).
+        #expect(roundTrip == original)
+
+        // Export, then import into a fresh store: identical.
+        let other = try CLI()
+        defer { other.dir.remove() }
+        #expect(try other.run(["import", "-"], stdin: exported.stdout).status == 0)
+        #expect(try other.run("export").stdout == exported.stdout)
+
+        let geojson = try JSON.parse(try cli.run("export", "--format", "geojson").stdout)
+        #expect(geojson["type"]?.stringValue == "FeatureCollection")
+        let features = try #require(geojson["features"]?.arrayValue)
+        #expect(features.count == 3)
+        #expect(features[0]["geometry"]?["coordinates"] == [-0.1246, 51.5007])
+        #expect(features[0]["properties"]?["radius"]?.doubleValue == 200)
+    }
+
+    @Test(
+        "a bad file imports nothing and names the problem",
+        arguments: [
+            ("not json at all", "not valid JSON"),
+            (#"{"regions": [{"id": "a", "lat": 1, "lon": 2, "radius": 3}"#, "not valid JSON"),
+            (#"{"regions": {"id": "a"}}"#, "\"regions\" must be an array"),
+            (#"[{"id": "a", "lat": "north", "lon": 2, "radius": 3}]"#, "regions[0].lat"),
+            (
+                #"[{"id": "a", "lat": 1, "lon": 2, "radius": 3}, {"id": "a", "lat": 1, "lon": 2, "radius": 3}]"#,
+                "regions[1].id"
+            ),
+            (#"[{"id": "a", "lat": 1, "lon": 2, "radius": 3, "radious": 4}]"#, "regions[0].radious"),
+            (#"[{"id": "a", "lat": 1, "lon": 2}]"#, "regions[0].radius"),
+            (#"[{"id": "a", "lat": 1, "lon": 2, "radius": 3, "hooks": {"arrive": "x"}}]"#, "regions[0].hooks.arrive"),
+            ("", "not valid JSON"),
+        ])
+    func badFiles(text: String, expected: String) throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try cli.run("add", "--lat", "1", "--lon", "1", "--radius", "10", "--id", "existing")
+        let file = cli.dir.file("bad.json")
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try cli.run("import", file)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("Error: nothing imported"))
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+        #expect(try cli.ids() == ["existing"])
+    }
+
+    @Test("one bad entry among 1,000 good ones: nothing is imported, the bad one is named")
+    func oneBadAmongMany() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        var entries = goodRegions(1000)
+        entries[617] = #"{"id":"r617","lat":12,"lon":13,"radius":-4}"#
+        let file = cli.dir.file("many.json")
+        try ("{\"regions\":[" + entries.joined(separator: ",\n") + "]}").write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let result = try cli.run("import", file)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("regions[617].radius"), "\(result.stderr)")
+        #expect(result.stderr.contains("r617"))
+        #expect(try cli.ids().isEmpty)
+
+        entries[617] = #"{"id":"r617","lat":12,"lon":13,"radius":4}"#
+        try ("{\"regions\":[" + entries.joined(separator: ",\n") + "]}").write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let good = try cli.run("import", file)
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(try cli.ids().count == 1000)
+        // Importing again collides with every id: refused as a whole, unless --replace.
+        let again = try cli.run("import", file)
+        #expect(again.status == 65)
+        #expect(again.stderr.contains("1000 regions already exist"))
+        #expect(try cli.run("import", "--replace", file).status == 0)
+        #expect(try cli.ids().count == 1000)
+    }
+
+    @Test("--dry-run checks and stores nothing")
+    func dryRun() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let file = cli.dir.file("some.json")
+        try ("[" + goodRegions(5).joined(separator: ",") + "]").write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try cli.run("import", "--dry-run", file)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("5 regions checked"))
+        #expect(try cli.ids().isEmpty)
+    }
+}
