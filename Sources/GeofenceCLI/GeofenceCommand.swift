@@ -61,6 +61,7 @@ public enum GeofenceCommand {
         case ["import"]: try RegionCommands.importRegions(c)
         case ["export"]: try RegionCommands.export(c)
         case ["replay"]: try ReplayCommand.run(c)
+        case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
         }

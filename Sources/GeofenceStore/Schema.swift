@@ -1,7 +1,14 @@
 /// The schema, as a list of migrations. Every change is a new migration; applied ones are never edited.
+/// Each area registers its own migrations from its own file, in this order.
 enum Schema {
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
+        registerCore(&m)
+        registerHooks(&m)
+        return m
+    }
+
+    static func registerCore(_ m: inout DatabaseMigrator) {
         m.registerMigration("001-regions-state-outbox") { db in
             try db.execute(
                 """
@@ -94,6 +101,5 @@ enum Schema {
                 ) WITHOUT ROWID
                 """)
         }
-        return m
     }
 }

@@ -1,0 +1,97 @@
+import Foundation
+import GeofenceCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Severity of a log line (syslog's levels, which journald understands).
+public enum LogLevel: Int, Sendable, Comparable, CustomStringConvertible {
+    case error = 3
+    case warning = 4
+    case notice = 5
+    case info = 6
+    case debug = 7
+
+    /// Less severe is less: `debug < info < ... < error`.
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue > b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .error: "error"
+        case .warning: "warning"
+        case .notice: "notice"
+        case .info: "info"
+        case .debug: "debug"
+        }
+    }
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "error": self = .error
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+}
+
+/// One line per event or state change on stderr. Under systemd (JOURNAL_STREAM set) each line starts with
+/// `<N>`, the sd-daemon priority prefix, and carries no timestamp (journald adds its own); elsewhere a line
+/// is `2026-11-30T14:03:07.123Z info message`.
+public struct Logger: Sendable {
+    public var minimum: LogLevel
+    private let journald: Bool
+    private let sink: @Sendable (String) -> Void
+
+    public init(minimum: LogLevel = .info, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.minimum = minimum
+        journald = environment["JOURNAL_STREAM"] != nil
+        sink = { line in
+            var bytes = Array(line.utf8)
+            bytes.append(10)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    /// A logger that hands lines to `sink` (tests).
+    public init(minimum: LogLevel = .debug, sink: @escaping @Sendable (String) -> Void) {
+        self.minimum = minimum
+        journald = false
+        self.sink = sink
+    }
+
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        guard level.rawValue <= minimum.rawValue else { return }
+        // Keep one line per record whatever the message holds.
+        let text = message().replacingOccurrences(of: "\n", with: "\\n")
+        if journald {
+            sink("<\(level.rawValue)>\(text)")
+        } else {
+            sink("\(TimestampFormat.now()) \(level) \(text)")
+        }
+    }
+
+    public func error(_ m: @autoclosure () -> String) { log(.error, m()) }
+    public func warning(_ m: @autoclosure () -> String) { log(.warning, m()) }
+    public func notice(_ m: @autoclosure () -> String) { log(.notice, m()) }
+    public func info(_ m: @autoclosure () -> String) { log(.info, m()) }
+    public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
+}
+
+enum TimestampFormat {
+    static func now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let seconds = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        return TimestampParser.format(Date(timeIntervalSince1970: seconds))
+    }
+}
