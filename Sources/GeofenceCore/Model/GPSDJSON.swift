@@ -50,34 +50,37 @@ public enum GPSDJSON {
         var track: Double?
         var badField: String?
         do {
-            try JSON.forEachMember(in: line) { key, value in
+            try JSON.forEachMember(in: line, matching: tpvFields) { key, value in
                 func number() -> Double? {
                     switch value {
                     case .number(let n): return n
                     case .null: return nil
                     default:
-                        badField = badField ?? key
+                        badField = badField ?? key.rawValue
                         return nil
                     }
                 }
                 switch key {
-                case "class": klass = value.stringValue
-                case "device": device = value.stringValue
-                case "mode": mode = number()
-                case "time":
-                    if case .string(let s) = value { time = s } else if !value.isNull { badField = badField ?? key }
-                case "lat": lat = number()
-                case "lon": lon = number()
-                case "altHAE": altHAE = number()
-                case "altMSL": altMSL = number()
-                case "alt": alt = number()
-                case "eph": eph = number()
-                case "epx": epx = number()
-                case "epy": epy = number()
-                case "epv": epv = number()
-                case "speed": speed = number()
-                case "track": track = number()
-                default: break
+                case .class: klass = value.stringValue
+                case .device: device = value.stringValue
+                case .mode: mode = number()
+                case .time:
+                    if case .string(let s) = value {
+                        time = s
+                    } else if !value.isNull {
+                        badField = badField ?? key.rawValue
+                    }
+                case .lat: lat = number()
+                case .lon: lon = number()
+                case .altHAE: altHAE = number()
+                case .altMSL: altMSL = number()
+                case .alt: alt = number()
+                case .eph: eph = number()
+                case .epx: epx = number()
+                case .epy: epy = number()
+                case .epv: epv = number()
+                case .speed: speed = number()
+                case .track: track = number()
                 }
             }
         } catch {
@@ -105,6 +108,13 @@ public enum GPSDJSON {
                 verticalAccuracy: finite(epv).flatMap { $0 >= 0 ? $0 : nil }, speed: finite(speed),
                 course: finite(track)))
     }
+
+    /// The TPV members the decoder reads; a key table lets the parser match them without building strings.
+    private enum TPVField: String, CaseIterable, Sendable {
+        case `class`, device, mode, time, lat, lon, altHAE, altMSL, alt, eph, epx, epy, epv, speed, track
+    }
+
+    private static let tpvFields = JSONKeyTable(TPVField.self)
 
     private static func finite(_ v: Double?) -> Double? {
         guard let v, v.isFinite else { return nil }
