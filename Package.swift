@@ -4,7 +4,8 @@ import PackageDescription
 let package = Package(
     name: "geofence",
     products: [
-        .executable(name: "geofence", targets: ["geofence"])
+        .executable(name: "geofence", targets: ["geofence"]),
+        .executable(name: "geofence-sim", targets: ["GeofenceSim"]),
     ],
     targets: [
         // Pure model and decisions: no I/O, no clocks, no C.
@@ -27,14 +28,18 @@ let package = Package(
         .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "CGPS"]),
 
         // The daemon and the pipeline that replay shares with it.
-        .target(name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore"]),
+        .target(name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD"]),
 
         // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
-        .target(name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine"]),
+        .target(
+            name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
         .executableTarget(name: "geofence", dependencies: ["GeofenceCLI"]),
 
         // Scenario builders and the real-gpsd harness, for tests only.
         .target(name: "GeofenceTestSupport", dependencies: ["GeofenceCore"]),
+
+        // The demo's receiver: writes a recorded drive, plays NMEA into gpsd's UDP feed.
+        .executableTarget(name: "GeofenceSim", dependencies: ["GeofenceCore", "GeofenceTestSupport"]),
 
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],

@@ -19,7 +19,7 @@ enum CommandTree {
             stateDir, json,
             .flag("--version", help: "Print the version and exit."),
         ],
-        subcommands: [add, remove, list, show, importCommand, export, replay, hook, events],
+        subcommands: [add, remove, list, show, importCommand, export, replay, run, locate, status, hook, events],
         runsWithoutSubcommand: true,
         examples: [
             Example(

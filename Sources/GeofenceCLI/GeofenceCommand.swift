@@ -36,7 +36,7 @@ public enum GeofenceCommand {
                 try dispatch(path, context)
                 return ExitCode.ok.rawValue
             } catch let error as any CommandLineError {
-                console.writeError(parser.render(error))
+                if !error.message.isEmpty { console.writeError(parser.render(error)) }
                 return error.exitCode.rawValue
             } catch {
                 let failure = CommandFailure.from(error)
@@ -61,6 +61,9 @@ public enum GeofenceCommand {
         case ["import"]: try RegionCommands.importRegions(c)
         case ["export"]: try RegionCommands.export(c)
         case ["replay"]: try ReplayCommand.run(c)
+        case ["run"]: try RunCommand.run(c)
+        case ["locate"]: try LocateCommand.run(c)
+        case ["status"]: try StatusCommand.run(c)
         case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)

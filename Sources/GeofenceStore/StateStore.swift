@@ -463,6 +463,24 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Puts state events (source lost, device added, ...) into the outbox.
+    public func append(_ events: [StateEvent], now: Date = Date()) throws {
+        guard !events.isEmpty else { return }
+        try queue.write { db in
+            for event in events {
+                try db.execute(
+                    """
+                    INSERT INTO events (id, type, region, subject, time, created_at, body)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        event.id, event.type.rawValue, event.region, event.subject, event.time.timeIntervalSince1970,
+                        now.timeIntervalSince1970, JSONValue.object(event.json).serialized(),
+                    ])
+            }
+        }
+    }
+
     /// Outbox events after `seq`, oldest first.
     public func events(after seq: Int64 = 0, limit: Int = 1000) throws -> [StoredEvent] {
         try queue.read { db in

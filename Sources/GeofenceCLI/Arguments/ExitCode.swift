@@ -3,6 +3,10 @@
 public enum ExitCode: Int32, Sendable, CaseIterable {
     case ok = 0
     case failure = 1
+    /// `locate`: the best fix at the deadline did not meet the target accuracy.
+    case coarse = 2
+    /// `locate`: no usable fix at all before the deadline.
+    case silent = 3
     /// Wrong command-line usage: unknown option, missing argument, invalid value.
     case usage = 64
     /// Input data was incorrect (an import file, a region definition).

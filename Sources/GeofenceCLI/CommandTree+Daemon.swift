@@ -1,0 +1,93 @@
+extension CommandTree {
+    static let gpsd = OptionSpec.value(
+        "--gpsd", valueName: "host[:port[:device]]",
+        help: "The gpsd to use, as gpsd's own clients take it; a device limits it to one receiver.",
+        defaultDescription: "localhost:2947", environment: "GEOFENCE_GPSD")
+
+    static let run = CommandSpec(
+        name: "run",
+        abstract: "Run the engine: monitor the stored regions with live fixes.",
+        discussion: """
+            The daemon. It loads the regions from the store, reads fixes from gpsd (or, for a fleet, from \
+            gpsd-style JSON lines with --source json:PATH), runs them through the fix filter and the region \
+            monitor, and stores state and events exactly as `replay` does. Regions added or removed with \
+            the CLI while it runs are picked up within a second. One line per event and state change goes \
+            to stderr (with syslog priority prefixes under systemd). SIGTERM or SIGINT stop it cleanly \
+            within two seconds. Only one engine may run on a state directory at a time.
+
+            When gpsd is absent, dies or restarts, the engine keeps retrying with backoff; a source that \
+            gives no usable fix within the first-fix deadline is reported `silent`, one that stops giving \
+            them for the staleness limit `lost`, and `restored` when fixes return.
+            """,
+        options: [
+            gpsd,
+            .value(
+                "--source", valueName: "gpsd|json:path",
+                help: """
+                    Where fixes come from: gpsd, or TPV JSON lines (the `device` field names the vehicle) from \
+                    a file, a FIFO, or - for standard input.
+                    """, default: "gpsd"),
+            .value(
+                "--first-fix-deadline", valueName: "duration",
+                help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
+                default: "60s"),
+            .value(
+                "--stale-after", valueName: "duration",
+                help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
+            .value(
+                "--max-accuracy", valueName: "metres", help: "Refuse fixes whose horizontal accuracy is worse.",
+                default: "100"),
+            .value(
+                "--min-margin", valueName: "metres",
+                help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
+            .value(
+                "--confirmations", valueName: "n",
+                help: "Consecutive conclusive fixes needed to change a region's state.", default: "2"),
+            .value(
+                "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
+        ],
+        examples: [
+            Example("With the local gpsd:", "geofence run"),
+            Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),
+            Example(
+                "A fleet, fed by gpsd-style JSON lines:",
+                "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-"),
+            Example("As a service:", "sudo systemctl enable --now geofence"),
+        ])
+
+    static let locate = CommandSpec(
+        name: "locate",
+        abstract: "Get one location within an accuracy and time budget.",
+        discussion: """
+            Waits for the first fix at least as accurate as --accuracy and prints it (exit 0). If none comes \
+            before --timeout, prints the best fix seen, labelled coarse (exit 2). If no usable fix came at \
+            all (gpsd unreachable, no receiver, no sky view), says so (exit 3). Fixes older than --max-age \
+            when received do not count.
+            """,
+        options: [
+            gpsd,
+            .value("--accuracy", valueName: "metres", help: "Target horizontal accuracy.", default: "50"),
+            .value("--timeout", valueName: "duration", help: "How long to wait at most.", default: "30s"),
+            .value("--max-age", valueName: "duration", help: "Oldest usable fix, at receipt.", default: "5s"),
+        ],
+        examples: [
+            Example("Where am I, to 10 m, within 20 s:", "geofence locate --accuracy 10 --timeout 20s"),
+            Example("For a script:", "geofence locate --json || echo \"no location: exit $?\""),
+        ])
+
+    static let status = CommandSpec(
+        name: "status",
+        abstract: "Answer the four questions: hardware, service, permission, data; then regions.",
+        discussion: """
+            Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
+            answer): is it reachable, which devices does it have and what can they report, is data \
+            arriving. Then what the engine (if running) sees, and the regions by status. Each problem comes \
+            with the command that fixes it.
+            """,
+        options: [
+            gpsd,
+            .value(
+                "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
+        ],
+        examples: [Example("", "geofence status"), Example("For monitoring:", "geofence status --json")])
+}

@@ -1,0 +1,141 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceGPSD
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Monotonic seconds (CLOCK_MONOTONIC): the clock of deadlines, immune to wall-clock steps.
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// `geofence locate`: one location within an accuracy-and-time budget (`LocationBudget`).
+enum LocateCommand {
+    struct Outcome: Sendable {
+        var outcome: LocationBudget.Outcome
+        var waited: Double
+        var reason: String?
+    }
+
+    static func run(_ c: CommandContext) throws {
+        let address = try c.gpsdAddress()
+        let target = try c.positiveNumber("--accuracy", default: 50)
+        let timeout = try c.positiveDuration("--timeout", default: 30)
+        let maxAge = try c.positiveDuration("--max-age", default: 5)
+        let result = try waitFor { await locate(address: address, target: target, timeout: timeout, maxAge: maxAge) }
+        try report(c, result, target: target, timeout: timeout)
+    }
+
+    static func locate(address: GPSDAddress, target: Double, timeout: Double, maxAge: Double) async -> Outcome {
+        let start = monotonicSeconds()
+        let source = GPSDSource(
+            configuration: .init(
+                address: address, liveness: .init(firstFixDeadline: timeout, stalenessLimit: timeout),
+                backoff: ReconnectBackoff(base: 0.2, cap: 1), connectTimeout: min(timeout, 5)))
+        source.start()
+        // The deadline ends the stream; the loop below then settles the budget.
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(timeout))
+            await source.stop()
+        }
+        var filter = FixFilter()
+        var budget = LocationBudget(targetAccuracy: target, timeout: timeout, maxAge: maxAge, start: start)
+        var reason: String?
+        var sawFix = false
+        loop: for await report in source.reports {
+            switch report {
+            case .fix(let fix):
+                sawFix = true
+                switch filter.evaluate(fix) {
+                case .accepted(let weighted):
+                    if budget.offer(weighted, now: monotonicSeconds()) != nil { break loop }
+                case .rejected(let why):
+                    reason = "the receiver's fixes were refused (\(why.label))"
+                }
+            case .disconnected(let d):
+                reason = d.description
+            case .connected:
+                reason = "gpsd answered, but sent no usable fix"
+            case .liveness(.silent):
+                reason = sawFix ? reason : "gpsd has no fix to give: is a receiver attached, with a view of the sky?"
+            default:
+                break
+            }
+        }
+        deadline.cancel()
+        await source.stop()
+        let now = monotonicSeconds()
+        let outcome = budget.outcome ?? budget.expire(now: max(now, budget.deadline)) ?? .silent
+        return Outcome(outcome: outcome, waited: now - start, reason: reason)
+    }
+
+    static func report(_ c: CommandContext, _ r: Outcome, target: Double, timeout: Double) throws {
+        func fixJSON(_ w: WeightedFix) -> JSONObject {
+            var o: JSONObject = [
+                "lat": .number(w.coordinate.latitude), "lon": .number(w.coordinate.longitude),
+                "accuracy": .number(w.accuracy), "mode": .number(Double(w.fix.mode.rawValue)),
+                "time": .string(TimestampParser.format(w.time)), "subject": .string(w.subject),
+            ]
+            if w.accuracyEstimated { o["accuracyEstimated"] = .bool(true) }
+            if let alt = w.fix.altitudeMSL { o["altitude"] = .number(alt) }
+            if let speed = w.fix.speed { o["speed"] = .number(speed) }
+            if let course = w.fix.course { o["course"] = .number(course) }
+            if let received = w.fix.receivedAt { o["age"] = .number(received.timeIntervalSince(w.time)) }
+            return o
+        }
+        func line(_ w: WeightedFix) -> String {
+            String(
+                format: "%.6f, %.6f ±%.1f m (%@, %@, %@)", w.coordinate.latitude, w.coordinate.longitude, w.accuracy,
+                w.fix.mode == .threeD ? "3D" : "2D", w.subject, TimestampParser.format(w.time))
+        }
+        let waited = (r.waited * 100).rounded() / 100
+        switch r.outcome {
+        case .met(let w):
+            if c.json {
+                var o = fixJSON(w)
+                o["outcome"] = "met"
+                o["waited"] = .number(waited)
+                c.console.print(JSONValue.object(o).serialized())
+            } else {
+                c.console.print(line(w))
+            }
+        case .coarse(let w):
+            if c.json {
+                var o = fixJSON(w)
+                o["outcome"] = "coarse"
+                o["waited"] = .number(waited)
+                o["target"] = .number(target)
+                c.console.print(JSONValue.object(o).serialized())
+            } else {
+                c.console.print(line(w) + " coarse")
+                c.console.message(
+                    "coarse: the target of \(RegionOutput.metres(target)) was not met within "
+                        + "\(DurationParser.format(timeout)); this is the best fix seen")
+            }
+            throw CommandFailure.quiet(.coarse)
+        case .silent:
+            let why = r.reason ?? "no fix arrived"
+            if c.json {
+                c.console.print(
+                    JSONValue.object(["outcome": "silent", "waited": .number(waited), "reason": .string(why)])
+                        .serialized())
+                throw CommandFailure.quiet(.silent)
+            }
+            throw CommandFailure(
+                "no usable fix within \(DurationParser.format(timeout)): \(why)", exitCode: .silent)
+        }
+    }
+}
+
+extension CommandFailure {
+    /// An exit status with no message (the output already said everything).
+    static func quiet(_ code: ExitCode) -> CommandFailure {
+        CommandFailure("", exitCode: code)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceGPSD
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs async work from the synchronous command line, blocking the calling (main) thread, never a
+/// thread of the cooperative pool.
+func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Task.detached {
+        do { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
+        done.signal()
+    }
+    done.wait()
+    return try box.get()
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    // @unchecked: written once before the semaphore is signalled, read after it is waited for.
+    private var result: Result<T, any Error>?
+    func set(_ r: Result<T, any Error>) { result = r }
+    func get() throws -> T { try result!.get() }
+}
+
+extension CommandContext {
+    /// `--gpsd`, else `GEOFENCE_GPSD` (the parser applies the environment), else localhost:2947.
+    func gpsdAddress() throws -> GPSDAddress {
+        guard let text = arguments.value("--gpsd") else { return .default }
+        do {
+            return try GPSDAddress(parsing: text)
+        } catch {
+            throw usage("invalid value for --gpsd: \(error)")
+        }
+    }
+
+    /// A duration option, required to be more than zero.
+    func positiveDuration(_ option: String, default value: Double) throws -> Double {
+        guard let seconds = try arguments.duration(option) else { return value }
+        guard seconds > 0 else { throw usage("invalid value for \(option): must be more than 0") }
+        return seconds
+    }
+
+    func positiveNumber(_ option: String, default value: Double) throws -> Double {
+        guard let n = try arguments.double(option) else { return value }
+        guard n > 0, n.isFinite else { throw usage("invalid value for \(option): must be more than 0") }
+        return n
+    }
+}
+
+/// `geofence run`: the daemon.
+enum RunCommand {
+    static func run(_ c: CommandContext) throws {
+        var configuration = DaemonConfiguration(stateDirectory: c.stateDirectory)
+        let sourceText = c.arguments.value("--source") ?? "gpsd"
+        if sourceText == "gpsd" {
+            configuration.source = .gpsd(try c.gpsdAddress())
+        } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
+            configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
+        } else {
+            throw c.usage("invalid value for --source: \"\(sourceText)\" is not gpsd or json:PATH")
+        }
+        configuration.liveness = .init(
+            firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
+            stalenessLimit: try c.positiveDuration("--stale-after", default: 10))
+        configuration.filter.maxAccuracy = try c.positiveNumber("--max-accuracy", default: 100)
+        configuration.monitor.minMargin = try c.positiveNumber("--min-margin", default: 5)
+        if let n = try c.arguments.integer("--confirmations") {
+            guard (1...10).contains(n) else { throw c.usage("invalid value for --confirmations: must be 1 to 10") }
+            configuration.monitor.confirmations = n
+        }
+        let levelText = c.arguments.value("--log-level") ?? "info"
+        guard let level = LogLevel(name: levelText) else {
+            throw c.usage(
+                "invalid value for --log-level: \"\(levelText)\" is not error, warning, notice, info or debug")
+        }
+        let daemon = Daemon(
+            configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
+            version: GeofenceCommand.version)
+        do {
+            try waitFor { try await daemon.run() }
+        } catch let held as DaemonLock.Held {
+            throw CommandFailure(held.description, exitCode: .tempFail)
+        }
+    }
+}

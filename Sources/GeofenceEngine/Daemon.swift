@@ -1,0 +1,106 @@
+import Foundation
+import GeofenceCore
+import GeofenceGPSD
+import GeofenceStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `geofence run` is told.
+public struct DaemonConfiguration: Sendable {
+    /// Where the fixes come from.
+    public enum Source: Sendable, Equatable {
+        case gpsd(GPSDAddress)
+        /// gpsd-style TPV JSON lines from a path (`-` for standard input).
+        case jsonLines(String)
+    }
+
+    public var stateDirectory: String
+    public var source: Source = .gpsd(.default)
+    public var liveness = SourceLiveness.Configuration()
+    public var filter = FixFilterConfiguration()
+    public var monitor = MonitorConfiguration()
+    /// How often the daemon looks for regions added or removed by the CLI, seconds.
+    public var regionSyncInterval = 0.5
+
+    public init(stateDirectory: String) {
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// `geofence run`: store → source → monitor → outbox, under one task group, stopped by SIGTERM/SIGINT.
+public final class Daemon: Sendable {
+    public let configuration: DaemonConfiguration
+    private let logger: Logger
+    private let version: String
+
+    public init(configuration: DaemonConfiguration, logger: Logger, version: String) {
+        self.configuration = configuration
+        self.logger = logger
+        self.version = version
+    }
+
+    /// Runs until SIGTERM or SIGINT (or the end of a file source). Throws only for what prevents starting:
+    /// another daemon on the same state directory, a store that cannot be opened.
+    public func run() async throws {
+        let c = configuration
+        let store = try StateStore(directory: c.stateDirectory)
+        let lock = try DaemonLock(directory: c.stateDirectory)
+        defer { withExtendedLifetime(lock) {} }
+
+        let source: any FixSource
+        switch c.source {
+        case .gpsd(let address):
+            source = GPSDSource(configuration: .init(address: address, liveness: c.liveness))
+        case .jsonLines(let path):
+            source = JSONLineSource(path: path)
+        }
+        let executor = ThreadExecutor(name: "geofence.monitor")
+        defer { executor.finish() }
+        let service = MonitorService(
+            store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
+            executor: executor, onEvents: {})
+        let started = Date()
+        let regions = try await service.load()
+        try store.setSetting(DaemonSettings.pid, String(getpid()))
+        try store.setSetting(DaemonSettings.started, TimestampParser.format(started))
+        try store.setSetting(DaemonSettings.sourceAddress, source.label)
+        logger.notice(
+            "geofence \(version) running: \(regions) regions from \(c.stateDirectory), fixes from \(source.label)"
+                + String(format: " (started in %.2f s)", Date().timeIntervalSince(started)))
+
+        let signals = ShutdownSignals()
+        let signalStream = signals.signals
+        source.start()
+        let logger = self.logger
+        let interval = c.regionSyncInterval
+        await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                for await report in source.reports { await service.handle(report) }
+                return "the source ended"
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(interval))
+                    await service.tick()
+                }
+                return "stopped ticking"
+            }
+            group.addTask {
+                for await number in signalStream {
+                    return number == SIGTERM ? "SIGTERM" : number == SIGINT ? "SIGINT" : "signal \(number)"
+                }
+                return "signals ended"
+            }
+            let why = await group.next() ?? "?"
+            logger.notice("stopping (\(why))")
+            await source.stop()
+            group.cancelAll()
+        }
+        await service.shutdown()
+        let stats = await service.statistics
+        logger.notice("stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused")
+        withExtendedLifetime(signals) {}
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import GeofenceCore
+import GeofenceGPSD
+import GeofenceStore
+
+/// The keys the daemon keeps in the store's settings so `geofence status` can tell what it sees.
+public enum DaemonSettings {
+    public static let pid = "daemon.pid"
+    public static let started = "daemon.started"
+    public static let stopped = "daemon.stopped"
+    public static let sourceAddress = "source.address"
+    public static let connection = "source.connection"
+    public static let connectionReason = "source.connection.reason"
+    public static let liveness = "source.liveness"
+    public static let livenessChanged = "source.liveness.changed"
+    public static let capabilities = "source.capabilities"
+}
+
+/// The daemon's core service: source reports in, decisions, durable events and state out.
+///
+/// An actor on its own thread (`ThreadExecutor`): its SQLite work blocks, and must not stall the
+/// cooperative pool that the source consumer, the hook runner and the control server share.
+actor MonitorService {
+    private let executor: ThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    let store: StateStore
+    private let pipeline: FixPipeline
+    private let logger: Logger
+    private var ids = EventIDGenerator()
+    private var snapshot: CapabilitySnapshot?
+    private var lastStoreError: String?
+    private var lastDisconnection: String?
+    private var eventCount = 0
+    /// Called after every commit that added events to the outbox (the hook runner's wake-up).
+    private let onEvents: @Sendable () -> Void
+
+    init(
+        store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
+        onEvents: @escaping @Sendable () -> Void
+    ) {
+        self.store = store
+        self.pipeline = pipeline
+        self.logger = logger
+        self.executor = executor
+        self.onEvents = onEvents
+    }
+
+    /// Loads regions and subject state; returns the number of regions monitored.
+    func load() throws -> Int {
+        try pipeline.load()
+        return pipeline.monitor.regionCount
+    }
+
+    func handle(_ report: GPSDReport) {
+        switch report {
+        case .fix(let fix):
+            do {
+                let (_, events) = try pipeline.process(fix)
+                committed(events)
+            } catch {
+                storeFailed(error)
+            }
+        case .connected:
+            lastDisconnection = nil
+            logger.info("connected to gpsd")
+            setSettings([(DaemonSettings.connection, "connected"), (DaemonSettings.connectionReason, "")])
+        case .disconnected(let d):
+            let text = d.description
+            if text != lastDisconnection {
+                logger.warning("\(text); retrying in \(format(d.retryIn))")
+            } else {
+                logger.debug("\(text); retry \(d.attempt) in \(format(d.retryIn))")
+            }
+            lastDisconnection = text
+            setSettings([(DaemonSettings.connection, "disconnected"), (DaemonSettings.connectionReason, text)])
+        case .capabilities(let new):
+            deviceChanges(from: snapshot, to: new)
+            snapshot = new
+            setSettings([(DaemonSettings.capabilities, JSONValue.object(CapabilityJSON.encode(new)).serialized())])
+        case .liveness(let transition):
+            let reason: String
+            let level: LogLevel
+            switch transition {
+            case .silent:
+                reason = "no usable fix since the source started: the receiver may have no view of the sky"
+                level = .warning
+            case .lost:
+                reason = "usable fixes stopped arriving"
+                level = .warning
+            case .restored:
+                reason = "usable fixes are arriving again"
+                level = .notice
+            }
+            logger.log(level, "source \(transition.rawValue): \(reason)")
+            appendState(
+                StateEvent(
+                    id: ids.next(now: Date()), type: .source, time: Date(), state: transition.rawValue, reason: reason))
+            setSettings([
+                (DaemonSettings.liveness, transition == .restored ? "receiving" : transition.rawValue),
+                (DaemonSettings.livenessChanged, TimestampParser.format(Date())),
+            ])
+        case .gpsdError(let message):
+            logger.warning("gpsd reported an error: \(message)")
+        }
+    }
+
+    /// Periodic work: follow the CLI's region changes, expire regions, commit bookkeeping.
+    func tick() {
+        do {
+            let changed = try pipeline.syncRegions()
+            if changed > 0 { logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)") }
+            committed(try pipeline.expire(now: Date()))
+            committed(try pipeline.flush())
+            if lastStoreError != nil {
+                logger.notice("the store accepts writes again")
+                lastStoreError = nil
+            }
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    /// Last commit before the daemon exits.
+    func shutdown() {
+        do {
+            committed(try pipeline.flush())
+        } catch {
+            storeFailed(error)
+        }
+        setSettings([(DaemonSettings.stopped, TimestampParser.format(Date()))])
+    }
+
+    var statistics: FixFilterStatistics { pipeline.filter.statistics }
+    var regionCount: Int { pipeline.monitor.regionCount }
+
+    private func committed(_ events: [RegionEvent]) {
+        guard !events.isEmpty else { return }
+        for e in events {
+            var line = "event \(e.type.rawValue) region=\(quoted(e.region))"
+            if let subject = e.subject { line += " subject=\(quoted(subject))" }
+            if let state = e.state { line += " state=\(state.rawValue)" }
+            if let distance = e.distance { line += String(format: " distance=%.1fm", distance) }
+            if e.inferred { line += " inferred" }
+            line += " id=\(e.id)"
+            logger.notice(line)
+        }
+        eventCount += events.count
+        onEvents()
+    }
+
+    private func appendState(_ event: StateEvent) {
+        do {
+            try store.append([event])
+            onEvents()
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    private func deviceChanges(from old: CapabilitySnapshot?, to new: CapabilitySnapshot) {
+        let before = Set(old?.devices.map(\.path) ?? [])
+        let after = Set(new.devices.map(\.path))
+        for path in after.subtracting(before).sorted() {
+            let device = new.device(at: path)
+            logger.info("device added: \(path)" + (device?.driver.map { " (\($0))" } ?? ""))
+            if old != nil {
+                appendState(
+                    StateEvent(id: ids.next(now: Date()), type: .device, time: Date(), state: "added", subject: path))
+            }
+        }
+        for path in before.subtracting(after).sorted() {
+            logger.warning("device removed: \(path)")
+            appendState(
+                StateEvent(id: ids.next(now: Date()), type: .device, time: Date(), state: "removed", subject: path))
+        }
+    }
+
+    private func storeFailed(_ error: any Error) {
+        let text = "\(error)"
+        if text != lastStoreError {
+            logger.error("cannot write to the store: \(text); nothing is lost, retrying")
+            lastStoreError = text
+        }
+    }
+
+    private func setSettings(_ pairs: [(String, String)]) {
+        do {
+            for (key, value) in pairs where try store.setting(key) != value { try store.setSetting(key, value) }
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    private func quoted(_ s: String) -> String { JSONValue.string(s).serialized() }
+
+    private func format(_ d: Duration) -> String {
+        let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return String(format: "%.1f s", seconds)
+    }
+}

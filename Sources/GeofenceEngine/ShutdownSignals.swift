@@ -1,0 +1,35 @@
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// SIGTERM and SIGINT as an async sequence: the daemon's request to stop.
+///
+/// Installed from a nonisolated function, never from main-actor code: a main-actor closure run on
+/// Dispatch's queue traps in Swift 6.
+public final class ShutdownSignals {
+    public let signals: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    public init(_ numbers: [Int32] = [SIGTERM, SIGINT]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        signals = stream
+        let queue = DispatchQueue(label: "geofence.signals")
+        var made: [any DispatchSourceSignal] = []
+        for number in numbers {
+            // The default action would end the process before the graceful stop could run.
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            made.append(source)
+        }
+        sources = made
+    }
+
+    deinit {
+        for source in sources { source.cancel() }
+    }
+}
