@@ -81,9 +81,15 @@ public final class Daemon: Sendable {
                 return "the source ended"
             }
             group.addTask {
+                // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
+                var last = ContinuousClock.now
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(interval))
-                    await service.tick()
+                    try? await Task.sleep(for: .milliseconds(100))
+                    await service.settle()
+                    if ContinuousClock.now - last >= .seconds(interval) {
+                        last = ContinuousClock.now
+                        await service.tick()
+                    }
                 }
                 return "stopped ticking"
             }

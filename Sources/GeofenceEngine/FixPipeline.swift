@@ -2,6 +2,10 @@ import Foundation
 import GeofenceCore
 import GeofenceStore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Fixes in, committed events out: filter → monitor → store, exactly the same for `replay` and the daemon.
 ///
 /// Events are returned only after the transaction that stored them (with the state change that caused
@@ -14,21 +18,34 @@ public final class FixPipeline {
     /// Region change generation the monitor has caught up with.
     public private(set) var generation: Int64 = 0
     private var pending: [MonitorOutput] = []
+    private var urgent = false
     private var lastCommit: Date
     private let clock: @Sendable () -> Date
+    private let monotonic: @Sendable () -> Double
+    private var assembler: EpochAssembler
     /// Commit bookkeeping at least this often (seconds of wall clock) and every this many fixes.
     public var batchInterval: Double = 1
     public var batchSize = 512
 
     public init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
-        clock: @escaping @Sendable () -> Date = { Date() }
+        settle: Double = 0.3, clock: @escaping @Sendable () -> Date = { Date() },
+        monotonic: @escaping @Sendable () -> Double = FixPipeline.uptime
     ) {
         self.store = store
         self.filter = FixFilter(configuration: filter)
         self.monitor = RegionMonitor(configuration: monitor)
+        self.assembler = EpochAssembler(settle: settle)
         self.clock = clock
+        self.monotonic = monotonic
         self.lastCommit = clock()
+    }
+
+    /// Seconds on the monotonic clock.
+    public static let uptime: @Sendable () -> Double = {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Loads every region that is not expired, and every subject's state, from the store.
@@ -82,20 +99,66 @@ public final class FixPipeline {
         return touched
     }
 
-    /// Runs one fix through the filter and the monitor. Returns the events committed by this call: those
-    /// the fix caused, and any earlier ones whose commit had failed (a full disk) and succeeded now.
-    /// If the commit fails, the error is thrown and nothing is lost: the changes stay queued for the next.
-    public func process(_ fix: Fix) throws -> (verdict: FixVerdict, events: [RegionEvent]) {
-        let verdict = filter.evaluate(fix)
-        guard case .accepted(let weighted) = verdict else { return (verdict, []) }
-        let out = monitor.process(weighted, now: clock())
-        if !out.isEmpty { pending.append(out) }
-        let urgent = !out.events.isEmpty || !out.statusChanges.isEmpty || pendingEvents > 0
-        if !out.events.isEmpty { pendingEvents += out.events.count }
-        if urgent || pending.count >= batchSize || clock().timeIntervalSince(lastCommit) >= batchInterval {
-            return (verdict, try flush())
+    /// What one step decided: the verdict on every report it settled (in order), and the events it committed.
+    public struct Step: Sendable {
+        public var decisions: [(fix: Fix, verdict: FixVerdict)] = []
+        public var events: [RegionEvent] = []
+    }
+
+    /// Runs one report through epoch assembly, the filter and the monitor. Returns the events committed by
+    /// this call: those it caused, and any earlier ones whose commit had failed (a full disk) and succeeded
+    /// now. If the commit fails, the error is thrown and nothing is lost: the changes stay queued.
+    public func process(_ fix: Fix) throws -> Step {
+        var step = Step()
+        for outcome in assembler.offer(fix, now: monotonic()) {
+            switch outcome {
+            case .superseded(let old):
+                filter.count(.duplicate)
+                step.decisions.append((old, .rejected(.duplicate)))
+            case .ready(let ready):
+                step.decisions.append((ready, judge(ready)))
+            }
         }
-        return (verdict, [])
+        step.events = try commitIfDue()
+        return step
+    }
+
+    /// Passes on reports that waited long enough for the rest of their epoch (the daemon calls this often).
+    public func settle() throws -> Step {
+        var step = Step()
+        for fix in assembler.due(now: monotonic()) { step.decisions.append((fix, judge(fix))) }
+        step.events = try commitIfDue()
+        return step
+    }
+
+    /// The end of a recording: passes on every report still held, and commits.
+    public func finish() throws -> Step {
+        var step = Step()
+        for fix in assembler.flush() { step.decisions.append((fix, judge(fix))) }
+        step.events = try flush()
+        return step
+    }
+
+    private func judge(_ fix: Fix) -> FixVerdict {
+        let verdict = filter.evaluate(fix)
+        guard case .accepted(let weighted) = verdict else { return verdict }
+        let out = monitor.process(weighted, now: clock())
+        if !out.isEmpty {
+            pending.append(out)
+            pendingEvents += out.events.count
+            if !out.statusChanges.isEmpty { urgent = true }
+        }
+        return verdict
+    }
+
+    /// Commits at once when events or status changes wait; bookkeeping goes in batches.
+    private func commitIfDue() throws -> [RegionEvent] {
+        if pendingEvents > 0 || urgent || pending.count >= batchSize
+            || (!pending.isEmpty && clock().timeIntervalSince(lastCommit) >= batchInterval)
+        {
+            return try flush()
+        }
+        return []
     }
 
     /// Expires regions by the wall clock (the daemon calls this now and then). Returns committed events.
@@ -123,6 +186,7 @@ public final class FixPipeline {
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         pendingEvents = 0
+        urgent = false
         lastCommit = clock()
         return events
     }

@@ -56,8 +56,7 @@ actor MonitorService {
         switch report {
         case .fix(let fix):
             do {
-                let (_, events) = try pipeline.process(fix)
-                committed(events)
+                committed(try pipeline.process(fix).events)
             } catch {
                 storeFailed(error)
             }
@@ -105,6 +104,15 @@ actor MonitorService {
         }
     }
 
+    /// Frequent work: pass on reports that waited for the rest of their epoch.
+    func settle() {
+        do {
+            committed(try pipeline.settle().events)
+        } catch {
+            storeFailed(error)
+        }
+    }
+
     /// Periodic work: follow the CLI's region changes, expire regions, commit bookkeeping.
     func tick() {
         do {
@@ -124,7 +132,7 @@ actor MonitorService {
     /// Last commit before the daemon exits.
     func shutdown() {
         do {
-            committed(try pipeline.flush())
+            committed(try pipeline.finish().events)
         } catch {
             storeFailed(error)
         }

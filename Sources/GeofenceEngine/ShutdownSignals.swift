@@ -18,6 +18,12 @@ public final class ShutdownSignals {
         signals = stream
         let queue = DispatchQueue(label: "geofence.signals")
         var made: [any DispatchSourceSignal] = []
+        // A parent may have started us with these blocked (Foundation's Process passes its thread's mask
+        // on): then they would stay pending forever and the engine could not be stopped gracefully.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for number in numbers { sigaddset(&unblock, number) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         for number in numbers {
             // The default action would end the process before the graceful stop could run.
             signal(number, SIG_IGN)

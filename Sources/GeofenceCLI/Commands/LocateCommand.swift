@@ -45,19 +45,28 @@ enum LocateCommand {
             await source.stop()
         }
         var filter = FixFilter()
+        var assembler = EpochAssembler()
         var budget = LocationBudget(targetAccuracy: target, timeout: timeout, maxAge: maxAge, start: start)
         var reason: String?
         var sawFix = false
+        /// Offers one epoch's report to the budget; true when the wait is over.
+        func consider(_ fix: Fix) -> Bool {
+            switch filter.evaluate(fix) {
+            case .accepted(let weighted):
+                return budget.offer(weighted, now: monotonicSeconds()) != nil
+            case .rejected(let why):
+                reason = "the receiver's fixes were refused (\(why.label))"
+                return false
+            }
+        }
         loop: for await report in source.reports {
             switch report {
             case .fix(let fix):
                 sawFix = true
-                switch filter.evaluate(fix) {
-                case .accepted(let weighted):
-                    if budget.offer(weighted, now: monotonicSeconds()) != nil { break loop }
-                case .rejected(let why):
-                    reason = "the receiver's fixes were refused (\(why.label))"
+                for case .ready(let ready) in assembler.offer(fix, now: monotonicSeconds()) where consider(ready) {
+                    break loop
                 }
+                for ready in assembler.due(now: monotonicSeconds()) where consider(ready) { break loop }
             case .disconnected(let d):
                 reason = d.description
             case .connected:
@@ -70,6 +79,9 @@ enum LocateCommand {
         }
         deadline.cancel()
         await source.stop()
+        if budget.outcome == nil, monotonicSeconds() < budget.deadline {
+            for ready in assembler.flush() where consider(ready) { break }
+        }
         let now = monotonicSeconds()
         let outcome = budget.outcome ?? budget.expire(now: max(now, budget.deadline)) ?? .silent
         return Outcome(outcome: outcome, waited: now - start, reason: reason)

@@ -48,9 +48,9 @@ enum ReplayCommand {
             switch GPSDJSON.decode(line, defaultSubject: subject) {
             case .tpv(let fix):
                 tpv += 1
-                let (verdict, committed) = try pipeline.process(fix)
-                if trace { c.console.message(traceLine(fix, verdict, line: lineNumber)) }
-                emit(committed)
+                let step = try pipeline.process(fix)
+                if trace { for d in step.decisions { c.console.message(traceLine(d.fix, d.verdict)) } }
+                emit(step.events)
             case .other:
                 other += 1
             case .malformed(let reason):
@@ -62,7 +62,9 @@ enum ReplayCommand {
                 }
             }
         }
-        emit(try pipeline.flush())
+        let last = try pipeline.finish()
+        if trace { for d in last.decisions { c.console.message(traceLine(d.fix, d.verdict)) } }
+        emit(last.events)
 
         guard c.arguments.flag("--stats") else { return }
         printStats(
@@ -71,8 +73,8 @@ enum ReplayCommand {
     }
 
     /// One JSON line per TPV on stderr: what the filter made of it.
-    static func traceLine(_ fix: Fix, _ verdict: FixVerdict, line: Int) -> String {
-        var o: JSONObject = ["line": .number(Double(line)), "subject": .string(fix.subject)]
+    static func traceLine(_ fix: Fix, _ verdict: FixVerdict) -> String {
+        var o: JSONObject = ["subject": .string(fix.subject)]
         if let time = fix.time { o["time"] = .string(TimestampParser.format(time)) }
         o["mode"] = .number(Double(fix.mode.rawValue))
         if let lat = fix.latitude { o["lat"] = .number(lat) }

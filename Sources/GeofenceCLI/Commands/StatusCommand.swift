@@ -27,6 +27,7 @@ enum StatusCommand {
         }
         var probe = Probe()
         var filter = FixFilter()
+        var assembler = EpochAssembler()
         loop: for await report in source.reports {
             switch report {
             case .connected:
@@ -40,10 +41,10 @@ enum StatusCommand {
                 probe.snapshot = s
             case .fix(let f):
                 probe.fix = f
-                if case .accepted(let w) = filter.evaluate(f) {
-                    probe.accepted = w
-                    if probe.snapshot != nil { break loop }
+                for case .ready(let ready) in assembler.offer(f, now: monotonicSeconds()) {
+                    if case .accepted(let w) = filter.evaluate(ready) { probe.accepted = w }
                 }
+                if probe.accepted != nil, probe.snapshot != nil { break loop }
             default:
                 break
             }

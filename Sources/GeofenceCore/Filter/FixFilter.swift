@@ -114,6 +114,11 @@ public struct FixFilter: Sendable {
         subjects[fix.subject, default: SubjectTrack()].last = fix
     }
 
+    /// Counts a refusal decided before the filter (a report superseded within its epoch is a duplicate).
+    public mutating func count(_ reason: FixRejection) {
+        statistics.rejected[reason, default: 0] += 1
+    }
+
     /// Judges one fix, updates the per-subject track, and counts the verdict.
     public mutating func evaluate(_ fix: Fix) -> FixVerdict {
         let verdict = judge(fix)
