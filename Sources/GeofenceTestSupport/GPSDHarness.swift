@@ -221,7 +221,7 @@ public final class GPSDHarness: Sendable {
     /// hands the spawning thread's signal mask to the child, and Swift concurrency's (Dispatch's)
     /// threads block nearly every signal (swift-corelibs-foundation#4772); gpsd keeps the mask
     /// it inherits, so without this it ignores SIGTERM.
-    private static func withUnblockedSignals<Result>(_ body: () throws -> Result) rethrows -> Result {
+    public static func withUnblockedSignals<Result>(_ body: () throws -> Result) rethrows -> Result {
         var none = sigset_t()
         var saved = sigset_t()
         sigemptyset(&none)

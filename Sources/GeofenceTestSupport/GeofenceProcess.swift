@@ -94,3 +94,128 @@ public enum SharedFixtures {
 
     public static let missingReason = "../shared/fixtures/gpsd is absent: recording tests skipped"
 }
+
+/// A `geofence run` (or any long-running geofence command) in the background, its stderr kept in a file,
+/// for tests that watch its log and stop it like systemd would.
+public final class DaemonProcess: @unchecked Sendable {
+    // @unchecked: `process` is set once in init; the log is read from the file.
+    public let process: Process
+    public let logPath: String
+
+    public init(_ arguments: [String], logPath: String, environment: [String: String] = [:]) throws {
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? log.close() }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: GeofenceBinary.path)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["JOURNAL_STREAM"] = nil
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = log
+        process.standardError = log
+        try GPSDHarness.withUnblockedSignals { try process.run() }
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until the log holds a line containing `text` (counting from `after` occurrences already
+    /// seen); returns false at the timeout.
+    @discardableResult
+    public func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if log.components(separatedBy: text).count - 1 >= occurrences { return true }
+            if !process.isRunning { return log.components(separatedBy: text).count - 1 >= occurrences }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Sends `signal` and waits for the exit; returns the seconds it took, or nil if it did not exit in time
+    /// (then it is killed).
+    public func stop(signal: Int32 = SIGTERM, timeout: Double = 5) async -> Double? {
+        let started = Date()
+        kill(process.processIdentifier, signal)
+        while process.isRunning, Date().timeIntervalSince(started) < timeout {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return Date().timeIntervalSince(started)
+    }
+}
+
+/// A gpsd client that records every JSON report, as `gpspipe -w` would print them.
+public final class GPSDWatcher: @unchecked Sendable {
+    // @unchecked: `lines` and `buffer` are only touched under `lock`.
+    private let fd: Int32
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var buffer: [UInt8] = []
+    private var closed = false
+
+    public init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard ok == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
+        let watch = Array("?WATCH={\"enable\":true,\"json\":true}\n".utf8)
+        _ = watch.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let thread = Thread { self.readLoop() }
+        thread.start()
+    }
+
+    deinit { close() }
+
+    public func close() {
+        lock.withLock {
+            if !closed { shutdown(fd, Int32(SHUT_RDWR)) }
+            closed = true
+        }
+    }
+
+    /// Every line so far.
+    public var reports: [String] { lock.withLock { lines } }
+
+    /// The TPV lines so far.
+    public var tpvs: [String] { reports.filter { $0.contains("\"class\":\"TPV\"") } }
+
+    private func readLoop() {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            lock.withLock {
+                buffer += chunk[0..<n]
+                while let newline = buffer.firstIndex(of: 10) {
+                    lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                }
+            }
+        }
+        Glibc.close(fd)
+    }
+}
