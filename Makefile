@@ -12,7 +12,9 @@ APT_PACKAGES = libsqlite3-dev libgps-dev gpsd
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN          = .build/$(CONFIG)/geofence
 
-.PHONY: all deps build release test demo bench format lint clean help
+PREFIX      ?= /usr/local
+
+.PHONY: all deps build release test demo bench format lint clean help install uninstall
 
 all: build
 
@@ -23,6 +25,7 @@ help:
 	@echo "make release  build optimised binaries (.build/release/geofence)"
 	@echo "make bench    run the benchmark executable (release)"
 	@echo "make lint     swift format lint, strict"
+	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
 	@echo "make format   swift format, in place"
 
 # Installs only the packages that are missing, so a second run does nothing and needs no network.
@@ -48,8 +51,9 @@ test: deps
 	$(SWIFT) test --skip-build
 
 demo: deps
-	$(SWIFT) build -c release --product geofence
-	@Scripts/demo.sh .build/release/geofence
+	$(SWIFT) build --product geofence
+	$(SWIFT) build --product geofence-sim
+	@Scripts/demo.sh .build/debug/geofence
 
 bench: deps
 	$(SWIFT) run -c release geofence-bench
@@ -59,6 +63,17 @@ lint:
 
 format:
 	$(SWIFT) format format --in-place --recursive --configuration .swift-format Sources Tests Package.swift
+
+# Installs the binary and the systemd unit (run as root: sudo make install).
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system
+	install -m 0755 .build/release/geofence $(DESTDIR)$(PREFIX)/bin/geofence
+	sed 's|/usr/local/bin/geofence|$(PREFIX)/bin/geofence|' Packaging/geofence.service \
+	  > $(DESTDIR)/etc/systemd/system/geofence.service
+	@echo "Installed. Start it with: sudo systemctl daemon-reload && sudo systemctl enable --now geofence"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/geofence $(DESTDIR)/etc/systemd/system/geofence.service
 
 clean:
 	rm -rf .build

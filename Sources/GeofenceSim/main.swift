@@ -40,11 +40,11 @@ func demoDrive() -> [String] {
             time = time.addingTimeInterval(0.5)
         }
     }
-    go(east: 0, north: 0, seconds: 4, speed: 0)  // parked in the depot
-    go(east: 300, north: 0, seconds: 15, speed: 20)  // out of the depot, east
-    go(east: 0, north: 0, seconds: 10, speed: 0)  // a stop at the customer
-    go(east: 300, north: 60, seconds: 15, speed: 20)  // on, past the fuel station
-    go(east: 200, north: 0, seconds: 6, speed: 33)
+    go(east: 0, north: 0, seconds: 2, speed: 0)  // parked in the depot
+    go(east: 300, north: 0, seconds: 10, speed: 30)  // out of the depot, east
+    go(east: 0, north: 0, seconds: 6, speed: 0)  // a stop at the customer
+    go(east: 300, north: 60, seconds: 10, speed: 30)  // on, past the fuel station
+    go(east: 200, north: 0, seconds: 4, speed: 50)
     return epochs.flatMap(generator.sentences(for:))
 }
 
