@@ -77,7 +77,7 @@ extension CommandTree {
 
     static let status = CommandSpec(
         name: "status",
-        abstract: "Answer the four questions: hardware, service, permission, data; then regions.",
+        abstract: "Is gpsd there, has it a receiver, are fixes arriving; the engine; the regions.",
         discussion: """
             Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
             answer): is it reachable, which devices does it have and what can they report, is data \
