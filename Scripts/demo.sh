@@ -8,6 +8,7 @@ HERE="$(cd "$(dirname "$0")/.." && pwd)"
 GPSD=${GPSD:-/usr/sbin/gpsd}
 WORK=$(mktemp -d /tmp/geofence-demo.XXXXXX)
 export GEOFENCE_STATE_DIR="$WORK/state"
+export GEOFENCE_SOCKET="$WORK/geofence.sock"
 GPSD_PID=""
 ENGINE_PID=""
 

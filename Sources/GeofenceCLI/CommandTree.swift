@@ -16,10 +16,13 @@ enum CommandTree {
             pipeline.
             """,
         options: [
-            stateDir, json,
+            stateDir, json, socket,
             .flag("--version", help: "Print the version and exit."),
         ],
-        subcommands: [add, remove, list, show, importCommand, export, replay, run, locate, status, hook, events],
+        subcommands: [
+            add, remove, list, show, importCommand, export, replay, run, locate, status, watch, services, permission,
+            hook, events,
+        ],
         runsWithoutSubcommand: true,
         examples: [
             Example(

@@ -64,6 +64,9 @@ public enum GeofenceCommand {
         case ["run"]: try RunCommand.run(c)
         case ["locate"]: try LocateCommand.run(c)
         case ["status"]: try StatusCommand.run(c)
+        case ["watch"]: try ControlCommands.watch(c)
+        case ["services"]: try ControlCommands.services(c)
+        case let p where p.first == "permission": try ControlCommands.permission(p, c)
         case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)

@@ -1,38 +1,28 @@
 import Foundation
 import GeofenceCore
-import GeofenceStore
 
 /// How regions look in `list`, `show` and `export`.
 enum RegionOutput {
-    /// The region object of `list --json`: the import format plus status fields.
-    static func json(_ s: StoredRegion) -> JSONObject {
-        var o = RegionJSON.encode(s.region)
-        o["status"] = .string(s.status.kind.rawValue)
-        if let reason = s.status.reason { o["reason"] = .string(reason) }
-        o["attempts"] = .number(Double(s.attempts))
-        if let next = s.nextRetry { o["nextRetry"] = .string(TimestampParser.format(next)) }
-        o["createdAt"] = .string(TimestampParser.format(s.createdAt))
-        if let uid = s.region.createdBy { o["createdBy"] = .number(Double(uid)) }
-        o["updatedAt"] = .string(TimestampParser.format(s.updatedAt))
-        return o
-    }
-
-    static func geoJSONFeature(_ s: StoredRegion) -> JSONObject {
-        var properties = json(s)
+    static func geoJSONFeature(_ r: JSONValue) -> JSONObject {
+        var properties = r.objectValue ?? JSONObject()
         properties["lat"] = nil
         properties["lon"] = nil
         return [
             "type": "Feature",
-            "id": .string(s.region.id),
+            "id": r["id"] ?? .null,
             "geometry": [
                 "type": "Point",
-                "coordinates": [.number(s.region.center.longitude), .number(s.region.center.latitude)],
+                "coordinates": [r["lon"] ?? .null, r["lat"] ?? .null],
             ],
             "properties": .object(properties),
         ]
     }
 
-    static func status(_ s: StoredRegion) -> String { s.status.description }
+    /// `monitoring`, `pending: limit`, `failed: location-unavailable`, ...
+    static func status(_ r: JSONValue) -> String {
+        let kind = r["status"]?.stringValue ?? "?"
+        return r["reason"]?.stringValue.map { "\(kind): \($0)" } ?? kind
+    }
 
     static func degrees(_ v: Double) -> String {
         var text = String(format: "%.6f", v)

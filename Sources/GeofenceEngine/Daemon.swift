@@ -23,6 +23,10 @@ public struct DaemonConfiguration: Sendable {
     public var monitor = MonitorConfiguration()
     /// How often the daemon looks for regions added or removed by the CLI, seconds.
     public var regionSyncInterval = 0.5
+    /// The control socket's path; nil runs without one (tests of the pipeline alone).
+    public var socketPath: String?
+    /// Users the policy file restricts.
+    public var restricted: Set<UInt32> = []
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -58,9 +62,10 @@ public final class Daemon: Sendable {
         }
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
+        let watchers = Watchers(store: store)
         let service = MonitorService(
             store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
-            executor: executor, onEvents: {})
+            executor: executor, onEvents: { watchers.wake() })
         let started = Date()
         let regions = try await service.load()
         try store.setSetting(DaemonSettings.pid, String(getpid()))
@@ -69,6 +74,28 @@ public final class Daemon: Sendable {
         logger.notice(
             "geofence \(version) running: \(regions) regions from \(c.stateDirectory), fixes from \(source.label)"
                 + String(format: " (started in %.2f s)", Date().timeIntervalSince(started)))
+
+        var server: ControlServer?
+        if let path = c.socketPath {
+            let handler = ControlHandler(
+                store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
+                changed: { change in
+                    watchers.wake()
+                    Task { await service.apply(change) }
+                },
+                subscribe: { watchers.add($0) })
+            let s = ControlServer(path: path, logger: logger) { request, connection in
+                handler.handle(request, peer: connection.peer, connection: connection)
+            }
+            try s.start()
+            server = s
+            logger.info("control socket at \(path)")
+        }
+        watchers.start()
+        defer {
+            watchers.stop()
+            server?.stop()
+        }
 
         let signals = ShutdownSignals()
         let signalStream = signals.signals

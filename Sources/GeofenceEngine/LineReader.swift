@@ -21,7 +21,8 @@ public struct LineReader {
     public init(fd: Int32, maximumLength: Int = 64 * 1024) {
         self.fd = fd
         self.maximumLength = maximumLength
-        buffer = [UInt8](repeating: 0, count: max(65_536, maximumLength * 2))
+        // Starts small and grows only as long lines need: a reader for 64 MiB lines costs 64 KiB until one comes.
+        buffer = [UInt8](repeating: 0, count: 65_536)
     }
 
     /// The next line without its newline, or nil at end of input. A final line without a newline counts.
@@ -53,6 +54,9 @@ public struct LineReader {
                 buffer.replaceSubrange(0..<(end - start), with: buffer[start..<end])
                 end -= start
                 start = 0
+            }
+            if end == buffer.count {
+                buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, maximumLength + 65_536)))
             }
             let count = buffer.withUnsafeMutableBytes { raw in
                 Glibc.read(fd, raw.baseAddress! + end, raw.count - end)

@@ -46,15 +46,40 @@ actor MonitorService {
         self.onEvents = onEvents
     }
 
+    /// Whether Location Services are on: off, no fix is consumed.
+    private var servicesOn = true
+
     /// Loads regions and subject state; returns the number of regions monitored.
     func load() throws -> Int {
         try pipeline.load()
+        servicesOn = try store.servicesOn()
+        if !servicesOn { logger.notice("Location Services are off: no fix will be used until `geofence services on`") }
         return pipeline.monitor.regionCount
+    }
+
+    /// A change made through the control socket: apply it now rather than at the next tick.
+    func apply(_ change: ControlHandler.Change) {
+        switch change {
+        case .regions: tick()
+        case .services(let on): setServices(on)
+        case .permissions: break
+        }
+    }
+
+    private func setServices(_ on: Bool) {
+        guard on != servicesOn else { return }
+        servicesOn = on
+        if on {
+            logger.notice("Location Services on: monitoring resumes")
+        } else {
+            logger.notice("Location Services off: fixes are ignored, regions suspended")
+        }
     }
 
     func handle(_ report: GPSDReport) {
         switch report {
         case .fix(let fix):
+            guard servicesOn else { return }
             do {
                 committed(try pipeline.process(fix).events)
             } catch {
@@ -116,6 +141,8 @@ actor MonitorService {
     /// Periodic work: follow the CLI's region changes, expire regions, commit bookkeeping.
     func tick() {
         do {
+            // The switch may also be flipped in the store directly (by a CLI that found no socket).
+            setServices(try store.servicesOn())
             let changed = try pipeline.syncRegions()
             if changed > 0 { logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)") }
             committed(try pipeline.expire(now: Date()))

@@ -5,6 +5,7 @@ enum Schema {
         var m = DatabaseMigrator()
         registerCore(&m)
         registerHooks(&m)
+        registerControl(&m)
         return m
     }
 

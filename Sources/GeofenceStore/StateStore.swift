@@ -502,6 +502,11 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// The sequence number of the newest event (0 when the outbox is empty).
+    public func latestEventSeq() throws -> Int64 {
+        try queue.read { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM events", as: Int64.self) ?? 0 }
+    }
+
     public func eventCount() throws -> Int {
         try queue.read { db in try db.scalar("SELECT count(*) FROM events", as: Int.self) ?? 0 }
     }

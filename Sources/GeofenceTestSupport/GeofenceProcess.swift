@@ -45,14 +45,26 @@ public enum GeofenceBinary {
         public var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
     }
 
+    /// Runs `geofence ARGS` as another user (setpriv drops to `uid`, same gid, no supplementary groups).
+    public static func runAs(uid: UInt32, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        try run(
+            arguments, environment: environment,
+            launcher: ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"])
+    }
+
     /// Runs `geofence ARGS` to completion with `stdin` as its input; the environment is the test's own
     /// plus `environment`.
     public static func run(
-        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], launcher: [String] = []
     ) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(launcher.dropFirst()) + [path] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env

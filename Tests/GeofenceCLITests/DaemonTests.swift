@@ -55,8 +55,7 @@ struct DaemonTests {
         let cli = try CLI()
         defer { cli.dir.remove() }
         try Self.addRegions(cli)
-        let daemon = try DaemonProcess(
-            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"))
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(gpsd.port)"])
         #expect(await daemon.waitForLog("connected to gpsd", timeout: 10), "\(daemon.log)")
         let watcher = try GPSDWatcher(port: gpsd.port)
         defer { watcher.close() }
@@ -112,9 +111,7 @@ struct DaemonTests {
         let cli = try CLI()
         defer { cli.dir.remove() }
         try Self.addRegions(cli)
-        let daemon = try DaemonProcess(
-            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)", "--state-dir", cli.stateDir, "--stale-after", "2s"],
-            logPath: cli.dir.file("run.log"))
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(gpsd.port)", "--stale-after", "2s"])
         #expect(await daemon.waitForLog("connected to gpsd", timeout: 10), "\(daemon.log)")
         let parked = NMEAGenerator()
         func park(_ count: Int) async throws {
@@ -155,8 +152,7 @@ struct DaemonTests {
         let gpsd = try await GPSDHarness(start: false)
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try DaemonProcess(
-            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"))
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(gpsd.port)"])
         #expect(await daemon.waitForLog("is not reachable", timeout: 5), "\(daemon.log)")
         #expect(daemon.isRunning)
 
@@ -190,9 +186,7 @@ struct DaemonTests {
             }
         }
         defer { talker.cancel() }
-        let daemon = try DaemonProcess(
-            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)", "--state-dir", cli.stateDir, "--first-fix-deadline", "2s"],
-            logPath: cli.dir.file("run.log"))
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(gpsd.port)", "--first-fix-deadline", "2s"])
 
         let started = Date()
         let locate = try cli.run("locate", "--gpsd", "127.0.0.1:\(gpsd.port)", "--timeout", "2s")

@@ -10,6 +10,9 @@ struct CLI {
     init() throws { dir = try TemporaryDirectory("geofence-cli") }
 
     var stateDir: String { dir.file("state") }
+    /// Each test's own control socket, so no test ever talks to another test's engine (or the system's).
+    var socket: String { dir.file("control.sock") }
+    var environment: [String: String] { ["GEOFENCE_SOCKET": socket, "GEOFENCE_STATE_DIR": stateDir] }
 
     @discardableResult
     func run(_ args: String..., stdin: String? = nil) throws -> GeofenceBinary.Result {
@@ -17,8 +20,17 @@ struct CLI {
     }
 
     @discardableResult
-    func run(_ args: [String], stdin: String? = nil) throws -> GeofenceBinary.Result {
-        try GeofenceBinary.run(args + ["--state-dir", stateDir], stdin: stdin)
+    func run(_ args: [String], stdin: String? = nil, environment extra: [String: String] = [:])
+        throws -> GeofenceBinary.Result
+    {
+        try GeofenceBinary.run(
+            args + ["--state-dir", stateDir], stdin: stdin, environment: environment.merging(extra) { $1 })
+    }
+
+    /// `geofence run ...` in the background with this test's state directory and socket.
+    func daemon(_ args: [String], log: String = "run.log") throws -> DaemonProcess {
+        try DaemonProcess(
+            ["run"] + args + ["--state-dir", stateDir], logPath: dir.file(log), environment: environment)
     }
 
     /// The store's regions as `list --json` prints them.

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 
 #if canImport(Glibc)
@@ -56,32 +57,45 @@ enum RegionCommands {
             }
         }
 
-        let store = try c.openStore()
-        let stored: StoredRegion
+        func request(id: String) throws -> ControlRequest {
+            let definition = RegionJSON.encode(try makeRegion(id: id))
+            return ControlRequest(
+                method: .add, params: ["region": .object(definition), "replace": .bool(a.flag("--replace"))])
+        }
+        var result: JSONValue
         if let id = a.value("--id") {
-            stored = try store.addRegion(makeRegion(id: id), replace: a.flag("--replace"), now: c.now)
+            result = try c.call([request(id: id)])[0]
         } else {
             // A generated id: retry on the (astronomically unlikely) collision rather than fail.
             var attempt = 0
             while true {
                 do {
-                    stored = try store.addRegion(makeRegion(id: generatedID()), now: c.now)
+                    result = try c.call([request(id: generatedID())])[0]
                     break
-                } catch StoreError.duplicateRegions where attempt < 5 {
+                } catch let failure as CommandFailure where failure.exitCode == .dataError && attempt < 5 {
                     attempt += 1
                 }
             }
         }
         if c.json {
-            c.console.print(JSONValue.object(RegionOutput.json(stored)).serialized())
+            c.console.print(result.serialized())
         } else {
-            let r = stored.region
-            c.console.print(
-                "Added region \(quoted(r.id)): \(RegionOutput.coordinate(r.center)), radius \(RegionOutput.metres(r.radius)),"
-                    + " notify \(r.notify.sorted().map(\.rawValue).joined(separator: ","))"
-                    + (r.dwell.map { ", dwell \(DurationParser.format($0))" } ?? "")
-                    + (r.expires.map { ", expires \(TimestampParser.format($0))" } ?? ""))
+            c.console.print("Added region " + describe(result))
         }
+    }
+
+    /// `"depot": 51.5007, -0.1246, radius 200 m, notify enter,exit, dwell 5m`
+    static func describe(_ r: JSONValue) -> String {
+        let lat = r["lat"]?.doubleValue ?? .nan
+        let lon = r["lon"]?.doubleValue ?? .nan
+        var text =
+            "\(quoted(r["id"]?.stringValue ?? "?")): \(RegionOutput.degrees(lat)), \(RegionOutput.degrees(lon)), "
+        text += "radius \(RegionOutput.metres(r["radius"]?.doubleValue ?? .nan))"
+        let notify = r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        text += ", notify \(notify.joined(separator: ","))"
+        if let dwell = r["dwell"]?.stringValue { text += ", dwell \(dwell)" }
+        if let expires = r["expires"]?.stringValue { text += ", expires \(expires)" }
+        return text
     }
 
     static func generatedID() -> String {
@@ -92,19 +106,20 @@ enum RegionCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let store = try c.openStore()
-        let removed = try store.removeRegions(ids: ids)
+        let result = try c.call(.remove, ["ids": .array(ids.map { .string($0) })])
         if c.json {
-            c.console.print(JSONValue.object(["removed": .array(removed.map { .string($0) })]).serialized())
+            c.console.print(result.serialized())
         } else {
-            for id in removed { c.console.print("Removed region \(quoted(id))") }
+            for id in result["removed"]?.arrayValue?.compactMap(\.stringValue) ?? [] {
+                c.console.print("Removed region \(quoted(id))")
+            }
         }
     }
 
     static func list(_ c: CommandContext) throws {
-        let regions = try c.openStore().regions()
+        let regions = try c.call(.list).arrayValue ?? []
         if c.json {
-            c.console.print(JSONValue.array(regions.map { .object(RegionOutput.json($0)) }).serialized())
+            c.console.print(JSONValue.array(regions).serialized())
             return
         }
         guard !regions.isEmpty else {
@@ -112,11 +127,14 @@ enum RegionCommands {
             return
         }
         var table = TextTable(["ID", "NAME", "LAT", "LON", "RADIUS", "NOTIFY", "STATUS"])
-        for s in regions {
+        for r in regions {
             table.add([
-                s.region.id, s.region.name ?? "", RegionOutput.degrees(s.region.center.latitude),
-                RegionOutput.degrees(s.region.center.longitude), RegionOutput.metres(s.region.radius),
-                s.region.notify.sorted().map(\.rawValue).joined(separator: ","), RegionOutput.status(s),
+                r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
+                RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
+                RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
+                RegionOutput.metres(r["radius"]?.doubleValue ?? .nan),
+                (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
+                RegionOutput.status(r),
             ])
         }
         c.console.write(table.render())
@@ -124,45 +142,45 @@ enum RegionCommands {
 
     static func show(_ c: CommandContext) throws {
         let id = try c.arguments.required("id")
-        let store = try c.openStore()
-        guard let stored = try store.region(id: id) else { throw StoreError.regionNotFound(id) }
-        let states = try store.states(regionSeq: stored.seq)
+        let r = try c.call(.show, ["id": .string(id)])
         if c.json {
-            var o = RegionOutput.json(stored)
-            o["states"] = .array(
-                states.map { s in
-                    var state: JSONObject = ["subject": .string(s.subject), "state": .string(s.record.state.rawValue)]
-                    if let since = s.record.since { state["since"] = .string(TimestampParser.format(since)) }
-                    return .object(state)
-                })
-            c.console.print(JSONValue.object(o).serialized())
+            c.console.print(r.serialized())
             return
         }
-        let r = stored.region
         var lines: [(String, String)] = [
-            ("id", r.id), ("name", r.name ?? "-"), ("centre", RegionOutput.coordinate(r.center)),
-            ("radius", RegionOutput.metres(r.radius)),
-            ("notify", r.notify.sorted().map(\.rawValue).joined(separator: ",")),
-            ("dwell", r.dwell.map(DurationParser.format) ?? "-"),
-            ("expires", r.expires.map(TimestampParser.format) ?? "never"),
-            ("subjects", r.subjects?.joined(separator: ", ") ?? "all"),
-            ("status", RegionOutput.status(stored)),
-            ("attempts", String(stored.attempts)),
-            ("next retry", stored.nextRetry.map(TimestampParser.format) ?? "-"),
-            ("created", TimestampParser.format(stored.createdAt) + (r.createdBy.map { " by uid \($0)" } ?? "")),
+            ("id", r["id"]?.stringValue ?? ""), ("name", r["name"]?.stringValue ?? "-"),
+            (
+                "centre",
+                "\(RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan)), \(RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan))"
+            ),
+            ("radius", RegionOutput.metres(r["radius"]?.doubleValue ?? .nan)),
+            ("notify", (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ",")),
+            ("dwell", r["dwell"]?.stringValue ?? "-"), ("expires", r["expires"]?.stringValue ?? "never"),
+            ("subjects", r["subjects"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "all"),
+            ("status", RegionOutput.status(r)), ("attempts", String(r["attempts"]?.intValue ?? 0)),
+            ("next retry", r["nextRetry"]?.stringValue ?? "-"),
+            (
+                "created",
+                (r["createdAt"]?.stringValue ?? "?") + (r["createdBy"]?.intValue.map { " by uid \($0)" } ?? "")
+            ),
         ]
-        for kind in NotifyKind.allCases { if let hook = r.hooks[kind] { lines.append(("on \(kind.rawValue)", hook)) } }
+        for kind in NotifyKind.allCases {
+            if let hook = r["hooks"]?[kind.rawValue]?.stringValue { lines.append(("on \(kind.rawValue)", hook)) }
+        }
         let width = lines.map(\.0.count).max() ?? 0
         for (key, value) in lines {
             c.console.print(key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
         }
         c.console.print("")
+        let states = r["states"]?.arrayValue ?? []
         if states.isEmpty {
             c.console.print("No subject has been evaluated against this region yet.")
         } else {
             var table = TextTable(["SUBJECT", "STATE", "SINCE"])
             for s in states {
-                table.add([s.subject, s.record.state.rawValue, s.record.since.map(TimestampParser.format) ?? "-"])
+                table.add([
+                    s["subject"]?.stringValue ?? "", s["state"]?.stringValue ?? "", s["since"]?.stringValue ?? "-",
+                ])
             }
             c.console.write(table.render())
         }
@@ -171,11 +189,13 @@ enum RegionCommands {
     static func importRegions(_ c: CommandContext) throws {
         let file = try c.arguments.required("file")
         let bytes = try readInput(file)
-        let regions: [Region]
+        let name = file == "-" ? "standard input" : file
+        // Checked here first (one clear report of every bad entry, before anything is sent), and again by
+        // whoever stores them.
+        let entries: [JSONValue]
         switch RegionJSON.decodeFile(bytes, now: c.now, createdBy: getuid()) {
-        case .success(let decoded): regions = decoded
+        case .success(let regions): entries = regions.map { .object(RegionJSON.encode($0)) }
         case .failure(let error):
-            let name = file == "-" ? "standard input" : file
             if error.problems.count == 1 {
                 throw DataError("nothing imported from \(name): \(error.problems[0])")
             }
@@ -184,20 +204,43 @@ enum RegionCommands {
                     + error.problems.prefix(50).map { "  \($0)" }.joined(separator: "\n")
                     + (error.problems.count > 50 ? "\n  ... and \(error.problems.count - 50) more" : ""))
         }
-        if c.arguments.flag("--dry-run") {
-            report(c, "\(regions.count) regions checked, all good; nothing stored (--dry-run)", count: regions.count)
+        let dryRun = c.arguments.flag("--dry-run")
+        let replace = c.arguments.flag("--replace")
+        let started = Date()
+        if dryRun {
+            report(c, "\(entries.count) regions checked, all good; nothing stored (--dry-run)", count: entries.count)
             return
         }
-        let store = try c.openStore()
-        let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
-        let started = Date()
-        try store.importRegions(regions, replace: c.arguments.flag("--replace"), now: c.now) { done in
-            progress.update(done)
+        if c.engineSocket() == nil {
+            // No engine: straight into the store, in one transaction, with a progress bar.
+            let regions = try RegionJSON.decodeEntries(entries, now: c.now, createdBy: getuid()).get()
+            let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
+            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
+            progress.finish()
+        } else {
+            // Through the engine, in parts under the 1 MiB request limit, committed all at once by the last.
+            var requests: [ControlRequest] = []
+            var part: [JSONValue] = []
+            var size = 0
+            for entry in entries {
+                let bytes = entry.serialized().utf8.count + 1
+                if size + bytes > 768 * 1024, !part.isEmpty {
+                    requests.append(
+                        ControlRequest(method: .importRegions, params: ["regions": .array(part), "final": false]))
+                    part = []
+                    size = 0
+                }
+                part.append(entry)
+                size += bytes
+            }
+            requests.append(
+                ControlRequest(
+                    method: .importRegions, params: ["regions": .array(part), "replace": .bool(replace), "final": true])
+            )
+            _ = try c.call(requests)
         }
-        progress.finish()
         let seconds = Date().timeIntervalSince(started)
-        report(
-            c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)
+        report(c, "Imported \(entries.count) regions in \(String(format: "%.1f", seconds)) s", count: entries.count)
     }
 
     private static func report(_ c: CommandContext, _ text: String, count: Int) {
@@ -214,12 +257,12 @@ enum RegionCommands {
 
     static func export(_ c: CommandContext) throws {
         let format = c.arguments.value("--format") ?? "json"
-        let regions = try c.openStore().regions()
         let document: JSONValue
         switch format {
         case "json":
-            document = .object(["regions": .array(regions.map { .object(RegionJSON.encode($0.region)) })])
+            document = try c.call(.export)
         case "geojson":
+            let regions = try c.call(.list).arrayValue ?? []
             document = .object([
                 "type": "FeatureCollection",
                 "features": .array(regions.map { .object(RegionOutput.geoJSONFeature($0)) }),
@@ -227,6 +270,7 @@ enum RegionCommands {
         default:
             throw c.usage("invalid value for --format: \"\(format)\" is not one of json, geojson")
         }
+        let count = (document["regions"] ?? document["features"])?.arrayValue?.count ?? 0
         let text = document.serialized(pretty: true) + "\n"
         if let output = c.arguments.value("--output"), output != "-" {
             do {
@@ -234,7 +278,7 @@ enum RegionCommands {
             } catch {
                 throw CommandFailure("cannot write \(output): \(error.localizedDescription)", exitCode: .cantCreate)
             }
-            if !c.json { c.console.message("Exported \(regions.count) regions to \(output)") }
+            if !c.json { c.console.message("Exported \(count) regions to \(output)") }
         } else {
             c.console.write(text)
         }

@@ -73,6 +73,9 @@ enum RunCommand {
             guard (1...10).contains(n) else { throw c.usage("invalid value for --confirmations: must be 1 to 10") }
             configuration.monitor.confirmations = n
         }
+        configuration.socketPath = ControlSocket.listenPath(
+            option: c.arguments.value("--socket"), environment: c.environment)
+        configuration.restricted = try PolicyFile.restricted(environment: c.environment)
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.usage(
@@ -85,6 +88,8 @@ enum RunCommand {
             try waitFor { try await daemon.run() }
         } catch let held as DaemonLock.Held {
             throw CommandFailure(held.description, exitCode: .tempFail)
+        } catch let socket as ControlSocketError {
+            throw CommandFailure(socket.description, exitCode: .unavailable)
         }
     }
 }

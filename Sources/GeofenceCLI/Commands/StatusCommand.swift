@@ -60,15 +60,18 @@ enum StatusCommand {
         let probe = try waitFor { await ask(address, wait: wait) }
 
         let directory = c.stateDirectory
+        // The engine's view, through its socket (what this user may see of it), when it runs.
+        let engine: JSONValue? = c.engineSocket() != nil ? (try? c.call(.status)) : nil
+        // The store, when this user can read it: the engine's own notes (source, last fix) are there.
         let store: StateStore? =
-            FileManager.default.fileExists(atPath: directory + "/" + StateStore.fileName)
-            ? try c.openStore() : nil
+            FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName)
+            ? try? c.openStore() : nil
         let daemonPID = DaemonLock.holder(directory: directory)
         var settings: [String: String] = [:]
         var regionCounts: [String: Int] = [:]
-        var pendingReasons: [String: Int] = [:]
-        var eventCount = 0
+        var eventCount: Int?
         var lastFix: (subject: String, fix: EventFix, time: Date?, recorded: Date)?
+        var servicesOn = true
         if let store {
             for key in [
                 DaemonSettings.pid, DaemonSettings.started, DaemonSettings.sourceAddress, DaemonSettings.connection,
@@ -76,10 +79,8 @@ enum StatusCommand {
             ] {
                 settings[key] = try store.setting(key)
             }
-            for region in try store.regions() {
-                regionCounts[region.status.kind.rawValue, default: 0] += 1
-                if region.status.kind != .monitoring { pendingReasons[region.status.description, default: 0] += 1 }
-            }
+            servicesOn = try store.servicesOn()
+            regionCounts = try store.regionCountsByStatus()
             eventCount = try store.eventCount()
             for s in try store.subjects() {
                 guard let fix = s.record.lastFix else { continue }
@@ -88,8 +89,16 @@ enum StatusCommand {
                 }
             }
         }
+        if let engine {
+            servicesOn = engine["services"]?.stringValue != "off"
+            if let counts = engine["regions"]?.objectValue {
+                regionCounts = Dictionary(
+                    uniqueKeysWithValues: counts.compactMap { k, v in v.intValue.map { (k, $0) } })
+            }
+            eventCount = engine["outbox"]?["events"]?.intValue ?? eventCount
+        }
 
-        // The answers, cheapest first, each with its fix.
+        // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])
         if !probe.reachable {
             hardware = (
@@ -105,6 +114,34 @@ enum StatusCommand {
                 false,
                 "gpsd runs at \(address.host):\(address.port) but has no receiver: plug one in, or add it with "
                     + "sudo gpsdctl add /dev/ttyACM0", []
+            )
+        }
+        let service: (ok: Bool, text: String) =
+            servicesOn
+            ? (true, "Location Services are on")
+            : (
+                false,
+                "Location Services are off: no fix is used and every region is suspended; sudo geofence services on"
+            )
+        let user = ControlHandler.userName(getuid())
+        let permission: (ok: Bool, status: String, effective: String, text: String)
+        if let you = engine?["you"] {
+            let status = you["status"]?.stringValue ?? "?"
+            let effective = you["effective"]?.stringValue ?? "?"
+            let ok = effective == "authorized" || you["privileged"]?.boolValue == true
+            permission = (
+                ok, status, effective,
+                ok
+                    ? "\(user) is \(status)"
+                        + (you["privileged"]?.boolValue == true ? " (root or the engine's user)" : "")
+                    : "\(user) is \(effective): " + (you["howTo"]?.stringValue ?? "ask an administrator")
+            )
+        } else {
+            // No engine: whoever can open the store is its owner (file permissions are the authorization).
+            permission = (
+                store != nil || getuid() == 0, "authorized", servicesOn ? "authorized" : "denied",
+                store != nil || getuid() == 0
+                    ? "\(user) owns the state directory" : "\(user) cannot read \(directory) and no engine is running"
             )
         }
         let data: (ok: Bool, text: String)
@@ -131,6 +168,15 @@ enum StatusCommand {
             if !hardware.ok { hw["problem"] = .string(hardware.text) }
             if let s = probe.snapshot { hw["capabilities"] = .object(CapabilityJSON.encode(s)) }
             o["hardware"] = .object(hw)
+            var sv: JSONObject = ["ok": .bool(service.ok), "on": .bool(servicesOn)]
+            if !service.ok { sv["problem"] = .string(service.text) }
+            o["services"] = .object(sv)
+            var pm: JSONObject = [
+                "ok": .bool(permission.ok), "user": .string(user), "uid": .number(Double(getuid())),
+                "status": .string(permission.status), "effective": .string(permission.effective),
+            ]
+            if !permission.ok { pm["problem"] = .string(permission.text) }
+            o["permission"] = .object(pm)
             var d: JSONObject = ["ok": .bool(data.ok)]
             if data.ok, let w = probe.accepted {
                 d["fix"] = .object(EventFix(w).json)
@@ -157,20 +203,22 @@ enum StatusCommand {
                     uniqueKeysWithValues: regionCounts.sorted { $0.key < $1.key }.map {
                         ($0.key, JSONValue.number(Double($0.value)))
                     }))
-            o["outbox"] = ["events": .number(Double(eventCount))]
+            if let eventCount { o["outbox"] = ["events": .number(Double(eventCount))] }
             c.console.print(JSONValue.object(o).serialized())
             return
         }
 
         func row(_ label: String, _ verdict: String, _ text: String) {
             c.console.print(
-                label.padding(toLength: 12, withPad: " ", startingAt: 0)
+                label.padding(toLength: 14, withPad: " ", startingAt: 0)
                     + verdict.padding(toLength: 9, withPad: " ", startingAt: 0) + text)
         }
-        let indent = String(repeating: " ", count: 21)
-        row("Hardware", hardware.ok ? "ok" : "PROBLEM", hardware.text)
+        let indent = String(repeating: " ", count: 23)
+        row("1 Hardware", hardware.ok ? "ok" : "PROBLEM", hardware.text)
         for line in hardware.detail { c.console.print(indent + line) }
-        row("Data", data.ok ? "ok" : "PROBLEM", data.text)
+        row("2 Service", service.ok ? "on" : "OFF", service.text)
+        row("3 Permission", permission.ok ? "ok" : "PROBLEM", permission.text)
+        row("4 Data", data.ok ? "ok" : "PROBLEM", data.text)
         if let pid = daemonPID {
             var text =
                 "running" + (pid > 0 ? " (pid \(pid)" : " (")
@@ -204,10 +252,7 @@ enum StatusCommand {
         } else {
             let parts = regionCounts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
             row("Regions", "", "\(total): " + parts.joined(separator: ", "))
-            for (reason, count) in pendingReasons.sorted(by: { $0.key < $1.key }) {
-                c.console.print(indent + "\(count) \(reason)")
-            }
         }
-        row("Outbox", "", "\(eventCount) events")
+        if let eventCount { row("Outbox", "", "\(eventCount) events") }
     }
 }

@@ -158,6 +158,13 @@ public enum RegionJSON {
             return .failure(
                 RegionFileError(problems: ["the file must hold {\"regions\": [...]}, not \(describe(root))"]))
         }
+        return decodeEntries(entries, now: now, createdBy: createdBy, limits: limits)
+    }
+
+    /// Checks a list of region objects (the `regions` array of a file): every problem, with its position.
+    public static func decodeEntries(
+        _ entries: [JSONValue], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
+    ) -> Result<[Region], RegionFileError> {
         var regions: [Region] = []
         var problems: [String] = []
         var seen: [String: Int] = [:]

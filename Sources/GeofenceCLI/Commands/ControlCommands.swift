@@ -1,0 +1,96 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+
+/// `services`, `permission ...`, `watch`.
+enum ControlCommands {
+    static func services(_ c: CommandContext) throws {
+        let result: JSONValue
+        if let state = c.arguments.value("state") {
+            guard state == "on" || state == "off" else {
+                throw c.usage("invalid value for state: \"\(state)\" is not on or off")
+            }
+            result = try c.call(.servicesSet, ["on": .bool(state == "on")])
+        } else {
+            result = try c.call(.servicesGet)
+        }
+        if c.json {
+            c.console.print(result.serialized())
+        } else {
+            c.console.print("Location Services are \(result["on"]?.boolValue == true ? "on" : "off")")
+        }
+    }
+
+    static func permission(_ path: [String], _ c: CommandContext) throws {
+        switch path.last {
+        case "list":
+            let users = try c.call(.permissionList).arrayValue ?? []
+            if c.json {
+                c.console.print(JSONValue.array(users).serialized())
+                return
+            }
+            var table = TextTable(["USER", "UID", "STATUS", "EFFECTIVE", "REQUESTED", "REASON"])
+            for u in users {
+                table.add([
+                    u["user"]?.stringValue ?? "", String(u["uid"]?.intValue ?? -1),
+                    (u["status"]?.stringValue ?? "") + (u["privileged"]?.boolValue == true ? " (always)" : ""),
+                    u["effective"]?.stringValue ?? "", u["requestedAt"]?.stringValue ?? "-",
+                    u["reason"]?.stringValue ?? "",
+                ])
+            }
+            c.console.write(table.render())
+        case "request":
+            var params: JSONObject = [:]
+            if let reason = c.arguments.value("--reason") { params["reason"] = .string(reason) }
+            let result = try c.call(.permissionRequest, params)
+            if c.json {
+                c.console.print(result.serialized())
+            } else {
+                c.console.print(result["message"]?.stringValue ?? "request recorded")
+            }
+        case let verb?:
+            let method: ControlMethod =
+                verb == "grant" ? .permissionGrant : verb == "deny" ? .permissionDeny : .permissionReset
+            let result = try c.call(method, ["user": .string(try c.arguments.required("user"))])
+            if c.json {
+                c.console.print(result.serialized())
+            } else {
+                c.console.print(
+                    "\(result["user"]?.stringValue ?? "?") is now \(result["status"]?.stringValue ?? "?")")
+            }
+        case nil:
+            throw c.usage("missing subcommand")
+        }
+    }
+
+    static func watch(_ c: CommandContext) throws {
+        guard let path = c.engineSocket() else {
+            throw CommandFailure(
+                "no engine is running to watch (looked for its socket at "
+                    + ControlSocket.candidates(option: c.arguments.value("--socket"), environment: c.environment)
+                    .joined(separator: ", ") + "): start it with `geofence run`", exitCode: .unavailable)
+        }
+        var first = true
+        var failure: ControlError?
+        do {
+            try ControlClient(path: path).stream(ControlRequest(method: .watch)) { line in
+                if first {
+                    first = false
+                    // The answer to the request itself: on or a refusal.
+                    if let response = ControlResponse.parse(Array(line.utf8)), case .failure(let e) = response.result {
+                        failure = e
+                        return false
+                    }
+                    return true
+                }
+                c.console.print(line)
+                return true
+            }
+        } catch {
+            throw CommandFailure(error.message, exitCode: .unavailable)
+        }
+        if let failure {
+            throw CommandFailure(failure.message, exitCode: ExitCode(rawValue: failure.exitStatus) ?? .failure)
+        }
+    }
+}

@@ -1,0 +1,398 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the control methods do, with authorization by uid. The daemon runs it behind the socket; the CLI
+/// runs the same code in-process on the store when no daemon runs (file permissions then being the
+/// authorization), so both paths behave alike.
+public final class ControlHandler: Sendable {
+    public let store: StateStore
+    public let policy: AccessPolicy
+    /// Called after a change the running engine should apply at once (regions, the switch).
+    private let changed: @Sendable (Change) -> Void
+    /// For `watch`: registers a subscriber; nil when no engine runs.
+    private let subscribe: (@Sendable (ControlConnection) -> Void)?
+    private let ids = EventIDSource()
+
+    /// Changes the engine reacts to.
+    public enum Change: Sendable {
+        case regions
+        case services(Bool)
+        case permissions
+    }
+
+    public init(
+        store: StateStore, policy: AccessPolicy, changed: @escaping @Sendable (Change) -> Void = { _ in },
+        subscribe: (@Sendable (ControlConnection) -> Void)? = nil
+    ) {
+        self.store = store
+        self.policy = policy
+        self.changed = changed
+        self.subscribe = subscribe
+    }
+
+    /// Runs one request for `peer`. `connection` is nil in the CLI's in-process mode. Returns nil when the
+    /// request took over the connection (`watch`).
+    public func handle(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlResponse?
+    {
+        let result: Result<JSONValue, ControlError>
+        do {
+            if let refusal = try authorize(request.method, uid: peer.uid) {
+                result = .failure(refusal)
+            } else {
+                result = .success(try perform(request, peer: peer, connection: connection))
+            }
+        } catch let error as ControlError {
+            result = .failure(error)
+        } catch is Streaming {
+            return nil
+        } catch {
+            result = .failure(ControlHandler.translate(error))
+        }
+        return ControlResponse(id: request.id, result: result)
+    }
+
+    static func translate(_ error: any Error) -> ControlError {
+        switch error {
+        case let e as ControlError: return e
+        case let e as StoreError:
+            switch e {
+            case .duplicateRegions: return ControlError(.duplicate, e.description)
+            case .regionNotFound: return ControlError(.notFound, e.description)
+            default: return ControlError(.storeFailed, e.description)
+            }
+        case let e as DatabaseError:
+            return ControlError(e.isBusy ? .busy : .storeFailed, e.description)
+        case let e as RegionValidationError:
+            return ControlError(.invalid, e.description)
+        default:
+            return ControlError(.internalError, "\(error)")
+        }
+    }
+
+    // MARK: Authorization
+
+    public static func userName(_ uid: UInt32) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return String(cString: name)
+    }
+
+    /// The refusal for `uid` calling `method`, or nil when it may.
+    func authorize(_ method: ControlMethod, uid: UInt32) throws -> ControlError? {
+        if policy.isPrivileged(uid) || method.isOpen { return nil }
+        let user = ControlHandler.userName(uid)
+        if method.isAdministrative {
+            return ControlError(.permissionDenied, "only root or the engine's own user may do this (you are \(user))")
+        }
+        let servicesOn = try store.servicesOn()
+        let recorded = try store.permission(uid: uid)?.status
+        switch policy.effectiveStatus(uid: uid, recorded: recorded, servicesOn: servicesOn) {
+        case .authorized:
+            return nil
+        case .denied where !servicesOn:
+            return ControlError(
+                .servicesOff, "Location Services are off: ask an administrator to run `geofence services on`")
+        case .denied:
+            return ControlError(
+                .permissionDenied,
+                "\(user) has been denied access to location; an administrator can change that with "
+                    + "`geofence permission grant \(user)`")
+        case .restricted:
+            return ControlError(
+                .permissionDenied, "\(user) is restricted by the system's location policy and cannot be granted access")
+        case .notDetermined:
+            return ControlError(
+                .permissionDenied,
+                "\(user) is not authorized to use location: request access with `geofence permission request "
+                    + "--reason TEXT`, then ask an administrator to run `geofence permission grant \(user)`")
+        }
+    }
+
+    // MARK: Methods
+
+    private func perform(_ r: ControlRequest, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
+        let p = r.params
+        switch r.method {
+        case .status:
+            return .object(try status(peer: peer))
+        case .list:
+            return .array(try store.regions().map { .object(RegionReport.json($0)) })
+        case .show:
+            let id = try string(p, "id")
+            guard let stored = try store.region(id: id) else { throw StoreError.regionNotFound(id) }
+            var o = RegionReport.json(stored)
+            o["states"] = .array(
+                try store.states(regionSeq: stored.seq).map { s in
+                    var state: JSONObject = ["subject": .string(s.subject), "state": .string(s.record.state.rawValue)]
+                    if let since = s.record.since { state["since"] = .string(TimestampParser.format(since)) }
+                    return .object(state)
+                })
+            return .object(o)
+        case .add:
+            guard let definition = p["region"] else { throw ControlError(.badRequest, "add needs params.region") }
+            let region: Region
+            do {
+                region = try RegionJSON.decode(definition, now: Date(), createdBy: peer.uid)
+            } catch {
+                throw ControlError(.invalid, error.description)
+            }
+            let stored = try store.addRegion(region, replace: p["replace"]?.boolValue ?? false)
+            changed(.regions)
+            return .object(RegionReport.json(stored))
+        case .remove:
+            let ids = try strings(p, "ids")
+            let removed = try store.removeRegions(ids: ids)
+            changed(.regions)
+            return ["removed": .array(removed.map { .string($0) })]
+        case .importRegions:
+            return try importRegions(p, peer: peer, connection: connection)
+        case .export:
+            return ["regions": .array(try store.regions().map { .object(RegionJSON.encode($0.region)) })]
+        case .servicesGet:
+            return ["on": .bool(try store.servicesOn())]
+        case .servicesSet:
+            guard let on = p["on"]?.boolValue else { throw ControlError(.badRequest, "services.set needs params.on") }
+            try setServices(on, by: peer.uid)
+            return ["on": .bool(on)]
+        case .permissionList:
+            return .array(try permissionList().map { .object($0) })
+        case .permissionRequest:
+            return .object(try requestPermission(peer: peer, reason: p["reason"]?.stringValue))
+        case .permissionGrant, .permissionDeny, .permissionReset:
+            let uid = try ControlHandler.resolveUser(try string(p, "user"))
+            let status: AuthorizationStatus =
+                r.method == .permissionGrant ? .authorized : r.method == .permissionDeny ? .denied : .notDetermined
+            return .object(try setPermission(uid: uid, status, by: peer.uid))
+        case .watch:
+            guard let connection, let subscribe else {
+                throw ControlError(.unavailable, "watch needs a running engine: start it with `geofence run`")
+            }
+            connection.send(ControlResponse(id: r.id, result: .success(["watching": true])).line)
+            subscribe(connection)
+            throw Streaming()
+        case .hookAdd, .hookList, .hookRemove:
+            throw ControlError(.unavailable, "\(r.method.rawValue) is not available over the control socket yet")
+        }
+    }
+
+    /// Thrown by `watch` once it has answered: the connection now belongs to the subscriber.
+    struct Streaming: Error {}
+
+    private func string(_ p: JSONObject, _ key: String) throws -> String {
+        guard let s = p[key]?.stringValue else { throw ControlError(.badRequest, "missing string params.\(key)") }
+        return s
+    }
+
+    private func strings(_ p: JSONObject, _ key: String) throws -> [String] {
+        guard let items = p[key]?.arrayValue else { throw ControlError(.badRequest, "missing array params.\(key)") }
+        return try items.map { item in
+            guard let s = item.stringValue else { throw ControlError(.badRequest, "params.\(key) must hold strings") }
+            return s
+        }
+    }
+
+    /// `import`: all or nothing, in parts over one connection when the file is bigger than one request
+    /// line (`final: false` stages a part; the part with `final: true` checks and commits everything).
+    private func importRegions(_ p: JSONObject, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
+        guard let part = p["regions"]?.arrayValue else {
+            throw ControlError(.badRequest, "import needs params.regions")
+        }
+        let key = "import.staged"
+        var staged = (connection?[key] as? [JSONValue]) ?? []
+        staged += part
+        if p["final"]?.boolValue == false {
+            guard let connection else { throw ControlError(.badRequest, "a partial import needs a connection") }
+            connection[key] = staged
+            return ["staged": .number(Double(staged.count))]
+        }
+        connection?[key] = nil
+        let regions: [Region]
+        switch RegionJSON.decodeEntries(staged, now: Date(), createdBy: peer.uid) {
+        case .success(let decoded): regions = decoded
+        case .failure(let error):
+            throw ControlError(
+                .invalid,
+                error.problems.count == 1
+                    ? "nothing imported: \(error.problems[0])"
+                    : "nothing imported: \(error.problems.count) problems\n"
+                        + error.problems.prefix(50).map { "  \($0)" }.joined(separator: "\n")
+                        + (error.problems.count > 50 ? "\n  ... and \(error.problems.count - 50) more" : ""))
+        }
+        if p["dryRun"]?.boolValue == true {
+            return ["checked": .number(Double(regions.count)), "imported": 0]
+        }
+        try store.importRegions(regions, replace: p["replace"]?.boolValue ?? false)
+        changed(.regions)
+        return ["checked": .number(Double(regions.count)), "imported": .number(Double(regions.count))]
+    }
+
+    // MARK: Status, switch, permissions
+
+    private func status(peer: ControlPeer) throws -> JSONObject {
+        let servicesOn = try store.servicesOn()
+        let recorded = try store.permission(uid: peer.uid)
+        let own = policy.storedStatus(uid: peer.uid, recorded: recorded?.status)
+        let effective = policy.effectiveStatus(uid: peer.uid, recorded: recorded?.status, servicesOn: servicesOn)
+        var you: JSONObject = [
+            "uid": .number(Double(peer.uid)), "user": .string(ControlHandler.userName(peer.uid)),
+            "status": .string(own.rawValue), "effective": .string(effective.rawValue),
+        ]
+        if policy.isPrivileged(peer.uid) { you["privileged"] = true }
+        if recorded?.requestedAt != nil { you["requested"] = true }
+        if effective != .authorized && !policy.isPrivileged(peer.uid) {
+            you["howTo"] = .string(
+                !servicesOn
+                    ? "Location Services are off: an administrator can run `geofence services on`"
+                    : own == .restricted
+                        ? "restricted by the system's policy"
+                        : "run `geofence permission request --reason TEXT`, then ask an administrator to run "
+                            + "`geofence permission grant \(ControlHandler.userName(peer.uid))`")
+        }
+        var o: JSONObject = ["services": .string(servicesOn ? "on" : "off"), "you": .object(you)]
+        // What only an authorized client may see.
+        if try authorize(.list, uid: peer.uid) == nil {
+            var counts = JSONObject()
+            for (status, n) in try store.regionCountsByStatus().sorted(by: { $0.key < $1.key }) {
+                counts[status] = .number(Double(n))
+            }
+            o["regions"] = .object(counts)
+            o["outbox"] = ["events": .number(Double(try store.eventCount()))]
+        }
+        return o
+    }
+
+    func setServices(_ on: Bool, by uid: UInt32) throws {
+        let before = try store.servicesOn()
+        guard before != on else { return }
+        let effectiveBefore = try effectiveStatuses(servicesOn: before)
+        try store.setServices(on: on)
+        var events = [
+            StateEvent(
+                id: ids.next(), type: .services, time: Date(), state: on ? "on" : "off",
+                reason: "switched \(on ? "on" : "off") by \(ControlHandler.userName(uid))")
+        ]
+        let effectiveAfter = try effectiveStatuses(servicesOn: on)
+        for (client, status) in effectiveAfter.sorted(by: { $0.key < $1.key }) where effectiveBefore[client] != status {
+            events.append(
+                authorizationEvent(uid: client, status: status, reason: "Location Services \(on ? "on" : "off")"))
+        }
+        try store.append(events)
+        changed(.services(on))
+    }
+
+    /// The effective status of every client the store knows.
+    private func effectiveStatuses(servicesOn: Bool) throws -> [UInt32: AuthorizationStatus] {
+        var all: [UInt32: AuthorizationStatus] = [:]
+        for p in try store.permissions() {
+            all[p.uid] = policy.effectiveStatus(uid: p.uid, recorded: p.status, servicesOn: servicesOn)
+        }
+        return all
+    }
+
+    private func authorizationEvent(uid: UInt32, status: AuthorizationStatus, reason: String) -> StateEvent {
+        StateEvent(
+            id: ids.next(), type: .authorization, time: Date(), state: status.rawValue,
+            subject: ControlHandler.userName(uid), reason: reason, details: ["uid": .number(Double(uid))])
+    }
+
+    private func permissionList() throws -> [JSONObject] {
+        let servicesOn = try store.servicesOn()
+        var uids = Set(try store.permissions().map(\.uid)).union(policy.restricted)
+        uids.insert(policy.daemonUID)
+        let recorded = Dictionary(uniqueKeysWithValues: try store.permissions().map { ($0.uid, $0) })
+        return uids.sorted().map { uid in
+            let r = recorded[uid]
+            var o: JSONObject = [
+                "uid": .number(Double(uid)), "user": .string(ControlHandler.userName(uid)),
+                "status": .string(policy.storedStatus(uid: uid, recorded: r?.status).rawValue),
+                "effective": .string(
+                    policy.effectiveStatus(uid: uid, recorded: r?.status, servicesOn: servicesOn).rawValue),
+            ]
+            if policy.isPrivileged(uid) { o["privileged"] = true }
+            if let reason = r?.reason { o["reason"] = .string(reason) }
+            if let at = r?.requestedAt { o["requestedAt"] = .string(TimestampParser.format(at)) }
+            return o
+        }
+    }
+
+    private func requestPermission(peer: ControlPeer, reason: String?) throws -> JSONObject {
+        if let reason, reason.utf8.count > 512 || reason.utf8.contains(0) {
+            throw ControlError(.invalid, "the reason must be at most 512 bytes of text")
+        }
+        let current = policy.storedStatus(uid: peer.uid, recorded: try store.permission(uid: peer.uid)?.status)
+        if current == .notDetermined {
+            try store.requestPermission(uid: peer.uid, reason: reason)
+            try store.append([
+                authorizationEvent(
+                    uid: peer.uid, status: .notDetermined, reason: "requested: \(reason ?? "no reason given")")
+            ])
+            changed(.permissions)
+        }
+        return [
+            "uid": .number(Double(peer.uid)), "status": .string(current.rawValue),
+            "message": .string(
+                current == .notDetermined
+                    ? "request recorded: an administrator can grant it with `geofence permission grant \(ControlHandler.userName(peer.uid))`"
+                    : "your status is already \(current.rawValue)"),
+        ]
+    }
+
+    private func setPermission(uid: UInt32, _ status: AuthorizationStatus, by: UInt32) throws -> JSONObject {
+        if policy.restricted.contains(uid) {
+            throw ControlError(
+                .permissionDenied,
+                "\(ControlHandler.userName(uid)) is restricted by the policy file; that cannot be changed from the CLI")
+        }
+        if policy.isPrivileged(uid) {
+            throw ControlError(
+                .invalid, "\(ControlHandler.userName(uid)) is always authorized (root or the engine's user)")
+        }
+        let before = try store.permission(uid: uid)?.status ?? .notDetermined
+        try store.setPermission(uid: uid, status, by: by)
+        if before != status {
+            try store.append([
+                authorizationEvent(uid: uid, status: status, reason: "set by \(ControlHandler.userName(by))")
+            ])
+        }
+        changed(.permissions)
+        return [
+            "uid": .number(Double(uid)), "user": .string(ControlHandler.userName(uid)),
+            "status": .string(status.rawValue),
+        ]
+    }
+
+    /// A user name or a numeric uid.
+    public static func resolveUser(_ text: String) throws -> UInt32 {
+        if let uid = UInt32(text) { return uid }
+        guard let entry = getpwnam(text) else { throw ControlError(.notFound, "no user named \"\(text.prefix(64))\"") }
+        return entry.pointee.pw_uid
+    }
+}
+
+/// Event ids for events the handler makes (a lock around a generator, as requests come from many threads).
+final class EventIDSource: @unchecked Sendable {
+    // @unchecked: the generator is only used under `lock`.
+    private let lock = NSLock()
+    private var generator = EventIDGenerator()
+
+    func next() -> String { lock.withLock { generator.next(now: Date()) } }
+}
+
+/// The region object of `list --json` and the control socket: the import format plus status fields.
+public enum RegionReport {
+    public static func json(_ s: StoredRegion) -> JSONObject {
+        var o = RegionJSON.encode(s.region)
+        o["status"] = .string(s.status.kind.rawValue)
+        if let reason = s.status.reason { o["reason"] = .string(reason) }
+        o["attempts"] = .number(Double(s.attempts))
+        if let next = s.nextRetry { o["nextRetry"] = .string(TimestampParser.format(next)) }
+        o["createdAt"] = .string(TimestampParser.format(s.createdAt))
+        if let uid = s.region.createdBy { o["createdBy"] = .number(Double(uid)) }
+        o["updatedAt"] = .string(TimestampParser.format(s.updatedAt))
+        return o
+    }
+}

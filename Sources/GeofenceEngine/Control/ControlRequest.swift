@@ -1,0 +1,173 @@
+import GeofenceCore
+
+/// What a control-socket client asks (Docs/control-protocol.md). Pure: no I/O, so it can be fuzzed alone.
+public enum ControlMethod: String, Sendable, CaseIterable {
+    case status
+    case list
+    case show
+    case add
+    case remove
+    case importRegions = "import"
+    case export
+    case servicesGet = "services.get"
+    case servicesSet = "services.set"
+    case permissionList = "permission.list"
+    case permissionRequest = "permission.request"
+    case permissionGrant = "permission.grant"
+    case permissionDeny = "permission.deny"
+    case permissionReset = "permission.reset"
+    case watch
+    case hookAdd = "hook.add"
+    case hookList = "hook.list"
+    case hookRemove = "hook.remove"
+
+    /// Methods any client may call, authorized or not: how else would it learn its status or ask.
+    public var isOpen: Bool { self == .status || self == .permissionRequest }
+
+    /// Methods that change who may do what, or the switch: privileged users only.
+    public var isAdministrative: Bool {
+        switch self {
+        case .servicesSet, .permissionGrant, .permissionDeny, .permissionReset, .permissionList: true
+        default: false
+        }
+    }
+}
+
+/// Why a request failed: a code for programs, a message for people, the exit status the CLI uses.
+public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        case badRequest = "bad-request"
+        case unknownMethod = "unknown-method"
+        case tooLong = "too-long"
+        case permissionDenied = "permission-denied"
+        case servicesOff = "services-off"
+        case notFound = "not-found"
+        case invalid = "invalid"
+        case duplicate = "duplicate"
+        case busy = "busy"
+        case storeFailed = "store-failed"
+        case unavailable = "unavailable"
+        case internalError = "internal"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// sysexits status for the CLI.
+    public var exitStatus: Int32 {
+        switch code {
+        case .badRequest, .unknownMethod, .tooLong: 64
+        case .invalid, .duplicate: 65
+        case .notFound: 66
+        case .unavailable: 69
+        case .internalError: 70
+        case .storeFailed: 74
+        case .busy: 75
+        case .permissionDenied, .servicesOff: 77
+        }
+    }
+
+    public var json: JSONObject {
+        ["code": .string(code.rawValue), "message": .string(message), "exit": .number(Double(exitStatus))]
+    }
+
+    public init?(json: JSONObject) {
+        guard let code = json["code"]?.stringValue.flatMap(Code.init(rawValue:)),
+            let message = json["message"]?.stringValue
+        else { return nil }
+        self.init(code, message)
+    }
+}
+
+/// One request: a JSON object on one line, `{"id": any, "method": "list", "params": {...}}`.
+public struct ControlRequest: Sendable, Equatable {
+    /// Longest request line accepted; anything longer is refused and the connection closed.
+    public static let maximumLineLength = 1 << 20
+
+    /// Echoed in the response, so a client can match them.
+    public var id: JSONValue?
+    public var method: ControlMethod
+    public var params: JSONObject
+
+    public init(id: JSONValue? = nil, method: ControlMethod, params: JSONObject = JSONObject()) {
+        self.id = id
+        self.method = method
+        self.params = params
+    }
+
+    public static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlError> {
+        if line.count > maximumLineLength {
+            return .failure(ControlError(.tooLong, "request of \(line.count) bytes is over the 1 MiB limit"))
+        }
+        let value: JSONValue
+        do {
+            value = try JSON.parse(line)
+        } catch {
+            return .failure(ControlError(.badRequest, "request is not JSON: \(error)"))
+        }
+        guard case .object(let o) = value else {
+            return .failure(ControlError(.badRequest, "request must be a JSON object"))
+        }
+        guard let name = o["method"]?.stringValue else {
+            return .failure(ControlError(.badRequest, "request has no \"method\" string"))
+        }
+        guard let method = ControlMethod(rawValue: name) else {
+            return .failure(ControlError(.unknownMethod, "unknown method \"\(name.prefix(64))\""))
+        }
+        var params = JSONObject()
+        if let p = o["params"], !p.isNull {
+            guard case .object(let object) = p else {
+                return .failure(ControlError(.badRequest, "\"params\" must be an object"))
+            }
+            params = object
+        }
+        return .success(ControlRequest(id: o["id"], method: method, params: params))
+    }
+
+    public var line: String {
+        var o: JSONObject = [:]
+        if let id { o["id"] = id }
+        o["method"] = .string(method.rawValue)
+        if !params.isEmpty { o["params"] = .object(params) }
+        return JSONValue.object(o).serialized()
+    }
+}
+
+/// One response line: `{"id": ..., "ok": true, "result": ...}` or `{"id": ..., "ok": false, "error": {...}}`.
+public struct ControlResponse: Sendable, Equatable {
+    public var id: JSONValue?
+    public var result: Result<JSONValue, ControlError>
+
+    public init(id: JSONValue?, result: Result<JSONValue, ControlError>) {
+        self.id = id
+        self.result = result
+    }
+
+    public var line: String {
+        var o: JSONObject = [:]
+        if let id { o["id"] = id }
+        switch result {
+        case .success(let value):
+            o["ok"] = true
+            o["result"] = value
+        case .failure(let error):
+            o["ok"] = false
+            o["error"] = .object(error.json)
+        }
+        return JSONValue.object(o).serialized()
+    }
+
+    public static func parse(_ line: some Collection<UInt8>) -> ControlResponse? {
+        guard case .object(let o)? = try? JSON.parse(line), let ok = o["ok"]?.boolValue else { return nil }
+        if ok { return ControlResponse(id: o["id"], result: .success(o["result"] ?? .null)) }
+        guard let e = o["error"]?.objectValue.flatMap(ControlError.init(json:)) else { return nil }
+        return ControlResponse(id: o["id"], result: .failure(e))
+    }
+}

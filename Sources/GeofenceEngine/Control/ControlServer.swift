@@ -1,0 +1,320 @@
+import Foundation
+import GeofenceCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Who is on the other end of a control connection, from the kernel (`SO_PEERCRED`), not from anything
+/// the client says.
+public struct ControlPeer: Sendable, Equatable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// One client connection: write response lines to it; per-connection state lives in `userInfo`.
+public final class ControlConnection: @unchecked Sendable {
+    // @unchecked: `fd` is fixed; `open` and `userInfo` are guarded by `lock`; writes are serialized by it.
+    let fd: Int32
+    public let peer: ControlPeer
+    private let lock = NSLock()
+    private var open = true
+    private var info: [String: any Sendable] = [:]
+
+    init(fd: Int32, peer: ControlPeer) {
+        self.fd = fd
+        self.peer = peer
+    }
+
+    public var isOpen: Bool { lock.withLock { open } }
+
+    /// State a handler keeps across requests of this connection (an import in several parts).
+    public subscript(key: String) -> (any Sendable)? {
+        get { lock.withLock { info[key] } }
+        set { lock.withLock { info[key] = newValue } }
+    }
+
+    /// Sends one line; false once the client has gone.
+    @discardableResult
+    public func send(_ line: String) -> Bool {
+        lock.withLock {
+            guard open else { return false }
+            var bytes = Array(line.utf8)
+            bytes.append(10)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    open = false
+                    return false
+                }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    func markClosed() { lock.withLock { open = false } }
+}
+
+/// Why the control socket could not be set up.
+public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// The control socket: JSON lines over a Unix stream socket, every request authorized by the peer's uid.
+///
+/// A thread accepts; each connection gets a thread of its own (reads block; a thread per client keeps
+/// one slow or silent client from holding up the others), with an idle timeout and a bound on how many
+/// run at once. Requests over 1 MiB, malformed requests and silent clients cost one thread for a while
+/// and nothing else.
+public final class ControlServer: @unchecked Sendable {
+    // @unchecked: `listener` is set in start() before the accept thread exists; the rest is immutable or
+    // atomic.
+    public typealias Handler = @Sendable (ControlRequest, ControlConnection) -> ControlResponse?
+
+    public let path: String
+    public var idleTimeout: Double = 60
+    public var maximumConnections = 512
+    private let handler: Handler
+    private let logger: Logger
+    private var listener: Int32 = -1
+    private let stopping = Atomic(false)
+    private let active = Atomic(0)
+    private let acceptExited = Atomic(false)
+
+    public init(path: String, logger: Logger, handler: @escaping Handler) {
+        self.path = path
+        self.logger = logger
+        self.handler = handler
+    }
+
+    /// Binds the socket and starts accepting. A stale socket left by a dead daemon is replaced; anything
+    /// else at the path (a regular file, a directory, a live daemon's socket) is left alone, with an error.
+    public func start() throws {
+        try prepare(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlSocketError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw ControlSocketError(description: "control socket path is too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw ControlSocketError(description: "cannot create the control socket \(path): \(reason)")
+        }
+        // Anyone may connect; what they may do is decided per request from their uid.
+        chmod(path, 0o666)
+        guard listen(fd, 256) == 0 else {
+            close(fd)
+            throw ControlSocketError(description: "listen on \(path): \(String(cString: strerror(errno)))")
+        }
+        listener = fd
+        let thread = Thread { self.acceptLoop() }
+        thread.name = "geofence.control"
+        thread.start()
+    }
+
+    /// Stops accepting, closes the socket and removes its path. Connections in progress end on their own.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let deadline = Date().addingTimeInterval(1)
+        while !acceptExited.load(ordering: .acquiring), listener >= 0, Date() < deadline { usleep(5_000) }
+        if listener >= 0 {
+            close(listener)
+            unlink(path)
+        }
+    }
+
+    private func prepare(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw ControlSocketError(description: "cannot check \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw ControlSocketError(
+                description: "\(path) exists and is not a socket: refusing to replace it (remove it, or set "
+                    + "GEOFENCE_SOCKET to another path)")
+        }
+        if ControlClient.isListening(path) {
+            throw ControlSocketError(description: "another geofence engine is listening on \(path)")
+        }
+        unlink(path)
+    }
+
+    private func acceptLoop() {
+        defer { acceptExited.store(true, ordering: .releasing) }
+        while !stopping.load(ordering: .acquiring) {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 200)
+            if ready <= 0 { continue }
+            // accept4 is not visible from Swift's Glibc; the window before FD_CLOEXEC is covered by the
+            // hook runner closing every other descriptor in its children.
+            let client = accept(listener, nil, nil)
+            if client < 0 { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            if active.load(ordering: .relaxed) >= maximumConnections {
+                let busy = ControlResponse(
+                    id: nil, result: .failure(ControlError(.busy, "too many clients; try again")))
+                let line = Array((busy.line + "\n").utf8)
+                _ = line.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(client)
+                continue
+            }
+            active.add(1, ordering: .relaxed)
+            let thread = Thread { [self] in
+                serve(client)
+                active.subtract(1, ordering: .relaxed)
+            }
+            thread.name = "geofence.client"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: Int(idleTimeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard let peer = ControlServer.peerCredentials(fd) else { return }
+        let connection = ControlConnection(fd: fd, peer: peer)
+        defer { connection.markClosed() }
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while connection.isOpen && !stopping.load(ordering: .relaxed) {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = buffer[..<newline]
+                defer { buffer.removeSubrange(...newline) }
+                if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { continue }
+                switch ControlRequest.parse(line) {
+                case .failure(let error):
+                    connection.send(ControlResponse(id: nil, result: .failure(error)).line)
+                case .success(let request):
+                    if let response = handler(request, connection) { connection.send(response.line) }
+                }
+                continue
+            }
+            if buffer.count > ControlRequest.maximumLineLength {
+                connection.send(
+                    ControlResponse(
+                        id: nil, result: .failure(ControlError(.tooLong, "request line is over the 1 MiB limit"))
+                    ).line)
+                return
+            }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }  // closed, or idle past the timeout
+            buffer += chunk[0..<n]
+        }
+    }
+
+    static func peerCredentials(_ fd: Int32) -> ControlPeer? {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: raw))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &length) == 0 else { return nil }
+        return ControlPeer(pid: raw.0, uid: raw.1, gid: raw.2)
+    }
+}
+
+/// The CLI's side of the control socket.
+public struct ControlClient: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// Whether something accepts connections at `path` (a running engine).
+    public static func isListening(_ path: String) -> Bool {
+        guard let fd = try? connect(path) else { return false }
+        close(fd)
+        return true
+    }
+
+    static func connect(_ path: String) throws(ControlError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(.unavailable, "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw ControlError(.unavailable, "control socket path is too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard ok == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw ControlError(.unavailable, "cannot connect to the engine at \(path): \(reason)")
+        }
+        return fd
+    }
+
+    /// Sends requests on one connection and returns their responses, in order.
+    public func call(_ requests: [ControlRequest]) throws(ControlError) -> [ControlResponse] {
+        let fd = try ControlClient.connect(path)
+        defer { close(fd) }
+        var responses: [ControlResponse] = []
+        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
+        for request in requests {
+            var bytes = Array(request.line.utf8)
+            bytes.append(10)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
+                offset += n
+            }
+            guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
+                throw ControlError(.unavailable, "the engine closed the connection without an answer")
+            }
+            responses.append(response)
+        }
+        return responses
+    }
+
+    /// Sends one request and calls `body` with each line the engine streams back, until it returns false
+    /// or the engine closes the connection (`watch`).
+    public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
+        let fd = try ControlClient.connect(path)
+        defer { close(fd) }
+        let bytes = Array((request.line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
+        while let line = try? reader.next() {
+            if !body(String(decoding: line, as: UTF8.self)) { return }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import GeofenceCore
+
+/// A client's recorded permission.
+public struct StoredPermission: Sendable, Equatable {
+    public var uid: UInt32
+    public var status: AuthorizationStatus
+    /// What the client said when it asked.
+    public var reason: String?
+    public var requestedAt: Date?
+    public var updatedAt: Date
+    public var updatedBy: UInt32?
+}
+
+extension StateStore {
+    /// The settings key of the Location Services switch (`on` or `off`; absent means on).
+    public static let servicesKey = "services"
+
+    public func servicesOn() throws -> Bool {
+        try setting(StateStore.servicesKey) != "off"
+    }
+
+    public func setServices(on: Bool, now: Date = Date()) throws {
+        try setSetting(StateStore.servicesKey, on ? "on" : "off", now: now)
+    }
+
+    public func permissions() throws -> [StoredPermission] {
+        try queue.read { db in
+            var all: [StoredPermission] = []
+            try db.forEachRow(
+                "SELECT uid, status, reason, requested_at, updated_at, updated_by FROM permissions ORDER BY uid"
+            ) { s in
+                all.append(
+                    StoredPermission(
+                        uid: UInt32(truncatingIfNeeded: s.int64(at: 0)),
+                        status: AuthorizationStatus(rawValue: s.string(at: 1)) ?? .notDetermined,
+                        reason: s.optionalString(at: 2),
+                        requestedAt: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
+                        updatedAt: Date(timeIntervalSince1970: s.double(at: 4)),
+                        updatedBy: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) }))
+            }
+            return all
+        }
+    }
+
+    public func permission(uid: UInt32) throws -> StoredPermission? {
+        try permissions().first { $0.uid == uid }
+    }
+
+    /// Records a request for access (status stays `notDetermined`, or what it was, with the reason).
+    public func requestPermission(uid: UInt32, reason: String?, now: Date = Date()) throws {
+        try queue.write { db in
+            try db.execute(
+                """
+                INSERT INTO permissions (uid, status, reason, requested_at, updated_at)
+                VALUES (?, 'notDetermined', ?, ?, ?)
+                ON CONFLICT (uid) DO UPDATE SET reason = excluded.reason, requested_at = excluded.requested_at,
+                                                updated_at = excluded.updated_at
+                """, [Int64(uid), reason, now.timeIntervalSince1970, now.timeIntervalSince1970])
+        }
+    }
+
+    /// Grants, denies or resets (to `notDetermined`) a client.
+    public func setPermission(uid: UInt32, _ status: AuthorizationStatus, by: UInt32?, now: Date = Date()) throws {
+        precondition(status != .restricted, "restricted comes from the policy file")
+        try queue.write { db in
+            try db.execute(
+                """
+                INSERT INTO permissions (uid, status, updated_at, updated_by) VALUES (?, ?, ?, ?)
+                ON CONFLICT (uid) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at,
+                                                updated_by = excluded.updated_by
+                """, [Int64(uid), status.rawValue, now.timeIntervalSince1970, by.map { Int64($0) }])
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
+import GeofenceTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The control socket, its authorization by peer uid, and its robustness, against a running engine.
+@Suite("control socket", .serialized)
+struct ControlSocketTests {
+    /// A uid with no account here (and no files), for the unprivileged client.
+    static let stranger: UInt32 = {
+        var uid: UInt32 = 42_424
+        while getpwuid(uid) != nil { uid += 1 }
+        return uid
+    }()
+
+    /// A state dir, a socket any user can reach, and an engine on it (gpsd pointed at a closed port).
+    struct Engine {
+        let cli: CLI
+        let daemon: DaemonProcess
+        var socket: String { cli.socket }
+
+        init(extra: [String] = []) async throws {
+            cli = try CLI()
+            // The temp dir is 0700; the socket's directory must let another user through.
+            chmod(cli.dir.path, 0o755)
+            daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"] + extra)
+            #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
+        }
+
+        /// `geofence ARGS` as the stranger: setpriv drops to its uid and gid, with no groups.
+        func asStranger(_ args: [String]) throws -> GeofenceBinary.Result {
+            try GeofenceBinary.runAs(
+                uid: ControlSocketTests.stranger, args + ["--socket", socket],
+                environment: ["HOME": "/tmp", "GEOFENCE_SOCKET": socket])
+        }
+
+        func stop() async {
+            _ = await daemon.stop()
+            cli.dir.remove()
+        }
+    }
+
+    @Test("an unprivileged user is refused (77) until granted; services off refuses again; on restores")
+    func permissionFlow() async throws {
+        let e = try await Engine()
+        try e.cli.run("add", "--id", "depot", "--lat", "51.5", "--lon", "-0.12", "--radius", "100")
+
+        let refused = try e.asStranger(["list"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("geofence permission request"), "\(refused.stderr)")
+        #expect(refused.stdout.isEmpty)
+
+        // An unauthorized client may ask for status (which says how to get access) and may request.
+        let status = try e.asStranger(["status", "--json", "--gpsd", "127.0.0.1:9", "--wait", "0.3s"])
+        #expect(status.status == 0, "\(status.stderr)")
+        let permission = try JSON.parse(status.stdout)["permission"]
+        #expect(permission?["effective"]?.stringValue == "notDetermined")
+        #expect(permission?["problem"]?.stringValue?.contains("permission request") == true)
+        let asked = try e.asStranger(["permission", "request", "--reason", "tests"])
+        #expect(asked.status == 0, "\(asked.stderr)")
+        // ...and nothing else, including administration.
+        #expect(try e.asStranger(["services", "off"]).status == 77)
+        #expect(try e.asStranger(["permission", "grant", String(Self.stranger)]).status == 77)
+        #expect(try e.asStranger(["add", "--lat", "1", "--lon", "1", "--radius", "5"]).status == 77)
+
+        let listed = try e.cli.run("permission", "list", "--json")
+        let entry = try JSON.parse(listed.stdout).arrayValue?.first { $0["uid"]?.intValue == Int(Self.stranger) }
+        #expect(entry?["reason"]?.stringValue == "tests")
+
+        #expect(try e.cli.run("permission", "grant", String(Self.stranger)).status == 0)
+        let allowed = try e.asStranger(["list", "--json"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(try JSON.parse(allowed.stdout).arrayValue?.first?["id"]?.stringValue == "depot")
+
+        #expect(try e.cli.run("services", "off").status == 0)
+        let off = try e.asStranger(["list"])
+        #expect(off.status == 77)
+        #expect(off.stderr.contains("Location Services are off"), "\(off.stderr)")
+
+        #expect(try e.cli.run("services", "on").status == 0)
+        #expect(try e.asStranger(["list"]).status == 0, "no new grant is needed")
+
+        // Every change was an event.
+        let store = try GeofenceStoreProbe.events(e.cli.stateDir)
+        #expect(store.contains { $0.contains("\"type\":\"authorization\"") && $0.contains("\"state\":\"authorized\"") })
+        #expect(store.contains { $0.contains("\"type\":\"services\"") && $0.contains("\"state\":\"off\"") })
+        await e.stop()
+    }
+
+    @Test("a regular file at the socket path is left alone, with a clear error")
+    func regularFileAtSocketPath() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try "precious\n".write(toFile: cli.socket, atomically: true, encoding: .utf8)
+        let result = try cli.run("run", "--gpsd", "127.0.0.1:9")
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("exists and is not a socket"), "\(result.stderr)")
+        #expect(try String(contentsOfFile: cli.socket, encoding: .utf8) == "precious\n")
+    }
+
+    @Test("a stale socket from a dead engine is replaced")
+    func staleSocket() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let first = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await first.waitForLog("control socket at", timeout: 10))
+        kill(first.pid, SIGKILL)
+        first.process.waitUntilExit()
+        var info = stat()
+        #expect(lstat(cli.socket, &info) == 0, "the killed engine left its socket behind")
+        let second = try cli.daemon(["--gpsd", "127.0.0.1:9"], log: "second.log")
+        #expect(await second.waitForLog("control socket at", timeout: 10), "\(second.log)")
+        #expect(try cli.run("list").status == 0)
+        _ = await second.stop()
+    }
+
+    @Test("malformed requests, a line over 1 MiB, a silent client and 200 concurrent clients")
+    func robustness() async throws {
+        let e = try await Engine()
+        try e.cli.run("add", "--id", "a", "--lat", "10", "--lon", "10", "--radius", "100")
+
+        // A client that connects and says nothing, held open through everything below.
+        let silent = try RawClient(e.socket)
+        defer { silent.close() }
+
+        let raw = try RawClient(e.socket)
+        for garbage in [
+            "hello", "{\"method\": 7}", "[1,2]", "{\"method\":\"nope\"}", "{\"method\":\"list\",\"params\":5}",
+        ] {
+            let answer = try JSON.parse(try raw.exchange(garbage))
+            #expect(answer["ok"] == false, "\(garbage)")
+            #expect(answer["error"]?["code"]?.stringValue != nil)
+        }
+        // The same connection still works after bad requests.
+        let ok = try JSON.parse(try raw.exchange(#"{"id":1,"method":"list"}"#))
+        #expect(ok["ok"] == true)
+        #expect(ok["id"]?.intValue == 1)
+        raw.close()
+
+        let big = try RawClient(e.socket)
+        let answer = try JSON.parse(try big.exchange(String(repeating: "x", count: 1_100_000)))
+        #expect(answer["error"]?["code"]?.stringValue == "too-long")
+        big.close()
+
+        // 200 clients at once, each asking for the list.
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    let client = try RawClient(e.socket)
+                    defer { client.close() }
+                    let reply = try JSON.parse(try client.exchange(#"{"method":"list"}"#))
+                    return reply["result"]?.arrayValue?.first?["id"]?.stringValue == "a"
+                }
+            }
+            var all: [Bool] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        #expect(results.count == 200)
+        #expect(results.allSatisfy { $0 })
+        #expect(try e.cli.run("list").status == 0, "still answering")
+        #expect(e.daemon.isRunning)
+        await e.stop()
+    }
+}
+
+/// A bare control-socket client, to send what the CLI never would.
+final class RawClient: @unchecked Sendable {
+    let fd: Int32
+    private var reader: LineReader
+
+    init(_ path: String) throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard ok == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.fd = fd
+        reader = LineReader(fd: fd, maximumLength: 16 << 20)
+    }
+
+    /// Sends one line and reads one line back.
+    func exchange(_ line: String) throws -> String {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
+            offset += n
+        }
+        guard let reply = try reader.next() else { throw POSIXError(.ECONNRESET) }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    func close() { Glibc.close(fd) }
+}
+
+/// Reads the outbox of a state directory.
+enum GeofenceStoreProbe {
+    static func events(_ stateDir: String) throws -> [String] {
+        try StateStore(directory: stateDir).events(after: 0, limit: 100_000).map(\.body)
+    }
+}
