@@ -65,7 +65,7 @@ public final class Daemon: Sendable {
         let watchers = Watchers(store: store)
         let service = MonitorService(
             store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
-            executor: executor, onEvents: { watchers.wake() })
+            executor: executor, sourceLabel: source.label, onEvents: { watchers.wake() })
         let started = Date()
         let regions = try await service.load()
         try store.setSetting(DaemonSettings.pid, String(getpid()))

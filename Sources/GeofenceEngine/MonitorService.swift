@@ -34,11 +34,14 @@ actor MonitorService {
     private var eventCount = 0
     /// Called after every commit that added events to the outbox (the hook runner's wake-up).
     private let onEvents: @Sendable () -> Void
+    /// Where fixes come from, for the log.
+    private let sourceLabel: String
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
-        onEvents: @escaping @Sendable () -> Void
+        sourceLabel: String, onEvents: @escaping @Sendable () -> Void
     ) {
+        self.sourceLabel = sourceLabel
         self.store = store
         self.pipeline = pipeline
         self.logger = logger
@@ -87,7 +90,7 @@ actor MonitorService {
             }
         case .connected:
             lastDisconnection = nil
-            logger.info("connected to gpsd")
+            logger.info("connected to \(sourceLabel)")
             setSettings([(DaemonSettings.connection, "connected"), (DaemonSettings.connectionReason, "")])
         case .disconnected(let d):
             let text = d.description

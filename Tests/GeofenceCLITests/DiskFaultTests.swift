@@ -1,0 +1,162 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A small tmpfs the test can fill up and make read-only: needs root and the right to mount.
+struct ScratchMount: Sendable {
+    let path: String
+
+    static var canMount: Bool {
+        guard getuid() == 0, let probe = try? TemporaryDirectory("geofence-mount-probe") else { return false }
+        defer { probe.remove() }
+        let ok = shell("mount -t tmpfs -o size=64k tmpfs \(probe.path) && umount \(probe.path)") == 0
+        return ok
+    }
+
+    init(at path: String, size: String) throws {
+        self.path = path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard Self.shell("mount -t tmpfs -o size=\(size),mode=0700 tmpfs \(path)") == 0 else {
+            throw POSIXError(.EPERM)
+        }
+    }
+
+    func fill() { _ = Self.shell("dd if=/dev/zero of=\(path)/filler bs=64k 2>/dev/null; sync") }
+    func free() { _ = Self.shell("rm -f \(path)/filler") }
+    func readOnly(_ on: Bool) { _ = Self.shell("mount -o remount,\(on ? "ro" : "rw") \(path)") }
+    func unmount() { _ = Self.shell("umount -l \(path)") }
+
+    @discardableResult
+    static func shell(_ command: String) -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
+
+/// A writer on a FIFO the engine reads fleet JSON lines from.
+final class FleetFeed: @unchecked Sendable {
+    private let handle: FileHandle
+
+    init(fifo: String) throws {
+        // Opening for writing blocks until the engine opens for reading.
+        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: fifo))
+    }
+
+    func send(_ lines: [String]) {
+        handle.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    func close() { try? handle.close() }
+}
+
+@Suite(
+    "disk faults", .serialized,
+    .enabled(if: ScratchMount.canMount, "needs root and mount(2) to make a small or read-only filesystem"))
+struct DiskFaultTests {
+    static let depot = Coordinate(latitude: 48.85, longitude: 2.35)
+
+    /// A truck going in and out of the depot: `cycles` round trips at 80 m/s, one fix a second.
+    static func trips(_ cycles: Int, from start: Date) -> [String] {
+        var lines: [String] = []
+        var t = start
+        for _ in 0..<cycles {
+            for north in [0.0, 0, 80, 160, 240, 320, 400, 400, 320, 240, 160, 80] {
+                let p = offset(depot, north: north, east: 0)
+                lines.append(
+                    #"{"class":"TPV","device":"truck-1","mode":3,"time":"\#(TimestampParser.format(t))","lat":\#(p.latitude),"lon":\#(p.longitude),"eph":5}"#
+                )
+                t = t.addingTimeInterval(1)
+            }
+        }
+        return lines
+    }
+
+    @Test("a full disk and a read-only one: clear errors, nothing corrupted or lost, recovery by itself")
+    func fullAndReadOnly() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let mount = try ScratchMount(at: cli.dir.file("mnt"), size: "3m")
+        defer { mount.unmount() }
+        let state = mount.path + "/state"
+        let env = cli.environment.merging(["GEOFENCE_STATE_DIR": state]) { $1 }
+        func geofence(_ args: String...) throws -> GeofenceBinary.Result {
+            try GeofenceBinary.run(args + ["--state-dir", state], environment: env)
+        }
+        let added = try geofence("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        #expect(added.status == 0, "\(added.stderr)")
+        let fifo = cli.dir.file("fixes.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try DaemonProcess(
+            ["run", "--source", "json:" + fifo, "--state-dir", state], logPath: cli.dir.file("run.log"),
+            environment: env)
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        let start = Date(timeIntervalSince1970: 1_796_000_000)
+        let all = Self.trips(12, from: start)
+        let phases = [Array(all[0..<48]), Array(all[48..<96]), Array(all[96..<144])]
+
+        feed.send(phases[0])
+        #expect(await daemon.waitForLog("event exit", timeout: 5), "\(daemon.log)")
+
+        // Full: the engine says so, once, keeps running and keeps everything queued until space returns.
+        mount.fill()
+        let add = try geofence("add", "--id", "full", "--lat", "1", "--lon", "1", "--radius", "5")
+        #expect([73, 74].contains(add.status), "\(add.stderr)")
+        #expect(add.stderr.hasPrefix("Error: "), "\(add.stderr)")
+        #expect(add.stderr.split(separator: "\n").count == 1, "\(add.stderr)")
+        feed.send(phases[1])
+        #expect(await daemon.waitForLog("cannot write to the store", timeout: 5), "\(daemon.log)")
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(daemon.isRunning)
+        mount.free()
+        #expect(await daemon.waitForLog("the store accepts writes again", timeout: 5), "\(daemon.log)")
+        feed.send(phases[2])
+        try await Task.sleep(for: .seconds(1))
+        feed.close()
+        let stopped = await daemon.stop()
+        #expect(stopped != nil)
+
+        // Read-only (a box whose file system came up read-only): every command fails with one clear line,
+        // the engine refuses to start the same way, and all works again once it is writable.
+        mount.readOnly(true)
+        for args in [
+            ["add", "--id", "ro", "--lat", "1", "--lon", "1", "--radius", "5"], ["run", "--source", "json:-"],
+        ] {
+            let refused = try GeofenceBinary.run(args + ["--state-dir", state], stdin: "", environment: env)
+            #expect(refused.status != 0)
+            #expect(refused.stderr.hasPrefix("Error: "), "\(args[0]): \(refused.stderr)")
+            #expect(refused.stderr.contains("read-only"), "\(args[0]): \(refused.stderr)")
+        }
+        mount.readOnly(false)
+        #expect(try geofence("list").status == 0)
+
+        // Nothing corrupted, nothing lost: the outbox holds exactly what a replay of the same fixes makes.
+        let store = try StateStore(directory: state)
+        #expect(try store.integrityCheck().isEmpty)
+        #expect(try store.regions().map(\.region.id) == ["depot"])
+        let live = try store.events(after: 0, limit: 10_000).filter { $0.region != nil }.map {
+            try DaemonTests.essence(JSON.parse($0.body))
+        }
+        let reference = try CLI()
+        defer { reference.dir.remove() }
+        #expect(
+            try reference.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+        let replay = try reference.run(["replay", "-"], stdin: all.joined(separator: "\n") + "\n")
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let expected = try replay.lines.map { try DaemonTests.essence(JSON.parse($0)) }
+        #expect(expected.count == 24, "12 trips: determined, then 11 enter/exit pairs and an exit: \(expected.count)")
+        #expect(live == expected)
+    }
+}
