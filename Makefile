@@ -14,7 +14,7 @@ BIN          = .build/$(CONFIG)/geofence
 
 PREFIX      ?= /usr/local
 
-.PHONY: all deps build release test demo bench format lint clean help install uninstall
+.PHONY: all deps build release test demo bench format lint clean help install uninstall fuzz fuzz-smoke fuzz-build
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make lint     swift format lint, strict"
 	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
 	@echo "make format   swift format, in place"
+	@echo "make fuzz     run each libFuzzer harness for FUZZ_SECONDS (600); make fuzz-smoke: a few seconds each"
 
 # Installs only the packages that are missing, so a second run does nothing and needs no network.
 deps:
@@ -57,6 +58,22 @@ demo: deps
 
 bench: deps
 	$(SWIFT) run -c release geofence-bench
+
+# Fuzzing (Docs/reliability.md): libFuzzer harnesses in Fuzz/, built by swiftc with the toolchain's own
+# libFuzzer runtime (no Debian package needed); corpora, crash inputs and logs under .build/fuzz/.
+# FUZZ_PARALLEL=2 runs two harnesses at once. Not part of `make test`.
+FUZZ_SECONDS       ?= 600
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_PARALLEL      ?= 1
+
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) Scripts/fuzz.sh run
+
+fuzz-smoke:
+	FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) Scripts/fuzz.sh smoke
+
+fuzz-build:
+	Scripts/fuzz.sh build
 
 lint:
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format Sources Tests Package.swift

@@ -72,7 +72,15 @@ public struct Fix: Sendable, Equatable {
             return v
         }
         if let eph = usable(eph) { return eph }
-        if let x = usable(epx), let y = usable(epy) { return (x * x + y * y).squareRoot() }
+        if let x = usable(epx), let y = usable(epy) {
+            let root = (x * x + y * y).squareRoot()
+            if root.isFinite { return root }
+            // The squares overflowed: scale them down, and cap the result, so that a huge error stays
+            // huge (refused as too inaccurate) instead of becoming inf, which reads as no estimate at all.
+            let scale = max(x, y)
+            let (a, b) = (x / scale, y / scale)
+            return min(scale * (a * a + b * b).squareRoot(), .greatestFiniteMagnitude)
+        }
         return nil
     }
 }

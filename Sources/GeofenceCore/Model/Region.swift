@@ -99,15 +99,21 @@ public struct Region: Sendable, Equatable {
             )
         }
         let notify = notify ?? (dwell == nil ? [.enter, .exit] : [.enter, .exit, .dwell])
+        // Held to the precision the regions format writes (`DurationParser.format` to the microsecond,
+        // `TimestampParser.format` to the millisecond), so that a region exports and imports unchanged.
+        let dwell = dwell.map { ($0 * 1_000_000).rounded() / 1_000_000 }
+        let expires = expires.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded() / 1000) }
         if let dwell {
-            guard dwell.isFinite, dwell > 0 else {
-                throw RegionValidationError(field: "dwell", message: "must be a positive duration")
+            guard dwell.isFinite, dwell > 0, dwell <= DurationParser.maximumSeconds else {
+                throw RegionValidationError(
+                    field: "dwell", message: "must be a positive duration of at most 36525d (100 years)")
             }
         } else if notify.contains(.dwell) {
             throw RegionValidationError(field: "dwell", message: "notify includes dwell, so a dwell time is required")
         }
-        if let expires, !expires.timeIntervalSince1970.isFinite {
-            throw RegionValidationError(field: "expires", message: "is not a valid time")
+        if let expires, !TimestampParser.representable.contains(expires.timeIntervalSince1970) {
+            throw RegionValidationError(
+                field: "expires", message: "is not a valid time between the years 0000 and 9999")
         }
         for (kind, command) in hooks {
             let field = "hooks.\(kind.rawValue)"

@@ -10,7 +10,8 @@ import Foundation
 /// without a zone is refused: it would silently mean different instants on different machines.
 ///
 /// A leap second (`23:59:60` UTC) is accepted and held at `23:59:59.999`, so times stay ordered
-/// and inside the day; a `:60` at any other minute is refused.
+/// and inside the day; a `:60` at any other minute is refused. Instants outside the years 0000-9999
+/// in UTC (which an offset can reach from 0000-01-01 or 9999-12-31) are refused too.
 public enum TimestampParser {
     static let accepted = "expected a timestamp like 2027-01-01T00:00:00Z, 2027-01-01T02:00:00.5+02:00 or 2027-01-01"
 
@@ -24,8 +25,17 @@ public enum TimestampParser {
     static func parse(_ text: String, accepted: String) throws(ValueError) -> Date {
         var copy = text
         let result: Result<Double, ValueError> = copy.withUTF8 { parseBytes($0, text: text, accepted: accepted) }
-        return Date(timeIntervalSince1970: try result.get())
+        let seconds = try result.get()
+        // An offset or a fraction can carry 0000-01-01 or 9999-12-31 across the edge; `format` would
+        // write such an instant in the expanded form (`-0001-…`), which this does not read back.
+        guard representable.contains((seconds * 1000).rounded() / 1000) else {
+            throw ValueError("'\(text)' is outside the years 0000 to 9999 in UTC")
+        }
+        return Date(timeIntervalSince1970: seconds)
     }
+
+    /// The instants, in seconds since 1970, that `format` writes with a four-digit year (0000-9999 UTC).
+    static let representable: Range<Double> = -62_167_219_200..<253_402_300_800
 
     /// Formats `date` in UTC with exactly three fraction digits, rounded to the nearest
     /// millisecond: `2026-11-30T14:03:07.000Z`. Years outside 0000-9999 get ISO 8601's expanded
