@@ -30,6 +30,8 @@ private final class Runner {
     private var snapshotSent = false
     /// The last fix time per device, for inferring update intervals.
     private var lastFixTime: [String: Date] = [:]
+    private var strangeCount = 0
+    private var lastStrangeReport = -Double.infinity
 
     init(loop: GPSDConnectionLoop) {
         configuration = loop.configuration
@@ -89,6 +91,7 @@ private final class Runner {
             case .readFailed(let error): return .readFailed(error.reason)
             case .closedByGPSD: return .closedByGPSD
             case .sendFailed: return .openFailed("could not send the WATCH command")
+            case .garbled: return .garbled
             }
         }
         snapshot = CapabilitySnapshot()
@@ -136,6 +139,7 @@ private final class Runner {
                 case .readFailed(let error): return .readFailed(error.reason)
                 case .openFailed(let reason): return .openFailed(reason)
                 case .sendFailed: return .readFailed("send failed")
+                case .garbled: return .garbled
                 }
             }
         }
@@ -172,9 +176,31 @@ private final class Runner {
             if snapshotSent { sendSnapshot(updated) } else { snapshot = updated }
         case .error(let text):
             emit(.gpsdError(text))
-        case .other:
-            break
+        case .other(let name):
+            noteStrange(name)
         }
+    }
+
+    /// The report classes gpsd 3.22 sends; anything else on the wire is not gpsd talking.
+    static let knownClasses: Set<String> = [
+        "TPV", "SKY", "GST", "ATT", "IMU", "TOFF", "PPS", "OSC", "POLL", "WATCH", "VERSION", "DEVICES", "DEVICE",
+        "ERROR", "AIS", "RTCM2", "RTCM3", "SUBFRAME", "RAW", "NMEA",
+    ]
+
+    /// Says (at most once a minute) that the peer sends things gpsd never would: a misconfigured port, a
+    /// hostile peer. libgps drops such lines; without this the engine would stay silent about them.
+    private func noteStrange(_ name: String) {
+        guard !Self.knownClasses.contains(name) else { return }
+        strangeCount += 1
+        let now = clock.now
+        guard now - lastStrangeReport >= 60 else { return }
+        lastStrangeReport = now
+        let shown = name.isEmpty ? "no class" : "class \"\(name.prefix(32))\""
+        emit(
+            .gpsdError(
+                "the peer at \(configuration.address) sent \(strangeCount) report(s) that are not gpsd's (\(shown)); is it really gpsd?"
+            ))
+        strangeCount = 0
     }
 
     /// Sends a snapshot when it differs from the last one sent, and always the first of a session.

@@ -37,6 +37,8 @@ public struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
         case closedByGPSD
         /// Reading from gpsd failed; the system's reason.
         case readFailed(String)
+        /// The peer sent something libgps could not read: not gpsd, or a broken one.
+        case garbled
     }
 
     public var address: GPSDAddress
@@ -70,6 +72,8 @@ public struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
             return "could not open a gpsd session at \(at) (\(reason))"
         case .closedByGPSD:
             return "gpsd at \(at) closed the connection (it stopped or restarted)"
+        case .garbled:
+            return "the peer at \(at) sent data that is not gpsd JSON (or a line too long to read): is it really gpsd?"
         case .readFailed(let reason):
             return "lost the connection to gpsd at \(at) (\(reason))"
         }

@@ -29,6 +29,9 @@ final class GPSDSession {
         case closedByGPSD
         case readFailed(SystemError)
         case sendFailed
+        /// libgps gave up on what the peer sent (a line it cannot parse or one too long for its buffer)
+        /// while the connection was still open.
+        case garbled
     }
 
     private let data: UnsafeMutablePointer<gps_data_t>
@@ -104,14 +107,24 @@ final class GPSDSession {
         }
         if length < 0 {
             let error = errno
+            // libgps reports end of stream as -1 with errno 0, and a line it could not read the same way:
+            // a peek at the socket tells them apart, so the log says what really happened.
+            let stillOpen = error == 0 && peerIsOpen()
             close()
-            // libgps reports end of stream as -1 with errno 0.
+            if stillOpen { throw .garbled }
             if error == 0 { throw .closedByGPSD }
             throw .readFailed(SystemError(call: "recv", errno: error))
         }
         partialLineBuffered = length == 0
         if length == 0 { return nil }
         return decode(receivedAt: receivedAt)
+    }
+
+    /// Whether the peer has not closed its end (data waiting, or simply nothing yet).
+    private func peerIsOpen() -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(data.pointee.gps_fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
     }
 
     func close() {
