@@ -48,6 +48,9 @@ let package = Package(
             name: "GeofenceGPSDTests", dependencies: ["GeofenceGPSD", "GeofenceCore", "GeofenceTestSupport"]),
         .testTarget(
             name: "GeofenceStoreTests", dependencies: ["GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
+        .testTarget(
+            name: "GeofenceEngineTests",
+            dependencies: ["GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
         // End-to-end: runs the built `geofence` binary (hence the dependency on the executable).
         .testTarget(
             name: "GeofenceCLITests",

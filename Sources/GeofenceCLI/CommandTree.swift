@@ -152,7 +152,14 @@ enum CommandTree {
             .value(
                 "--subject", valueName: "name",
                 help: "Subject for reports that name no device.", default: "gpsd"),
-        ],
+            .flag(
+                "--hooks",
+                help: """
+                    Run the hooks of the events in the outbox (these, as they are stored, and any earlier ones \
+                    waiting); at the end, wait for them, retrying failures for up to a minute, and report on \
+                    stderr (see Docs/hooks.md).
+                    """),
+        ] + hookOptions,
         arguments: [.required("file", help: "The recording, or - for standard input.")],
         examples: [
             Example("A recording:", "geofence replay --stats drive.json"),

@@ -12,6 +12,8 @@ enum ReplayCommand {
     static func run(_ c: CommandContext) throws {
         let file = try c.arguments.required("file")
         let subject = c.arguments.value("--subject") ?? "gpsd"
+        // Read before anything is stored, so a bad option changes nothing.
+        let hooks = c.arguments.flag("--hooks") ? try HookOptions.configuration(c) : nil
         let fd: Int32
         if file == "-" {
             fd = 0
@@ -26,6 +28,12 @@ enum ReplayCommand {
         let store = try c.openStore()
         let pipeline = FixPipeline(store: store)
         try pipeline.load()
+        // Hooks run while the input is read (so `gpspipe -w | geofence replay --hooks -` fires them live), and
+        // what is left is drained at the end.
+        let replayHooks = hooks.map { ReplayHooks(c, store: store, configuration: $0) }
+        var hooksFinished = false
+        // A failed replay still lets its hooks finish (and says how they did) before the error is reported.
+        defer { if !hooksFinished { replayHooks?.finish() } }
         var reader = LineReader(fd: fd)
         var lineNumber = 0
         var tpv = 0
@@ -40,6 +48,7 @@ enum ReplayCommand {
                 c.console.print(JSONValue.object(event.json).serialized())
             }
             events += committed.count
+            if !committed.isEmpty { replayHooks?.runner.wake() }
         }
 
         while let line = try reader.next() {
@@ -65,6 +74,8 @@ enum ReplayCommand {
         let last = try pipeline.finish()
         if trace { for d in last.decisions { c.console.message(traceLine(d.fix, d.verdict)) } }
         emit(last.events)
+        replayHooks?.finish()
+        hooksFinished = true
 
         guard c.arguments.flag("--stats") else { return }
         printStats(
@@ -114,6 +125,82 @@ enum ReplayCommand {
         let width = rows.map(\.0.count).max() ?? 0
         for (label, count) in rows {
             c.console.message(label.padding(toLength: width + 2, withPad: " ", startingAt: 0) + String(count))
+        }
+    }
+}
+
+/// `replay --hooks`: a hook runner delivering while the input is read, drained at its end, with a report on
+/// stderr. SIGINT and SIGTERM stop the running hooks (whose process groups a terminal's Ctrl-C does not reach)
+/// and leave their deliveries for the next run.
+private final class ReplayHooks: @unchecked Sendable {
+    // @unchecked: `summary` is written by the drain task before it signals `done`, and read only after a wait
+    // on `done`; everything else is immutable.
+    let runner: HookRunner
+    private let console: Console
+    private let json: Bool
+    private let done = DispatchSemaphore(value: 0)
+    private var summary: HookDrainSummary?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ c: CommandContext, store: StateStore, configuration: HookConfiguration) {
+        runner = HookRunner(
+            store: store, configuration: configuration, logger: Logger(minimum: .info, environment: c.environment))
+        console = c.console
+        json = c.json
+        let task = Task { [runner, done] in
+            let result = await runner.drainAfterInput()
+            self.summary = result
+            done.signal()
+        }
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                task.cancel()
+                waitForDrain()
+                report()
+                exit(128 + number)
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// The input is over: drains, then reports.
+    func finish() {
+        runner.inputEnded()
+        waitForDrain()
+        for source in sources { source.cancel() }
+        report()
+    }
+
+    private func waitForDrain() {
+        // Passed on, so that a signal arriving while `finish` waits does not wait forever.
+        done.wait()
+        done.signal()
+    }
+
+    private func report() {
+        let summary = summary ?? HookDrainSummary()
+        if summary.busy {
+            console.message(
+                "hooks: another geofence (the engine) runs this state directory's hooks; it delivers these events")
+        } else if json {
+            console.message(
+                JSONValue.object([
+                    "hooks": [
+                        "delivered": .number(Double(summary.delivered)),
+                        "failedAttempts": .number(Double(summary.failedAttempts)),
+                        "dead": .number(Double(summary.dead)), "pending": .number(Double(summary.pending)),
+                    ]
+                ]).serialized())
+        } else {
+            var text =
+                "hooks: \(summary.delivered) delivered, \(summary.failedAttempts) failed attempts, "
+                + "\(summary.dead) dead, \(summary.pending) pending"
+            if summary.pending > 0 { text += " (they run at the next geofence run or replay --hooks)" }
+            if summary.dead > 0 { text += "; see geofence events --dead" }
+            console.message(text)
         }
     }
 }

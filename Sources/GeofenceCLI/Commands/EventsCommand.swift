@@ -1,0 +1,319 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `geofence events`, `events retry`, `events prune`: the outbox and its deliveries.
+enum EventsCommand {
+    // MARK: events
+
+    static func list(_ c: CommandContext) throws {
+        let a = c.arguments
+        let chosen = [("--pending", DeliveryFilter.pending), ("--failed", .failed), ("--dead", .dead)].filter {
+            a.flag($0.0)
+        }
+        guard chosen.count <= 1 else {
+            throw c.usage("\(chosen.map(\.0).joined(separator: " and ")) cannot be combined: choose one")
+        }
+        let filter = chosen.first?.1 ?? .all
+        let limit = try a.integer("--limit") ?? 50
+        guard limit >= 1 else { throw c.usage("invalid value for --limit: must be 1 or more") }
+        let store = try c.openStore()
+        let follow = a.flag("--follow")
+        // Take the follow positions before listing, so nothing that happens in between is missed (at worst a
+        // change is printed twice).
+        let startChange = follow ? try store.latestDeliveryChange() : 0
+        let listed = try store.eventDeliveries(filter: filter, limit: limit)
+        if c.json && !follow {
+            c.console.print(JSONValue.array(listed.map { .object(json($0)) }).serialized())
+            return
+        }
+        if c.json {
+            for item in listed { c.console.print(JSONValue.object(["kind": "event"] + json(item)).serialized()) }
+        } else if listed.isEmpty && !follow {
+            c.console.message(
+                filter == .all
+                    ? "No events yet." : "No \(a.flag("--failed") ? "failed" : chosen[0].0.dropFirst(2)) deliveries.")
+        } else if !listed.isEmpty {
+            c.console.write(table(listed))
+        }
+        if follow {
+            try self.follow(
+                c, store: store, filter: filter, afterEvent: listed.last?.event.seq ?? latestSeq(store),
+                changeSeq: startChange)
+        }
+    }
+
+    private static func latestSeq(_ store: StateStore) throws -> Int64 {
+        try store.hookDispatchState().latestEvent
+    }
+
+    /// One row per delivery (an event without deliveries gets one row too); the event's columns only on its
+    /// first row.
+    static func table(_ items: [EventDeliveries]) -> String {
+        var table = TextTable([
+            "SEQ", "TIME", "EVENT", "REGION", "DELIVERY", "HOOK", "STATUS", "TRIES", "RESULT", "OUTPUT",
+        ])
+        for item in items {
+            let e = item.event
+            let eventColumns = [
+                String(e.seq), TimestampParser.format(e.time), e.type, e.region ?? e.subject ?? "-",
+            ]
+            if item.deliveries.isEmpty {
+                table.add(
+                    eventColumns + [
+                        item.dispatched ? "-" : "(not yet)", item.dispatched ? "no hooks" : "", "", "", "", "",
+                    ])
+                continue
+            }
+            for (i, d) in item.deliveries.enumerated() {
+                table.add(
+                    (i == 0 ? eventColumns : ["", "", "", ""]) + [
+                        String(d.id), hookName(d.hook), d.status.rawValue, String(d.attempts), result(d),
+                        excerpt(d, width: 40),
+                    ])
+            }
+        }
+        return table.render()
+    }
+
+    static func hookName(_ reference: String) -> String {
+        reference.hasPrefix("hook:") ? String(reference.dropFirst(5)) : reference
+    }
+
+    /// How the last attempt ended and what comes next, in a few words.
+    static func result(_ d: StoredDelivery, now: Date = Date()) -> String {
+        var parts: [String] = []
+        if d.attempts > 0 || d.status == .dead {
+            if let error = d.lastError { parts.append(error) }
+            if d.timedOut {
+                parts.append("timed out")
+            } else if let signal = d.lastSignal {
+                parts.append("signal \(signal)")
+            } else if let exit = d.lastExit {
+                parts.append("exit \(exit)")
+            }
+        }
+        switch d.status {
+        case .pending:
+            let wait = d.nextAttemptAt.timeIntervalSince(now)
+            parts.append(
+                wait > 0.5 ? "next in \(DurationParser.format(wait.rounded()))" : d.attempts == 0 ? "waiting" : "due")
+        case .running: parts.append("running since \(d.startedAt.map(TimestampParser.format) ?? "?")")
+        case .done, .dead: break
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The first line of stderr (else stdout), cut to `width` characters.
+    static func excerpt(_ d: StoredDelivery, width: Int) -> String {
+        let bytes = d.stderr.isEmpty ? d.stdout : d.stderr
+        let text = String(decoding: bytes.prefix(4096), as: UTF8.self)
+        var line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        // Output is anything a hook printed: keep control characters (escape sequences, NULs) off the terminal.
+        if line.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            line = String(
+                String.UnicodeScalarView(
+                    line.unicodeScalars.map { $0.properties.generalCategory == .control && $0 != "\t" ? "." : $0 }))
+        }
+        return line.count > width ? String(line.prefix(width - 3)) + "..." : line
+    }
+
+    static func json(_ item: EventDeliveries) -> JSONObject {
+        let e = item.event
+        var o: JSONObject = ["seq": .number(Double(e.seq)), "id": .string(e.id), "type": .string(e.type)]
+        if let region = e.region { o["region"] = .string(region) }
+        if let subject = e.subject { o["subject"] = .string(subject) }
+        o["time"] = .string(TimestampParser.format(e.time))
+        o["createdAt"] = .string(TimestampParser.format(e.createdAt))
+        o["event"] = (try? JSON.parse(e.body)) ?? .string(e.body)
+        o["dispatched"] = .bool(item.dispatched)
+        o["deliveries"] = .array(item.deliveries.map { .object(json($0)) })
+        return o
+    }
+
+    static func json(_ d: StoredDelivery) -> JSONObject {
+        var o: JSONObject = [
+            "id": .number(Double(d.id)), "hook": .string(hookName(d.hook)),
+            "regionHook": .bool(d.hook == "region"), "command": .string(d.command),
+            "status": .string(d.status.rawValue), "attempts": .number(Double(d.attempts)),
+        ]
+        if d.status == .pending { o["nextAttemptAt"] = .string(TimestampParser.format(d.nextAttemptAt)) }
+        o["createdAt"] = .string(TimestampParser.format(d.createdAt))
+        if let t = d.startedAt { o["startedAt"] = .string(TimestampParser.format(t)) }
+        if let t = d.finishedAt { o["finishedAt"] = .string(TimestampParser.format(t)) }
+        if let v = d.lastExit { o["lastExit"] = .number(Double(v)) }
+        if let v = d.lastSignal { o["lastSignal"] = .number(Double(v)) }
+        if d.timedOut { o["timedOut"] = .bool(true) }
+        if let v = d.lastError { o["lastError"] = .string(v) }
+        if let v = d.lastDuration { o["lastDuration"] = .number((v * 1000).rounded() / 1000) }
+        o["stdout"] = .string(String(decoding: d.stdout, as: UTF8.self))
+        o["stderr"] = .string(String(decoding: d.stderr, as: UTF8.self))
+        o["stdoutBytes"] = .number(Double(d.stdoutBytes))
+        o["stderrBytes"] = .number(Double(d.stderrBytes))
+        o["history"] = .array(d.history.map { .object($0.json) })
+        o["orderKey"] = .string(d.orderKey)
+        if let uid = d.runAs { o["runAs"] = .number(Double(uid)) }
+        return o
+    }
+
+    // MARK: --follow
+
+    /// Prints new events and delivery changes every 200 ms until interrupted (or stdout goes away).
+    private static func follow(
+        _ c: CommandContext, store: StateStore, filter: DeliveryFilter, afterEvent: Int64, changeSeq: Int64
+    ) throws {
+        var lastEvent = afterEvent
+        var lastChange = changeSeq
+        var events: [Int64: StoredEvent] = [:]
+        while true {
+            for event in try store.events(after: lastEvent, limit: 1000) {
+                lastEvent = event.seq
+                events[event.seq] = event
+                if filter == .all { printEvent(c, event) }
+            }
+            for d in try store.deliveryChanges(after: lastChange, limit: 1000) {
+                lastChange = max(lastChange, d.changeSeq)
+                guard matches(d, filter) else { continue }
+                var event = events[d.eventSeq]
+                if event == nil, let found = try store.event(seq: d.eventSeq) {
+                    event = found
+                    events[d.eventSeq] = found
+                }
+                printDelivery(c, d, event: event)
+            }
+            // Keep the lookup small: deliveries of old events are rare, and fetched again when they come.
+            if events.count > 10_000 { events.removeAll(keepingCapacity: true) }
+            if stdoutIsGone() { return }
+            usleep(200_000)
+        }
+    }
+
+    private static func matches(_ d: StoredDelivery, _ filter: DeliveryFilter) -> Bool {
+        switch filter {
+        case .all: true
+        case .pending: d.status == .pending || d.status == .running
+        case .failed: d.status == .pending && d.attempts > 0
+        case .dead: d.status == .dead
+        }
+    }
+
+    private static func printEvent(_ c: CommandContext, _ e: StoredEvent) {
+        if c.json {
+            c.console.print(
+                JSONValue.object(
+                    ["kind": "event"] + json(EventDeliveries(event: e, dispatched: false, deliveries: []))
+                ).serialized())
+        } else {
+            let place = e.region.map { " " + RegionCommands.quoted($0) } ?? ""
+            c.console.print(
+                "\(TimestampParser.format(e.createdAt))  event #\(e.seq) \(e.type)\(place) at "
+                    + "\(TimestampParser.format(e.time)) (\(e.id))")
+        }
+    }
+
+    private static func printDelivery(_ c: CommandContext, _ d: StoredDelivery, event: StoredEvent?) {
+        if c.json {
+            var o: JSONObject = ["kind": "delivery"]
+            o = o + json(d)
+            if let event {
+                var e: JSONObject = [
+                    "seq": .number(Double(event.seq)), "id": .string(event.id), "type": .string(event.type),
+                ]
+                if let region = event.region { e["region"] = .string(region) }
+                o["event"] = .object(e)
+            }
+            c.console.print(JSONValue.object(o).serialized())
+            return
+        }
+        let when = d.status == .running ? d.startedAt : d.finishedAt ?? d.createdAt
+        let what =
+            event.map { e in "\(e.type)" + (e.region.map { " " + RegionCommands.quoted($0) } ?? "") }
+            ?? "event #\(d.eventSeq)"
+        var line = "\(when.map(TimestampParser.format) ?? "-")  delivery \(d.id) (\(what), hook \(hookName(d.hook))): "
+        switch d.status {
+        case .running: line += "running, attempt \(d.attempts)"
+        case .done:
+            line += "done on attempt \(d.attempts)" + (d.lastDuration.map { String(format: " in %.3f s", $0) } ?? "")
+        case .pending: line += d.attempts == 0 ? "queued" : "failed (\(result(d)))"
+        case .dead: line += "dead after \(d.attempts) attempts (\(result(d)))"
+        }
+        let output = excerpt(d, width: 80)
+        if !output.isEmpty && d.status != .running { line += ": " + output }
+        c.console.print(line.replacingOccurrences(of: "\n", with: "\\n"))
+    }
+
+    /// True when nobody reads our stdout any more (the reader of a pipe exited).
+    private static func stdoutIsGone() -> Bool {
+        var p = pollfd(fd: 1, events: 0, revents: 0)
+        return poll(&p, 1, 0) > 0 && p.revents & Int16(POLLERR | POLLHUP) != 0
+    }
+
+    // MARK: events retry
+
+    static func retry(_ c: CommandContext) throws {
+        let a = c.arguments
+        let reference = a.value("id")
+        let all = a.flag("--all-dead")
+        guard (reference != nil) != all else {
+            throw c.usage(
+                all ? "give either an id or --all-dead, not both" : "give a delivery or event id, or --all-dead")
+        }
+        let store = try c.openStore()
+        let retried: [Int64]
+        var count: Int
+        if let reference {
+            retried = try store.retryDeliveries(reference, now: c.now)
+            count = retried.count
+        } else {
+            retried = []
+            count = try store.retryDeadDeliveries(now: c.now)
+        }
+        if c.json {
+            var o: JSONObject = ["retried": .number(Double(count))]
+            if reference != nil { o["deliveries"] = .array(retried.map { .number(Double($0)) }) }
+            c.console.print(JSONValue.object(o).serialized())
+            return
+        }
+        if count == 0 {
+            c.console.print("No dead deliveries.")
+            return
+        }
+        let what =
+            reference == nil
+            ? "\(count) dead deliveries"
+            : count == 1
+                ? "delivery \(retried[0])"
+                : "deliveries \(retried.map(String.init).joined(separator: ", "))"
+        let engine =
+            DaemonLock.holder(directory: c.stateDirectory) == nil
+            ? " when the engine next runs (geofence run, or geofence replay --hooks)" : " now"
+        c.console.print("Retrying \(what)\(engine).")
+    }
+
+    // MARK: events prune
+
+    static func prune(_ c: CommandContext) throws {
+        let age = try c.arguments.required("--older-than", as: DurationParser.parse)
+        let (events, deliveries) = try c.openStore().pruneEvents(before: c.now.addingTimeInterval(-age))
+        if c.json {
+            c.console.print(
+                JSONValue.object(["events": .number(Double(events)), "deliveries": .number(Double(deliveries))])
+                    .serialized())
+        } else {
+            c.console.print(
+                "Pruned \(events) events and \(deliveries) deliveries older than \(DurationParser.format(age)).")
+        }
+    }
+}
+
+/// The members of `a`, then those of `b` that `a` lacks.
+private func + (a: JSONObject, b: JSONObject) -> JSONObject {
+    var o = a
+    for (key, value) in b where o[key] == nil { o[key] = value }
+    return o
+}

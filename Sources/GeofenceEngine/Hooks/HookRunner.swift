@@ -1,0 +1,548 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Counters of a hook runner since it was made.
+public struct HookRunnerStatistics: Sendable, Equatable {
+    /// Hook processes started.
+    public var started = 0
+    /// Deliveries done (exit 0).
+    public var delivered = 0
+    /// Attempts that failed (non-zero exit, signal, timeout, spawn error).
+    public var failed = 0
+    /// Deliveries given up (`dead`).
+    public var dead = 0
+    /// Attempts stopped because the runner stopped.
+    public var interrupted = 0
+    /// Hooks running now.
+    public var running = 0
+    /// The most hooks that ran at once.
+    public var maxConcurrent = 0
+
+    public init() {}
+}
+
+/// What `drain()` achieved.
+public struct HookDrainSummary: Sendable, Equatable {
+    public var delivered = 0
+    public var failedAttempts = 0
+    public var dead = 0
+    /// Deliveries still pending at the end: retries due after the drain limit (or interrupted).
+    public var pending = 0
+    /// Another runner (the daemon) holds this state directory's hooks: nothing was run here.
+    public var busy = false
+
+    public init() {}
+}
+
+/// Runs the hooks of the events in the outbox: creates deliveries from new events, runs each as
+/// `/bin/sh -c COMMAND` with the event in `GEOFENCE_*` variables and its JSON on stdin, and records what
+/// happened; retries failures with backoff, up to a limit, then marks them dead. Deliveries with the same order
+/// key start one after another in event order; others run concurrently, up to `configuration.concurrency`.
+///
+/// Delivery is at-least-once: a delivery is marked done only after its hook exited 0, so a crash (or a stop)
+/// while a hook runs means that hook runs again. Receivers de-duplicate by `GEOFENCE_EVENT_ID`.
+///
+/// The runner works on threads of its own (a scheduler, one per running hook), since it blocks on SQLite and
+/// `poll`; `run()` and `drain()` only wait for it. It uses its own database connection, committing with
+/// `synchronous=NORMAL`: a power cut may forget the last deliveries' completion and repeat them, which
+/// at-least-once allows, and nothing else is at stake (events are committed by their writer).
+public final class HookRunner: Sendable {
+    public let configuration: HookConfiguration
+    private let store: StateStore
+    private let logger: Logger
+    private let control = RunnerControl()
+
+    public init(store: StateStore, configuration: HookConfiguration = HookConfiguration(), logger: Logger = Logger()) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Delivers until the calling task is cancelled. On cancellation, running hooks get SIGTERM and, after
+    /// `shutdownGrace`, SIGKILL (whole process groups); their deliveries are retried at the next start. Returns
+    /// within `shutdownGrace` + about a second.
+    ///
+    /// If another runner holds the state directory (a `replay --hooks`), waits for it to finish.
+    public func run() async {
+        _ = await session(.forever)
+    }
+
+    /// New events were committed: look at the outbox now rather than at the next poll.
+    public func wake() {
+        control.wake()
+    }
+
+    /// Delivers everything deliverable, waiting out retry delays that end within `drainLimit`, then returns.
+    /// What is left stays pending for the next runner. Cancelling the task stops it as `run()` stops.
+    public func drain() async -> HookDrainSummary {
+        await session(.drain)
+    }
+
+    /// Like `drain()`, but delivers as `run()` does until `inputEnded()` is called, and only then drains: for
+    /// `replay --hooks` reading a live stream, whose hooks should fire as its events are stored. Call `wake()`
+    /// after each commit, as the daemon does.
+    public func drainAfterInput() async -> HookDrainSummary {
+        await session(.drainAfterInput)
+    }
+
+    /// The input of `drainAfterInput()` is over: drain what is left, then return.
+    public func inputEnded() {
+        control.endInput()
+    }
+
+    public var statistics: HookRunnerStatistics { control.statistics }
+
+    private enum Mode {
+        case forever
+        case drain
+        case drainAfterInput
+
+        /// Whether the session gives up when the state directory's hooks are run by someone else.
+        var drains: Bool { self != .forever }
+    }
+
+    private func session(_ mode: Mode) async -> HookDrainSummary {
+        control.beginSession()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<HookDrainSummary, Never>) in
+                let thread = Thread { continuation.resume(returning: self.loop(mode)) }
+                thread.name = "geofence.hooks"
+                thread.start()
+            }
+        } onCancel: {
+            self.control.requestStop()
+        }
+    }
+
+    // MARK: The scheduler thread
+
+    /// Everything the scheduler thread keeps between iterations.
+    private struct LoopState {
+        var scheduler = DeliveryScheduler()
+        var running: [Int64: ClaimedDelivery] = [:]
+        /// Outcomes not yet recorded (a failed commit keeps them for the next iteration).
+        var outcomes: [(claim: ClaimedDelivery, outcome: DeliveryOutcome)] = []
+        var generation: Int64 = -1
+        var lastPoll = Date.distantPast
+        var moreToDispatch = true
+        var needsReload = true
+        var failing = false
+        var summary = HookDrainSummary()
+    }
+
+    private func loop(_ mode: Mode) -> HookDrainSummary {
+        guard let lock = acquireLock(mode) else {
+            var summary = HookDrainSummary()
+            summary.busy = mode.drains
+            return summary
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let db: StateStore
+        do {
+            let own = try StateStore(directory: store.directory, options: .init(synchronous: .normal))
+            try own.retryLocksQuickly()
+            db = own
+        } catch {
+            logger.warning("hooks: cannot open a connection of their own (\(error)); sharing the daemon's")
+            db = store
+        }
+        var stopPipe: (read: Int32, write: Int32) = (-1, -1)
+        do {
+            stopPipe = try HookSystem.makePipe()
+        } catch {
+            logger.warning("hooks: no stop pipe (\(error)): on stop, running hooks are left to finish")
+        }
+        do {
+            let recovered = try db.recoverInterruptedDeliveries()
+            if recovered > 0 {
+                logger.notice("hooks: \(recovered) deliveries were interrupted by a stop; retrying them")
+            }
+        } catch {
+            logger.error("hooks: cannot recover interrupted deliveries: \(error)")
+        }
+
+        var started = Date()
+        var inputOpen = mode == .drainAfterInput
+        var state = LoopState()
+        var wakeAt: Date? = nil
+        while true {
+            let signal = control.wait(until: wakeAt)
+            if signal.stop { break }
+            if inputOpen && control.inputHasEnded {
+                // Read before this iteration's poll, which so sees every event committed before the end. The
+                // drain limit counts from here.
+                inputOpen = false
+                started = Date()
+                state.moreToDispatch = true
+            }
+            let now = Date()
+            collect(signal.finished, now: now, into: &state)
+            record(&state, db: db, now: now)
+            if signal.woken || state.needsReload || state.moreToDispatch
+                || now.timeIntervalSince(state.lastPoll) >= configuration.pollInterval
+            {
+                poll(&state, db: db, now: now)
+            }
+            startDue(&state, db: db, stopFD: stopPipe.read)
+
+            var next = state.lastPoll.addingTimeInterval(configuration.pollInterval)
+            // With every slot taken, a due head waits for a hook to finish, which wakes us anyway: waking for it
+            // would only spin.
+            if state.running.count < configuration.concurrency, let due = state.scheduler.nextDue() {
+                next = min(next, due)
+            }
+            if state.failing { next = max(next, Date().addingTimeInterval(1)) }
+            if state.moreToDispatch && !state.failing { next = Date() }
+
+            let draining = mode.drains && !inputOpen
+            if draining && state.failing && Date().timeIntervalSince(started) > configuration.drainLimit {
+                logger.error("hooks: giving up draining: the store keeps failing")
+                break
+            }
+            if draining && state.running.isEmpty && state.outcomes.isEmpty && !state.moreToDispatch && !state.failing {
+                guard let due = state.scheduler.nextDue() else { break }
+                if due.timeIntervalSince(started) > configuration.drainLimit { break }
+            }
+            wakeAt = next
+        }
+        shutDown(&state, db: db, stopPipe: stopPipe)
+        if mode == .drainAfterInput { control.resetInput() }
+        state.summary.pending = (try? db.deliveryCountsByStatus()[.pending]) ?? 0
+        return state.summary
+    }
+
+    private func acquireLock(_ mode: Mode) -> HookRunnerLock? {
+        var told = false
+        // A drain gives up after a moment: the lock may be held an instant longer than its runner lives (a
+        // process being spawned elsewhere holds a copy of the descriptor until its exec).
+        let giveUp = Date().addingTimeInterval(2)
+        while true {
+            do {
+                return try HookRunnerLock(directory: store.directory)
+            } catch is HookRunnerLock.Held {
+                if mode.drains && Date() >= giveUp { return nil }
+                if !told && !mode.drains {
+                    logger.notice("hooks: another geofence runs this state directory's hooks; waiting")
+                }
+            } catch {
+                if !told { logger.error("hooks: cannot take \(HookRunnerLock.fileName): \(error); retrying") }
+            }
+            told = true
+            let pause = mode.drains ? 0.1 : configuration.pollInterval
+            if control.wait(until: Date().addingTimeInterval(pause)).stop { return nil }
+        }
+    }
+
+    /// Looks at the outbox (creating deliveries) and at changes made with the CLI (reloading the heads).
+    private func poll(_ state: inout LoopState, db: StateStore, now: Date) {
+        do {
+            let (cursor, latestEvent, generation) = try db.hookDispatchState()
+            if generation != state.generation || state.needsReload {
+                let running = Dictionary(
+                    state.running.values.compactMap { claim in
+                        state.scheduler.head(for: claim.orderKey).map { (claim.orderKey, $0) }
+                    }, uniquingKeysWith: { a, _ in a })
+                state.scheduler.reload(try db.deliveryHeads(), running: running)
+                state.generation = generation
+                state.needsReload = false
+            }
+            if latestEvent > cursor {
+                let dispatched = try db.dispatchDeliveries(limit: 500, now: now)
+                for head in dispatched.created { state.scheduler.offer(head) }
+                state.moreToDispatch = dispatched.more
+            } else {
+                state.moreToDispatch = false
+            }
+            state.lastPoll = now
+            state.failing = false
+        } catch {
+            fail(&state, "cannot read the outbox: \(error)")
+        }
+    }
+
+    private func fail(_ state: inout LoopState, _ message: String) {
+        if !state.failing { logger.error("hooks: \(message); retrying every second") }
+        state.failing = true
+        state.needsReload = true
+    }
+
+    /// Starts the due heads, up to the concurrency bound.
+    private func startDue(_ state: inout LoopState, db: StateStore, stopFD: Int32) {
+        let free = configuration.concurrency - state.running.count
+        guard free > 0, !state.failing else { return }
+        let due = state.scheduler.takeDue(now: Date(), limit: free)
+        guard !due.isEmpty else { return }
+        let claimed: [ClaimedDelivery]
+        do {
+            claimed = try db.claimDeliveries(ids: due.map(\.id))
+        } catch {
+            fail(&state, "cannot start deliveries: \(error)")
+            return
+        }
+        let claimedIDs = Set(claimed.map(\.id))
+        for head in due where !claimedIDs.contains(head.id) {
+            // Retried, stopped or removed with the CLI meanwhile: ask the store who is first now.
+            do {
+                let fresh = try db.deliveryHead(orderKey: head.orderKey)
+                state.scheduler.setHead(fresh?.id == head.id ? nil : fresh, for: head.orderKey)
+            } catch {
+                fail(&state, "cannot read deliveries: \(error)")
+            }
+        }
+        for claim in claimed {
+            state.running[claim.id] = claim
+            launch(claim, stopFD: stopFD)
+        }
+    }
+
+    /// Starts the hook here, on the scheduler thread (the shortest way from event to hook start), and leaves
+    /// the rest of its life to a thread of its own.
+    private func launch(_ claim: ClaimedDelivery, stopFD: Int32) {
+        let vars = HookEnvironment.variables(for: claim, inherited: configuration.inheritedEnvironment)
+        let invocation = HookInvocation(
+            command: claim.command, environment: HookEnvironment.strings(vars), stdin: Array((claim.body + "\n").utf8),
+            runAs: claim.runAs)
+        let limits = HookLimits(
+            timeout: configuration.timeout, killGrace: configuration.killGrace,
+            shutdownGrace: configuration.shutdownGrace, outputLimit: configuration.outputLimit)
+        let control = self.control
+        control.started()
+        switch HookProcess.start(invocation) {
+        case .failure(let failure):
+            control.complete(claim, failure.result)
+        case .success(let started):
+            let thread = Thread {
+                control.complete(claim, HookProcess.finish(started, limits: limits, stopFD: stopFD))
+            }
+            thread.name = "geofence.hook"
+            thread.start()
+        }
+    }
+
+    /// Turns finished attempts into outcomes.
+    private func collect(
+        _ finished: [(claim: ClaimedDelivery, result: HookProcessResult)], now: Date, into state: inout LoopState
+    ) {
+        for (claim, result) in finished {
+            state.running[claim.id] = nil
+            let outcome = self.outcome(claim, result, now: now)
+            state.outcomes.append((claim, outcome))
+            switch outcome.status {
+            case .done: state.summary.delivered += 1
+            case .dead:
+                state.summary.dead += 1
+                control.gaveUp()
+            default: break
+            }
+            if !result.succeeded && !result.interrupted { state.summary.failedAttempts += 1 }
+        }
+    }
+
+    /// Commits the outcomes, then moves each key on: a retry keeps its place at its new time; a finished
+    /// delivery hands over to the next of its key.
+    private func record(_ state: inout LoopState, db: StateStore, now: Date) {
+        guard !state.outcomes.isEmpty else { return }
+        let nextHeads: [String: DeliveryHead]
+        do {
+            nextHeads = try db.recordOutcomes(state.outcomes.map(\.outcome))
+        } catch {
+            fail(&state, "cannot record deliveries: \(error)")
+            return
+        }
+        for (claim, outcome) in state.outcomes {
+            if outcome.status == .pending, let next = outcome.nextAttemptAt {
+                state.scheduler.setHead(
+                    DeliveryHead(id: claim.id, orderKey: claim.orderKey, nextAttemptAt: next), for: claim.orderKey)
+            } else if var next = nextHeads[claim.orderKey] {
+                // Queued behind the heads already waiting, so that one region's backlog takes its turn with
+                // the others instead of keeping a slot to itself.
+                next.nextAttemptAt = max(next.nextAttemptAt, now)
+                state.scheduler.setHead(next, for: claim.orderKey)
+            } else {
+                state.scheduler.setHead(nil, for: claim.orderKey)
+            }
+        }
+        state.outcomes.removeAll(keepingCapacity: true)
+    }
+
+    private func outcome(_ claim: ClaimedDelivery, _ result: HookProcessResult, now: Date) -> DeliveryOutcome {
+        var attempt = DeliveryAttempt(
+            number: claim.attempt, startedAt: result.spawnedAt ?? now, duration: result.duration,
+            exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, error: result.error)
+        var status = DeliveryStatus.done
+        var next: Date?
+        if result.succeeded {
+            let level: LogLevel = claim.attempt > 1 ? .info : .debug
+            logger.log(
+                level, "hooks: \(describe(claim)) delivered" + (claim.attempt > 1 ? " on attempt \(claim.attempt)" : "")
+            )
+        } else if result.interrupted {
+            attempt.error = "interrupted: geofence stopped while the hook ran"
+            status = .pending
+            next = now
+        } else {
+            let age = now.timeIntervalSince(claim.queuedAt)
+            if configuration.retry.givesUp(afterAttempt: claim.attempt, age: age) {
+                status = .dead
+                logger.error(
+                    "hooks: \(describe(claim)) failed (\(reason(result))), giving up after \(claim.attempt) attempts"
+                        + " (see 'geofence events --dead', retry with 'geofence events retry \(claim.id)')"
+                        + excerpt(result))
+            } else {
+                let delay = configuration.retry.delay(afterAttempt: claim.attempt, unit: Double.random(in: 0...1))
+                status = .pending
+                next = now.addingTimeInterval(delay)
+                attempt.retryAt = next
+                logger.warning(
+                    "hooks: \(describe(claim)) failed on attempt \(claim.attempt) (\(reason(result))), retrying in "
+                        + DurationParser.format((delay * 1000).rounded() / 1000) + excerpt(result))
+            }
+        }
+        return DeliveryOutcome(
+            id: claim.id, status: status, nextAttemptAt: next, attempt: attempt, stdout: result.stdout,
+            stderr: result.stderr, stdoutBytes: result.stdoutBytes, stderrBytes: result.stderrBytes, finishedAt: now)
+    }
+
+    private func describe(_ claim: ClaimedDelivery) -> String {
+        let hook = claim.hook == "region" ? "region hook" : "hook \"\(claim.hook.dropFirst(5))\""
+        let region = claim.region.map { " in \(JSONValue.string($0).serialized())" } ?? ""
+        return "\(hook) for \(claim.eventType)\(region) (event \(claim.eventID), delivery \(claim.id))"
+    }
+
+    private func reason(_ result: HookProcessResult) -> String {
+        if let error = result.error { return error }
+        if result.timedOut { return "timed out after \(DurationParser.format(configuration.timeout)), killed" }
+        if let signal = result.signal { return "killed by signal \(signal)" }
+        return "exit \(result.exitCode ?? -1)"
+    }
+
+    /// The first line of the hook's stderr (else stdout), for the log.
+    private func excerpt(_ result: HookProcessResult) -> String {
+        let bytes = result.stderr.isEmpty ? result.stdout : result.stderr
+        guard !bytes.isEmpty else { return "" }
+        let text = String(decoding: bytes.prefix(512), as: UTF8.self)
+        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        return line.isEmpty ? "" : ": " + String(line.prefix(200))
+    }
+
+    /// Stops running hooks (their process groups get SIGTERM, then SIGKILL), waits for them a bounded time, and
+    /// records them as interrupted, due again at once. A hook that will not die keeps its delivery `running`;
+    /// the next start retries it.
+    private func shutDown(_ state: inout LoopState, db: StateStore, stopPipe: (read: Int32, write: Int32)) {
+        HookSystem.closeIgnoringErrors(stopPipe.write)
+        let deadline = Date().addingTimeInterval(configuration.shutdownGrace + 1)
+        while !state.running.isEmpty {
+            let signal = control.wait(until: deadline, ignoringStop: true)
+            collect(signal.finished, now: Date(), into: &state)
+            if Date() >= deadline { break }
+        }
+        record(&state, db: db, now: Date())
+        if state.running.isEmpty {
+            HookSystem.closeIgnoringErrors(stopPipe.read)
+        } else {
+            // Their threads still poll it: leave it open rather than let the number be reused under them.
+            logger.warning("hooks: \(state.running.count) hooks did not stop; they are retried at the next start")
+        }
+    }
+}
+
+/// The scheduler thread's doorbell: wake-ups, stop requests and finished hooks, under one lock.
+final class RunnerControl: @unchecked Sendable {
+    // @unchecked: every field is read and written only under `condition`'s lock.
+    private let condition = NSCondition()
+    private var woken = false
+    private var stopRequested = false
+    private var inputEnded = false
+    private var finished: [(claim: ClaimedDelivery, result: HookProcessResult)] = []
+    private var stats = HookRunnerStatistics()
+
+    struct Signal {
+        var woken: Bool
+        var stop: Bool
+        var finished: [(claim: ClaimedDelivery, result: HookProcessResult)]
+    }
+
+    func beginSession() {
+        condition.withLock {
+            stopRequested = false
+            woken = true
+        }
+    }
+
+    func endInput() {
+        condition.withLock {
+            inputEnded = true
+            woken = true
+            condition.signal()
+        }
+    }
+
+    var inputHasEnded: Bool { condition.withLock { inputEnded } }
+
+    /// After a `drainAfterInput` session (not at its start: `inputEnded()` may come before the session starts).
+    func resetInput() {
+        condition.withLock { inputEnded = false }
+    }
+
+    func wake() {
+        condition.withLock {
+            woken = true
+            condition.signal()
+        }
+    }
+
+    func requestStop() {
+        condition.withLock {
+            stopRequested = true
+            condition.signal()
+        }
+    }
+
+    func started() {
+        condition.withLock {
+            stats.started += 1
+            stats.running += 1
+            stats.maxConcurrent = max(stats.maxConcurrent, stats.running)
+        }
+    }
+
+    func complete(_ claim: ClaimedDelivery, _ result: HookProcessResult) {
+        condition.withLock {
+            stats.running -= 1
+            if result.succeeded {
+                stats.delivered += 1
+            } else if result.interrupted {
+                stats.interrupted += 1
+            } else {
+                stats.failed += 1
+            }
+            finished.append((claim, result))
+            condition.signal()
+        }
+    }
+
+    /// Counts a delivery given up (the scheduler decides that, not the hook).
+    func gaveUp() {
+        condition.withLock { stats.dead += 1 }
+    }
+
+    var statistics: HookRunnerStatistics { condition.withLock { stats } }
+
+    /// Waits until something happens or `deadline` (nil: do not wait), then takes what happened.
+    func wait(until deadline: Date?, ignoringStop: Bool = false) -> Signal {
+        condition.lock()
+        defer { condition.unlock() }
+        while !woken && finished.isEmpty && (ignoringStop || !stopRequested), let deadline {
+            if !condition.wait(until: deadline) { break }
+        }
+        let signal = Signal(woken: woken, stop: stopRequested, finished: finished)
+        woken = false
+        finished.removeAll(keepingCapacity: true)
+        return signal
+    }
+}

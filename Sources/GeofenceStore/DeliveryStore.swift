@@ -1,0 +1,663 @@
+import CSQLite
+import Foundation
+import GeofenceCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where a delivery (one event to one hook) stands.
+public enum DeliveryStatus: String, Sendable, CaseIterable, Comparable {
+    /// Waiting for its turn or its next attempt.
+    case pending
+    /// A hook process is running it now.
+    case running
+    /// The hook exited 0.
+    case done
+    /// Given up after the maximum attempts or age (or its hook was removed); `geofence events retry` revives it.
+    case dead
+
+    public static func < (a: DeliveryStatus, b: DeliveryStatus) -> Bool {
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    }
+}
+
+/// One attempt at a delivery, as kept in its history.
+public struct DeliveryAttempt: Sendable, Equatable {
+    public var number: Int
+    public var startedAt: Date
+    /// Seconds from spawn to exit.
+    public var duration: Double
+    public var exitCode: Int32?
+    public var signal: Int32?
+    public var timedOut: Bool
+    /// Why it failed when the hook did not run or was stopped (spawn error, shutdown).
+    public var error: String?
+    /// When the next attempt is due, for an attempt that failed and will be retried.
+    public var retryAt: Date?
+
+    public init(
+        number: Int, startedAt: Date, duration: Double, exitCode: Int32? = nil, signal: Int32? = nil,
+        timedOut: Bool = false, error: String? = nil, retryAt: Date? = nil
+    ) {
+        self.number = number
+        self.startedAt = startedAt
+        self.duration = duration
+        self.exitCode = exitCode
+        self.signal = signal
+        self.timedOut = timedOut
+        self.error = error
+        self.retryAt = retryAt
+    }
+
+    /// True when the hook exited 0.
+    public var succeeded: Bool { exitCode == 0 && signal == nil && !timedOut && error == nil }
+
+    public var json: JSONObject {
+        var o: JSONObject = [
+            "attempt": .number(Double(number)), "startedAt": .string(TimestampParser.format(startedAt)),
+            "duration": .number((duration * 1000).rounded() / 1000),
+        ]
+        if let exitCode { o["exit"] = .number(Double(exitCode)) }
+        if let signal { o["signal"] = .number(Double(signal)) }
+        if timedOut { o["timedOut"] = .bool(true) }
+        if let error { o["error"] = .string(error) }
+        if let retryAt { o["retryAt"] = .string(TimestampParser.format(retryAt)) }
+        return o
+    }
+
+    public init?(json o: JSONObject) {
+        guard let number = o["attempt"]?.intValue, let started = o["startedAt"]?.stringValue,
+            let startedAt = try? TimestampParser.parse(started)
+        else { return nil }
+        self.init(
+            number: number, startedAt: startedAt, duration: o["duration"]?.doubleValue ?? 0,
+            exitCode: o["exit"]?.intValue.map { Int32(truncatingIfNeeded: $0) },
+            signal: o["signal"]?.intValue.map { Int32(truncatingIfNeeded: $0) },
+            timedOut: o["timedOut"]?.boolValue ?? false, error: o["error"]?.stringValue,
+            retryAt: o["retryAt"]?.stringValue.flatMap { try? TimestampParser.parse($0) })
+    }
+}
+
+/// A delivery as the store holds it: which hook, where it stands, what its last attempt did.
+public struct StoredDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var eventSeq: Int64
+    /// `region` for the region's own hook, `hook:<id>` for a global one.
+    public var hook: String
+    /// The command, as it was when the event was dispatched.
+    public var command: String
+    public var regionName: String?
+    /// The uid the hook runs as; nil: the daemon's own (issue 5 sets it).
+    public var runAs: UInt32?
+    /// Deliveries with the same key start one at a time, in id order.
+    public var orderKey: String
+    public var status: DeliveryStatus
+    public var attempts: Int
+    /// When a pending delivery may next start.
+    public var nextAttemptAt: Date
+    public var createdAt: Date
+    /// Start of the current retry budget (creation, or the last retry by hand): the age limit counts from here.
+    public var queuedAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    public var lastExit: Int32?
+    public var lastSignal: Int32?
+    public var timedOut: Bool
+    public var lastError: String?
+    public var lastDuration: Double?
+    /// The start of the last attempt's output, at most the runner's cap per stream.
+    public var stdout: [UInt8]
+    public var stderr: [UInt8]
+    /// How much the last attempt wrote in all (more than `stdout.count` when it was capped).
+    public var stdoutBytes: Int
+    public var stderrBytes: Int
+    /// The last attempts, oldest first (at most `StateStore.historyLimit`).
+    public var history: [DeliveryAttempt]
+    /// Grows with every change, for `geofence events --follow`.
+    public var changeSeq: Int64
+}
+
+/// An event with its deliveries, for `geofence events`.
+public struct EventDeliveries: Sendable, Equatable {
+    public var event: StoredEvent
+    /// False while the event waits for the runner to create its deliveries.
+    public var dispatched: Bool
+    public var deliveries: [StoredDelivery]
+
+    public init(event: StoredEvent, dispatched: Bool, deliveries: [StoredDelivery]) {
+        self.event = event
+        self.dispatched = dispatched
+        self.deliveries = deliveries
+    }
+}
+
+/// Which deliveries `geofence events` shows.
+public enum DeliveryFilter: Sendable, Equatable {
+    /// Every event, with all its deliveries.
+    case all
+    /// Waiting or running.
+    case pending
+    /// Waiting for a retry after a failed attempt.
+    case failed
+    case dead
+
+    var condition: String {
+        switch self {
+        case .all: "1"
+        case .pending: "status IN ('pending', 'running')"
+        case .failed: "status = 'pending' AND attempts > 0"
+        case .dead: "status = 'dead'"
+        }
+    }
+}
+
+/// The first waiting (or running) delivery of an order key: the only one of its key that may run.
+public struct DeliveryHead: Sendable, Equatable {
+    public var id: Int64
+    public var orderKey: String
+    public var nextAttemptAt: Date
+    public var running: Bool
+
+    public init(id: Int64, orderKey: String, nextAttemptAt: Date, running: Bool = false) {
+        self.id = id
+        self.orderKey = orderKey
+        self.nextAttemptAt = nextAttemptAt
+        self.running = running
+    }
+}
+
+/// What one dispatch step did.
+public struct DispatchResult: Sendable, Equatable {
+    /// The deliveries created, in id order.
+    public var created: [DeliveryHead]
+    /// Events read from the outbox.
+    public var events: Int
+    /// True when more events wait after the ones read (the step was limited).
+    public var more: Bool
+}
+
+/// A delivery taken by the runner: everything needed to run its hook.
+public struct ClaimedDelivery: Sendable, Equatable {
+    public var id: Int64
+    public var eventSeq: Int64
+    public var eventID: String
+    public var eventType: String
+    public var region: String?
+    public var regionName: String?
+    public var subject: String?
+    /// The event's JSON, exactly as stored: the hook's stdin.
+    public var body: String
+    public var hook: String
+    public var command: String
+    public var runAs: UInt32?
+    public var orderKey: String
+    /// This attempt's number, from 1.
+    public var attempt: Int
+    public var queuedAt: Date
+}
+
+/// How an attempt ended, to be recorded.
+public struct DeliveryOutcome: Sendable {
+    public var id: Int64
+    /// `done`, `pending` (retry at `nextAttemptAt`) or `dead`.
+    public var status: DeliveryStatus
+    public var nextAttemptAt: Date?
+    public var attempt: DeliveryAttempt
+    public var stdout: [UInt8]
+    public var stderr: [UInt8]
+    public var stdoutBytes: Int
+    public var stderrBytes: Int
+    public var finishedAt: Date
+
+    public init(
+        id: Int64, status: DeliveryStatus, nextAttemptAt: Date?, attempt: DeliveryAttempt, stdout: [UInt8] = [],
+        stderr: [UInt8] = [], stdoutBytes: Int = 0, stderrBytes: Int = 0, finishedAt: Date
+    ) {
+        self.id = id
+        self.status = status
+        self.nextAttemptAt = nextAttemptAt
+        self.attempt = attempt
+        self.stdout = stdout
+        self.stderr = stderr
+        self.stdoutBytes = stdoutBytes
+        self.stderrBytes = stderrBytes
+        self.finishedAt = finishedAt
+    }
+}
+
+extension StateStore {
+    /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
+    public static let historyLimit = 20
+
+    private static let regionHookTypes = Set(NotifyKind.allCases.map(\.rawValue))
+    private static let regionEventTypes = Set(RegionEventType.allCases.map(\.rawValue))
+
+    /// The order key of a delivery: per hook, the region for region events, the event type for state events.
+    ///
+    /// Per hook, because one receiver that is down must not hold back another one; the region's own hooks
+    /// (enter, exit, dwell) share one key, since they usually reach the same receiver, which must see an
+    /// exit after its enter.
+    public static func orderKey(hook: String, eventType: String, region: String?) -> String {
+        if let region, regionEventTypes.contains(eventType) { return "\(hook)|region:\(region)" }
+        return "\(hook)|type:\(eventType)"
+    }
+
+    /// Makes this store's connection retry a database locked by another connection every 0.2 ms (for up to
+    /// 5 s), instead of SQLite's default steps of 1, 2, 5, 10, 15, 20, 25 ms...
+    ///
+    /// For the hook runner's connection: its transactions and the daemon's are short and frequent, and the
+    /// default steps turn a collision of two sub-millisecond commits into a wait of several milliseconds on the
+    /// path from event to hook start.
+    public func retryLocksQuickly() throws {
+        try queue.writeWithoutTransaction { db in
+            let pointer = try db.openPointer()
+            sqlite3_busy_handler(
+                pointer,
+                { _, count in
+                    guard count < 25_000 else { return 0 }
+                    usleep(200)
+                    return 1
+                }, nil)
+        }
+    }
+
+    // MARK: Dispatch
+
+    /// Creates the deliveries of the events after the dispatch cursor (at most `limit` events), and advances
+    /// the cursor, in one transaction: each event gets one delivery per matching hook, exactly once.
+    ///
+    /// The region's own hook for the event's type comes from the region as it is now; a region removed since
+    /// the event leaves only the global hooks.
+    public func dispatchDeliveries(limit: Int = 500, now: Date = Date()) throws -> DispatchResult {
+        try queue.write { db in
+            let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
+            var events: [(seq: Int64, type: String, region: String?)] = []
+            try db.forEachRow(
+                "SELECT seq, type, region FROM events WHERE seq > ? ORDER BY seq LIMIT ?", [cursor, limit + 1]
+            ) { events.append(($0.int64(at: 0), $0.string(at: 1), $0.optionalString(at: 2))) }
+            let more = events.count > limit
+            if more { events.removeLast() }
+            guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
+            let globals = try StateStore.hooks(db: db)
+            let t = now.timeIntervalSince1970
+            var created: [DeliveryHead] = []
+            for event in events {
+                var targets: [(hook: String, command: String, name: String?)] = []
+                var name: String?
+                if let region = event.region {
+                    try db.forEachRow("SELECT name, hooks FROM regions WHERE id = ?", [region]) { s in
+                        name = s.optionalString(at: 0)
+                        guard StateStore.regionHookTypes.contains(event.type), let text = s.optionalString(at: 1),
+                            let command = (try? JSON.parse(text))?[event.type]?.stringValue
+                        else { return }
+                        targets.append(("region", command, name))
+                    }
+                }
+                for hook in globals where hook.matches(event.type) {
+                    targets.append((hook.reference, hook.command, name))
+                }
+                for target in targets {
+                    let key = StateStore.orderKey(hook: target.hook, eventType: event.type, region: event.region)
+                    // run_as stays NULL until issue 5: then it is the hook's or the region's created_by when the
+                    // daemon runs as root.
+                    try db.execute(
+                        """
+                        INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
+                                                          status, next_attempt_at, created_at, queued_at, change_seq)
+                        VALUES (?, ?, ?, ?, NULL, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
+                        """, [event.seq, target.hook, target.command, target.name, key, t, t, t])
+                    if db.changes > 0 {
+                        created.append(
+                            DeliveryHead(id: db.lastInsertRowID, orderKey: key, nextAttemptAt: now))
+                    }
+                }
+            }
+            try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1", [last.seq])
+            return DispatchResult(created: created, events: events.count, more: more)
+        }
+    }
+
+    /// The dispatch cursor, the latest event seq, and the generation of changes made outside the runner.
+    public func hookDispatchState() throws -> (cursor: Int64, latestEvent: Int64, generation: Int64) {
+        try queue.read { db in
+            var state: (cursor: Int64, latestEvent: Int64, generation: Int64) = (0, 0, 0)
+            try db.forEachRow(
+                """
+                SELECT cursor, generation, (SELECT coalesce(max(seq), 0) FROM events) FROM hook_dispatch WHERE id = 1
+                """
+            ) { state = ($0.int64(at: 0), $0.int64(at: 2), $0.int64(at: 1)) }
+            return state
+        }
+    }
+
+    // MARK: The runner's queue
+
+    /// Deliveries left `running` by a runner that died: they go back to `pending`, due now. Their hook may
+    /// have run, so the event may reach the receiver twice (at-least-once).
+    @discardableResult
+    public func recoverInterruptedDeliveries(now: Date = Date()) throws -> Int {
+        try queue.write { db in
+            try db.execute(
+                """
+                UPDATE deliveries SET status = 'pending', next_attempt_at = ?,
+                                      last_error = 'interrupted: geofence stopped while the hook ran',
+                                      change_seq = \(StateStore.nextChangeSeq)
+                WHERE status = 'running'
+                """, [now.timeIntervalSince1970])
+            return db.changes
+        }
+    }
+
+    /// The head of every order key that has a pending or running delivery.
+    public func deliveryHeads() throws -> [DeliveryHead] {
+        try queue.read { db in
+            var heads: [DeliveryHead] = []
+            try db.forEachRow(
+                """
+                SELECT d.id, d.order_key, d.next_attempt_at, d.status FROM deliveries d
+                WHERE d.id IN (SELECT min(id) FROM deliveries WHERE status IN ('pending', 'running') GROUP BY order_key)
+                """
+            ) {
+                heads.append(
+                    DeliveryHead(
+                        id: $0.int64(at: 0), orderKey: $0.string(at: 1),
+                        nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 2)),
+                        running: $0.string(at: 3) == "running"))
+            }
+            return heads
+        }
+    }
+
+    /// The head of one order key, if it has a pending or running delivery.
+    public func deliveryHead(orderKey: String) throws -> DeliveryHead? {
+        try queue.read { db in try StateStore.deliveryHead(orderKey: orderKey, db: db) }
+    }
+
+    static func deliveryHead(orderKey: String, db: DatabaseConnection) throws -> DeliveryHead? {
+        var head: DeliveryHead?
+        try db.forEachRow(
+            """
+            SELECT id, next_attempt_at, status FROM deliveries
+            WHERE order_key = ? AND status IN ('pending', 'running') ORDER BY id LIMIT 1
+            """, [orderKey]
+        ) {
+            head = DeliveryHead(
+                id: $0.int64(at: 0), orderKey: orderKey, nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 1)),
+                running: $0.string(at: 2) == "running")
+        }
+        return head
+    }
+
+    /// Marks these deliveries `running` (counting an attempt) and returns what their hooks need. A delivery
+    /// that is no longer pending (retried, or stopped, by the CLI meanwhile) is skipped.
+    public func claimDeliveries(ids: [Int64], now: Date = Date()) throws -> [ClaimedDelivery] {
+        guard !ids.isEmpty else { return [] }
+        return try queue.write { db in
+            var claimed: [ClaimedDelivery] = []
+            for id in ids {
+                try db.execute(
+                    """
+                    UPDATE deliveries SET status = 'running', attempts = attempts + 1, started_at = ?,
+                                          change_seq = \(StateStore.nextChangeSeq)
+                    WHERE id = ? AND status = 'pending'
+                    """, [now.timeIntervalSince1970, id])
+                guard db.changes > 0 else { continue }
+                try db.forEachRow(
+                    """
+                    SELECT d.id, d.event_seq, e.id, e.type, e.region, d.region_name, e.subject, e.body, d.hook,
+                           d.command, d.run_as, d.order_key, d.attempts, d.queued_at
+                    FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.id = ?
+                    """, [id]
+                ) { s in
+                    claimed.append(
+                        ClaimedDelivery(
+                            id: s.int64(at: 0), eventSeq: s.int64(at: 1), eventID: s.string(at: 2),
+                            eventType: s.string(at: 3), region: s.optionalString(at: 4),
+                            regionName: s.optionalString(at: 5), subject: s.optionalString(at: 6),
+                            body: s.string(at: 7), hook: s.string(at: 8), command: s.string(at: 9),
+                            runAs: s.optionalInt64(at: 10).map { UInt32(truncatingIfNeeded: $0) },
+                            orderKey: s.string(at: 11), attempt: s.int(at: 12),
+                            queuedAt: Date(timeIntervalSince1970: s.double(at: 13))))
+                }
+            }
+            return claimed
+        }
+    }
+
+    /// Records how attempts ended, in one transaction. Only running deliveries are updated.
+    ///
+    /// Returns, for each order key whose delivery finished (done or dead), its next head, if it has one: the
+    /// delivery that may start now, read in the same transaction.
+    @discardableResult
+    public func recordOutcomes(_ outcomes: [DeliveryOutcome]) throws -> [String: DeliveryHead] {
+        guard !outcomes.isEmpty else { return [:] }
+        return try queue.write { db in
+            var finishedKeys: [String] = []
+            for o in outcomes {
+                let a = o.attempt
+                let attempt = JSONValue.object(a.json).serialized()
+                // The history is appended to, and trimmed, by SQLite's JSON functions: no read and re-encode here.
+                try db.execute(
+                    """
+                    UPDATE deliveries SET status = ?, next_attempt_at = coalesce(?, next_attempt_at), started_at = ?,
+                        finished_at = ?,
+                        last_exit = ?, last_signal = ?, timed_out = ?, last_error = ?, last_duration = ?,
+                        stdout = ?, stderr = ?, stdout_bytes = ?, stderr_bytes = ?,
+                        history = CASE WHEN json_array_length(coalesce(history, '[]')) >= ?
+                            THEN json_remove(json_insert(history, '$[#]', json(?)), '$[0]')
+                            ELSE json_insert(coalesce(history, '[]'), '$[#]', json(?)) END,
+                        change_seq = \(StateStore.nextChangeSeq)
+                    WHERE id = ? AND status = 'running'
+                    """,
+                    [
+                        o.status.rawValue, o.nextAttemptAt?.timeIntervalSince1970, a.startedAt.timeIntervalSince1970,
+                        o.finishedAt.timeIntervalSince1970,
+                        a.exitCode.map { Int64($0) }, a.signal.map { Int64($0) }, a.timedOut, a.error, a.duration,
+                        o.stdout, o.stderr, o.stdoutBytes, o.stderrBytes, StateStore.historyLimit, attempt, attempt,
+                        o.id,
+                    ])
+                if o.status == .done || o.status == .dead {
+                    try db.forEachRow("SELECT order_key FROM deliveries WHERE id = ?", [o.id]) {
+                        finishedKeys.append($0.string(at: 0))
+                    }
+                }
+            }
+            var heads: [String: DeliveryHead] = [:]
+            for key in finishedKeys where heads[key] == nil {
+                if let head = try StateStore.deliveryHead(orderKey: key, db: db) { heads[key] = head }
+            }
+            return heads
+        }
+    }
+
+    // MARK: Reading, for people
+
+    static let deliveryColumns = """
+        id, event_seq, hook, command, region_name, run_as, order_key, status, attempts, next_attempt_at, created_at,
+        queued_at, started_at, finished_at, last_exit, last_signal, timed_out, last_error, last_duration, stdout,
+        stderr, stdout_bytes, stderr_bytes, history, change_seq
+        """
+
+    static func decodeDelivery(_ s: Statement) -> StoredDelivery {
+        var history: [DeliveryAttempt] = []
+        if let text = s.optionalString(at: 23), case .array(let items)? = try? JSON.parse(text) {
+            history = items.compactMap { $0.objectValue.flatMap(DeliveryAttempt.init(json:)) }
+        }
+        func date(_ i: Int) -> Date? { s.optionalDouble(at: i).map { Date(timeIntervalSince1970: $0) } }
+        return StoredDelivery(
+            id: s.int64(at: 0), eventSeq: s.int64(at: 1), hook: s.string(at: 2), command: s.string(at: 3),
+            regionName: s.optionalString(at: 4), runAs: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) },
+            orderKey: s.string(at: 6), status: DeliveryStatus(rawValue: s.string(at: 7)) ?? .dead,
+            attempts: s.int(at: 8), nextAttemptAt: Date(timeIntervalSince1970: s.double(at: 9)),
+            createdAt: Date(timeIntervalSince1970: s.double(at: 10)),
+            queuedAt: Date(timeIntervalSince1970: s.double(at: 11)), startedAt: date(12), finishedAt: date(13),
+            lastExit: s.optionalInt64(at: 14).map { Int32(truncatingIfNeeded: $0) },
+            lastSignal: s.optionalInt64(at: 15).map { Int32(truncatingIfNeeded: $0) }, timedOut: s.bool(at: 16),
+            lastError: s.optionalString(at: 17), lastDuration: s.optionalDouble(at: 18), stdout: s.bytes(at: 19),
+            stderr: s.bytes(at: 20), stdoutBytes: s.int(at: 21), stderrBytes: s.int(at: 22), history: history,
+            changeSeq: s.int64(at: 24))
+    }
+
+    static func decodeEvent(_ s: Statement) -> StoredEvent {
+        StoredEvent(
+            seq: s.int64(at: 0), id: s.string(at: 1), type: s.string(at: 2), region: s.optionalString(at: 3),
+            subject: s.optionalString(at: 4), time: Date(timeIntervalSince1970: s.double(at: 5)),
+            createdAt: Date(timeIntervalSince1970: s.double(at: 6)), body: s.string(at: 7))
+    }
+
+    static let eventColumns = "seq, id, type, region, subject, time, created_at, body"
+
+    /// The latest `limit` events that have deliveries matching `filter` (with `.all`: the latest events,
+    /// dispatched or not), oldest first, each with its matching deliveries.
+    public func eventDeliveries(filter: DeliveryFilter = .all, limit: Int = 50) throws -> [EventDeliveries] {
+        try queue.read { db in
+            let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
+            var seqs: [Int64] = []
+            let sql =
+                filter == .all
+                ? "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
+                : "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
+            try db.forEachRow(sql, [max(0, limit)]) { seqs.append($0.int64(at: 0)) }
+            var result: [EventDeliveries] = []
+            for seq in seqs.reversed() {
+                var event: StoredEvent?
+                try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
+                    event = StateStore.decodeEvent($0)
+                }
+                guard let event else { continue }
+                var deliveries: [StoredDelivery] = []
+                try db.forEachRow(
+                    "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
+                    [seq]
+                ) { deliveries.append(StateStore.decodeDelivery($0)) }
+                result.append(EventDeliveries(event: event, dispatched: seq <= cursor, deliveries: deliveries))
+            }
+            return result
+        }
+    }
+
+    /// One event by its seq.
+    public func event(seq: Int64) throws -> StoredEvent? {
+        try queue.read { db in
+            var found: StoredEvent?
+            try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
+                found = StateStore.decodeEvent($0)
+            }
+            return found
+        }
+    }
+
+    /// One delivery by id.
+    public func delivery(id: Int64) throws -> StoredDelivery? {
+        try queue.read { db in
+            var found: StoredDelivery?
+            try db.forEachRow("SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
+                found = StateStore.decodeDelivery($0)
+            }
+            return found
+        }
+    }
+
+    /// Deliveries changed after `changeSeq` (at most `limit`), in change order: what `events --follow` prints.
+    public func deliveryChanges(after changeSeq: Int64, limit: Int = 1000) throws -> [StoredDelivery] {
+        try queue.read { db in
+            var changed: [StoredDelivery] = []
+            try db.forEachRow(
+                "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
+                [changeSeq, limit]
+            ) { changed.append(StateStore.decodeDelivery($0)) }
+            return changed
+        }
+    }
+
+    /// The latest delivery change number (0 before any).
+    public func latestDeliveryChange() throws -> Int64 {
+        try queue.read { db in
+            try db.scalar("SELECT coalesce(max(change_seq), 0) FROM deliveries", as: Int64.self) ?? 0
+        }
+    }
+
+    /// Counts of deliveries by status.
+    public func deliveryCountsByStatus() throws -> [DeliveryStatus: Int] {
+        try queue.read { db in
+            var counts: [DeliveryStatus: Int] = [:]
+            try db.forEachRow("SELECT status, count(*) FROM deliveries GROUP BY status") {
+                if let status = DeliveryStatus(rawValue: $0.string(at: 0)) { counts[status] = $0.int(at: 1) }
+            }
+            return counts
+        }
+    }
+
+    // MARK: Changes by hand
+
+    /// Retries by hand: `reference` is a delivery id (a number) or an event id. Dead and waiting deliveries
+    /// become due now with a fresh budget of attempts and age; running and done ones are left alone.
+    /// Returns the ids of the deliveries retried.
+    public func retryDeliveries(_ reference: String, now: Date = Date()) throws -> [Int64] {
+        try queue.write { db in
+            var matched: [(id: Int64, status: DeliveryStatus)] = []
+            let sql = "SELECT id, status FROM deliveries WHERE "
+            if let id = Int64(reference) {
+                try db.forEachRow(sql + "id = ?", [id]) {
+                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                }
+            }
+            if matched.isEmpty {
+                try db.forEachRow(sql + "event_seq = (SELECT seq FROM events WHERE id = ?) ORDER BY id", [reference]) {
+                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                }
+            }
+            guard !matched.isEmpty else { throw HookStoreError.deliveryNotFound(reference) }
+            let retryable = matched.filter { $0.status == .dead || $0.status == .pending }.map(\.id)
+            guard !retryable.isEmpty else {
+                let states = Set(matched.map(\.status.rawValue)).sorted().joined(separator: " or ")
+                throw HookStoreError.nothingToRetry(
+                    matched.count == 1 ? "delivery \(matched[0].id) is \(states)" : "its deliveries are \(states)")
+            }
+            for id in retryable { try StateStore.revive(id: id, now: now, db: db) }
+            try StateStore.bumpHookGeneration(db: db)
+            return retryable
+        }
+    }
+
+    /// Retries every dead delivery by hand. Returns how many.
+    public func retryDeadDeliveries(now: Date = Date()) throws -> Int {
+        try queue.write { db in
+            var ids: [Int64] = []
+            try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' ORDER BY id") {
+                ids.append($0.int64(at: 0))
+            }
+            for id in ids { try StateStore.revive(id: id, now: now, db: db) }
+            if !ids.isEmpty { try StateStore.bumpHookGeneration(db: db) }
+            return ids.count
+        }
+    }
+
+    private static func revive(id: Int64, now: Date, db: DatabaseConnection) throws {
+        try db.execute(
+            """
+            UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, queued_at = ?,
+                                  change_seq = \(StateStore.nextChangeSeq)
+            WHERE id = ? AND status IN ('pending', 'dead')
+            """, [now.timeIntervalSince1970, now.timeIntervalSince1970, id])
+    }
+
+    /// Deletes events committed before `cutoff` whose deliveries are all done or dead (and that were
+    /// dispatched), with those deliveries. An event still waiting for a delivery is never deleted.
+    public func pruneEvents(before cutoff: Date) throws -> (events: Int, deliveries: Int) {
+        try queue.write { db in
+            let before = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
+            try db.execute(
+                """
+                DELETE FROM events
+                WHERE created_at < ? AND seq <= (SELECT cursor FROM hook_dispatch WHERE id = 1)
+                  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                  WHERE d.event_seq = events.seq AND d.status IN ('pending', 'running'))
+                """, [cutoff.timeIntervalSince1970])
+            let events = db.changes
+            let after = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
+            return (events, before - after)
+        }
+    }
+}
