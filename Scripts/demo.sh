@@ -12,7 +12,9 @@ export GEOFENCE_SOCKET="$WORK/geofence.sock"
 GPSD_PID=""
 ENGINE_PID=""
 
+TAIL_PID=""
 cleanup() {
+  [ -n "$TAIL_PID" ] && kill "$TAIL_PID" 2>/dev/null || true
   [ -n "$ENGINE_PID" ] && kill -TERM "$ENGINE_PID" 2>/dev/null && wait "$ENGINE_PID" 2>/dev/null || true
   [ -n "$GPSD_PID" ] && kill -TERM "$GPSD_PID" 2>/dev/null && wait "$GPSD_PID" 2>/dev/null || true
   rm -rf "$WORK"
@@ -31,7 +33,12 @@ for _ in $(seq 50); do
 done
 
 say "Three regions on the route (Demo/regions.json), with hooks that print here"
-"$G" import "$HERE/Demo/regions.json"
+# The hooks append to a file in the demo's directory, which is shown as it grows.
+sed "s|__HOOK_LOG__|$WORK/hooks.log|g" "$HERE/Demo/regions.json" > "$WORK/regions.json"
+: > "$WORK/hooks.log"
+tail -n0 -F "$WORK/hooks.log" 2>/dev/null &
+TAIL_PID=$!
+"$G" import "$WORK/regions.json"
 "$G" list
 
 say "geofence run (engine log lines start with a timestamp; hook output with 'hook |')"
@@ -53,6 +60,6 @@ kill -TERM "$ENGINE_PID"
 wait "$ENGINE_PID" || true
 ENGINE_PID=""
 
-say "The events it recorded (geofence show customer-42)"
-"$G" show customer-42
+say "What the engine recorded and delivered (geofence events)"
+"$G" events --limit 20 || true
 say "Done. Everything the demo started is stopped."

@@ -45,7 +45,7 @@ extension CommandTree {
                 help: "Consecutive conclusive fixes needed to change a region's state.", default: "2"),
             .value(
                 "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
-        ],
+        ] + hookOptions,
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),

@@ -60,7 +60,7 @@ public enum CapabilityJSON {
         if let driver = d.driver { text += " (\(driver)" + (d.subtype.map { ", \($0)" } ?? "") + ")" }
         if let interval = d.updateInterval { text += String(format: ", a fix every %g s", interval) }
         let fields = fieldNames.filter { d.reports.contains($0.0) }.map(\.1)
-        text += fields.isEmpty ? ", no fix seen yet" : ", reports " + fields.joined(separator: ", ")
+        if !fields.isEmpty { text += ", reports " + fields.joined(separator: ", ") }
         return text
     }
 }

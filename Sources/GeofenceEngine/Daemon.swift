@@ -27,6 +27,8 @@ public struct DaemonConfiguration: Sendable {
     public var socketPath: String?
     /// Users the policy file restricts.
     public var restricted: Set<UInt32> = []
+    /// The hook runner's settings (timeouts, retries, concurrency).
+    public var hooks = HookConfiguration()
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -63,9 +65,14 @@ public final class Daemon: Sendable {
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
         let watchers = Watchers(store: store)
+        let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
         let service = MonitorService(
             store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
-            executor: executor, sourceLabel: source.label, onEvents: { watchers.wake() })
+            executor: executor, sourceLabel: source.label,
+            onEvents: {
+                watchers.wake()
+                hooks.wake()
+            })
         let started = Date()
         let regions = try await service.load()
         try store.setSetting(DaemonSettings.pid, String(getpid()))
@@ -81,6 +88,7 @@ public final class Daemon: Sendable {
                 store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
                 changed: { change in
                     watchers.wake()
+                    hooks.wake()
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) })
@@ -119,6 +127,10 @@ public final class Daemon: Sendable {
                     }
                 }
                 return "stopped ticking"
+            }
+            group.addTask {
+                await hooks.run()
+                return "the hook runner stopped"
             }
             group.addTask {
                 for await number in signalStream {

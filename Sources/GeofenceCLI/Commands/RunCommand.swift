@@ -76,6 +76,7 @@ enum RunCommand {
         configuration.socketPath = ControlSocket.listenPath(
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)
+        configuration.hooks = try HookOptions.configuration(c)
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.usage(
