@@ -269,7 +269,13 @@ extension StateStore {
     ///
     /// The region's own hook for the event's type comes from the region as it is now; a region removed since
     /// the event leaves only the global hooks.
-    public func dispatchDeliveries(limit: Int = 500, now: Date = Date()) throws -> DispatchResult {
+    ///
+    /// With `runAsCreators` (a daemon running as root), each delivery runs as the user who registered its
+    /// hook: the region's creator for a region hook, the hook's creator for a global one (root's run as the
+    /// daemon itself).
+    public func dispatchDeliveries(limit: Int = 500, now: Date = Date(), runAsCreators: Bool = false) throws
+        -> DispatchResult
+    {
         try queue.write { db in
             let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
             var events: [(seq: Int64, type: String, region: String?)] = []
@@ -283,30 +289,30 @@ extension StateStore {
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
             for event in events {
-                var targets: [(hook: String, command: String, name: String?)] = []
+                var targets: [(hook: String, command: String, name: String?, owner: UInt32?)] = []
                 var name: String?
                 if let region = event.region {
-                    try db.forEachRow("SELECT name, hooks FROM regions WHERE id = ?", [region]) { s in
+                    try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
                         name = s.optionalString(at: 0)
                         guard StateStore.regionHookTypes.contains(event.type), let text = s.optionalString(at: 1),
                             let command = (try? JSON.parse(text))?[event.type]?.stringValue
                         else { return }
-                        targets.append(("region", command, name))
+                        let owner = s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) }
+                        targets.append(("region", command, name, owner))
                     }
                 }
                 for hook in globals where hook.matches(event.type) {
-                    targets.append((hook.reference, hook.command, name))
+                    targets.append((hook.reference, hook.command, name, hook.createdBy))
                 }
                 for target in targets {
                     let key = StateStore.orderKey(hook: target.hook, eventType: event.type, region: event.region)
-                    // run_as stays NULL until issue 5: then it is the hook's or the region's created_by when the
-                    // daemon runs as root.
+                    let runAs: Int64? = runAsCreators ? target.owner.flatMap { $0 == 0 ? nil : Int64($0) } : nil
                     try db.execute(
                         """
                         INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
                                                           status, next_attempt_at, created_at, queued_at, change_seq)
-                        VALUES (?, ?, ?, ?, NULL, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
-                        """, [event.seq, target.hook, target.command, target.name, key, t, t, t])
+                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
+                        """, [event.seq, target.hook, target.command, target.name, runAs, key, t, t, t])
                     if db.changes > 0 {
                         created.append(
                             DeliveryHead(id: db.lastInsertRowID, orderKey: key, nextAttemptAt: now))

@@ -93,6 +93,33 @@ struct ControlSocketTests {
         await e.stop()
     }
 
+    @Test("a hook registered by a client runs as that client when the engine runs as root")
+    func hooksRunAsTheirOwner() async throws {
+        let e = try await Engine()
+        #expect(try e.cli.run("permission", "grant", String(Self.stranger)).status == 0)
+        let out = e.cli.dir.file("shared")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        chmod(out, 0o777)
+        let added = try e.asStranger([
+            "hook", "add", "--id", "whoami", "--on", "services", "--command", "id -u >> '\(out)/uid'",
+        ])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(
+            try JSON.parse(try e.cli.run("hook", "list", "--json").stdout).arrayValue?.first?["createdBy"]?.intValue
+                == Int(Self.stranger))
+        // A services event fires the hook.
+        #expect(try e.cli.run("services", "off").status == 0)
+        var uid: String?
+        for _ in 0..<100 {
+            uid = try? String(contentsOfFile: out + "/uid", encoding: .utf8)
+            if uid != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(uid?.trimmingCharacters(in: .whitespacesAndNewlines) == String(Self.stranger), "\(e.daemon.log)")
+        #expect(try e.cli.run("services", "on").status == 0)
+        await e.stop()
+    }
+
     @Test("a regular file at the socket path is left alone, with a clear error")
     func regularFileAtSocketPath() throws {
         let cli = try CLI()

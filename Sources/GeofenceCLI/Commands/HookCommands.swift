@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 
 #if canImport(Glibc)
@@ -38,30 +39,18 @@ enum HookCommands {
         if let problem = GlobalHook.problem(withCommand: command) {
             throw c.usage("invalid value for --command: \(problem)")
         }
-        let store = try c.openStore()
-        var hook = GlobalHook(id: "", events: events, command: command, createdBy: getuid(), createdAt: c.now)
+        var params: JSONObject = ["on": .array(events.map { .string($0) }), "command": .string(command)]
         if let id = a.value("--id") {
             if let problem = GlobalHook.problem(withID: id) { throw c.usage("invalid value for --id: \(problem)") }
-            hook.id = id
-            try store.addHook(hook)
-        } else {
-            // A generated id: retry on the (astronomically unlikely) collision rather than fail.
-            var attempt = 0
-            while true {
-                hook.id = "hook-" + RegionCommands.generatedID().dropFirst("region-".count)
-                do {
-                    try store.addHook(hook)
-                    break
-                } catch HookStoreError.duplicateHook where attempt < 5 {
-                    attempt += 1
-                }
-            }
+            params["id"] = .string(id)
         }
+        let hook = try c.call(.hookAdd, params)
         if c.json {
-            c.console.print(JSONValue.object(json(hook, counts: [:])).serialized())
+            c.console.print(hook.serialized())
         } else {
             c.console.print(
-                "Added hook \(RegionCommands.quoted(hook.id)): on \(describe(hook.events)) runs: \(command)")
+                "Added hook \(RegionCommands.quoted(hook["id"]?.stringValue ?? "?")): on \(describe(events)) runs: \(command)"
+            )
         }
     }
 
@@ -85,47 +74,35 @@ enum HookCommands {
         events.isEmpty ? "all events" : events.joined(separator: ",")
     }
 
-    static func json(_ hook: GlobalHook, counts: [DeliveryStatus: Int]) -> JSONObject {
-        var o: JSONObject = [
-            "id": .string(hook.id), "on": .array((hook.events.isEmpty ? ["all"] : hook.events).map { .string($0) }),
-            "command": .string(hook.command), "createdAt": .string(TimestampParser.format(hook.createdAt)),
-        ]
-        if let uid = hook.createdBy { o["createdBy"] = .number(Double(uid)) }
-        o["deliveries"] = .object(
-            JSONObject(
-                uniqueKeysWithValues: DeliveryStatus.allCases.map { ($0.rawValue, .number(Double(counts[$0] ?? 0))) })
-        )
-        return o
-    }
-
     // MARK: hook list
 
     static func list(_ c: CommandContext) throws {
-        let store = try c.openStore()
-        let hooks = try store.hooks()
-        let counts = try store.deliveryCounts()
+        let result = try c.call(.hookList)
+        let hooks = result["hooks"]?.arrayValue ?? []
         if c.json {
-            c.console.print(
-                JSONValue.array(hooks.map { .object(json($0, counts: counts[$0.reference] ?? [:])) }).serialized())
+            c.console.print(JSONValue.array(hooks).serialized())
             return
         }
-        let regionCounts = counts["region"]
+        let regionCounts = result["regionDeliveries"]?.objectValue.flatMap { $0.isEmpty ? nil : $0 }
         guard !hooks.isEmpty || regionCounts != nil else {
             c.console.message("No hooks. Add one with: geofence hook add --on enter,exit --command CMD")
             return
         }
         var table = TextTable(["ID", "ON", "PENDING", "DONE", "DEAD", "COMMAND"])
-        func numbers(_ counts: [DeliveryStatus: Int]?) -> [String] {
-            let c = counts ?? [:]
-            return [String((c[.pending] ?? 0) + (c[.running] ?? 0)), String(c[.done] ?? 0), String(c[.dead] ?? 0)]
+        func numbers(_ counts: JSONValue?) -> [String] {
+            func n(_ key: String) -> Int { counts?[key]?.intValue ?? 0 }
+            return [String(n("pending") + n("running")), String(n("done")), String(n("dead"))]
         }
         for hook in hooks {
             table.add(
-                [hook.id, hook.events.isEmpty ? "all" : hook.events.joined(separator: ",")]
-                    + numbers(counts[hook.reference]) + [hook.command])
+                [
+                    hook["id"]?.stringValue ?? "",
+                    (hook["on"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
+                ] + numbers(hook["deliveries"]) + [hook["command"]?.stringValue ?? ""])
         }
         if let regionCounts {
-            table.add(["(regions' own)", "enter,exit,dwell"] + numbers(regionCounts) + ["see geofence show ID"])
+            table.add(
+                ["(regions' own)", "enter,exit,dwell"] + numbers(.object(regionCounts)) + ["see geofence show ID"])
         }
         c.console.write(table.render())
     }
@@ -134,20 +111,15 @@ enum HookCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let removed = try c.openStore().removeHooks(ids: ids, now: c.now)
+        let result = try c.call(.hookRemove, ["ids": .array(ids.map { .string($0) })])
         if c.json {
-            c.console.print(
-                JSONValue.object([
-                    "removed": .array(removed.map { .string($0.id) }),
-                    "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
-                ]).serialized())
+            c.console.print(result.serialized())
             return
         }
-        for (id, stopped) in removed {
-            c.console.print(
-                "Removed hook \(RegionCommands.quoted(id))"
-                    + (stopped > 0
-                        ? "; \(stopped) waiting deliveries stopped (see geofence events --dead)" : ""))
+        let stopped = result["stopped"]?.intValue ?? 0
+        for id in result["removed"]?.arrayValue?.compactMap(\.stringValue) ?? [] {
+            c.console.print("Removed hook \(RegionCommands.quoted(id))")
         }
+        if stopped > 0 { c.console.print("\(stopped) waiting deliveries stopped (see geofence events --dead)") }
     }
 }

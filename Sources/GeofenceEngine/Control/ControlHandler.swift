@@ -69,6 +69,12 @@ public final class ControlHandler: Sendable {
             return ControlError(e.isBusy ? .busy : .storeFailed, e.description)
         case let e as RegionValidationError:
             return ControlError(.invalid, e.description)
+        case let e as HookStoreError:
+            switch e {
+            case .duplicateHook: return ControlError(.duplicate, e.description)
+            case .hookNotFound, .deliveryNotFound: return ControlError(.notFound, e.description)
+            case .nothingToRetry: return ControlError(.invalid, e.description)
+            }
         default:
             return ControlError(.internalError, "\(error)")
         }
@@ -140,6 +146,7 @@ public final class ControlHandler: Sendable {
             } catch {
                 throw ControlError(.invalid, error.description)
             }
+            if !region.hooks.isEmpty { try checkHookOwner(peer.uid) }
             let stored = try store.addRegion(region, replace: p["replace"]?.boolValue ?? false)
             changed(.regions)
             return .object(RegionReport.json(stored))
@@ -174,8 +181,23 @@ public final class ControlHandler: Sendable {
             connection.send(ControlResponse(id: r.id, result: .success(["watching": true])).line)
             subscribe(connection)
             throw Streaming()
-        case .hookAdd, .hookList, .hookRemove:
-            throw ControlError(.unavailable, "\(r.method.rawValue) is not available over the control socket yet")
+        case .hookAdd:
+            return .object(try addHook(p, peer: peer))
+        case .hookList:
+            let counts = try store.deliveryCounts()
+            var regionOwn = JSONObject()
+            for (status, n) in counts["region"] ?? [:] { regionOwn[status.rawValue] = .number(Double(n)) }
+            return [
+                "hooks": .array(
+                    try store.hooks().map { .object(HookReport.json($0, counts: counts[$0.reference] ?? [:])) }),
+                "regionDeliveries": .object(regionOwn),
+            ]
+        case .hookRemove:
+            let removed = try store.removeHooks(ids: try strings(p, "ids"))
+            return [
+                "removed": .array(removed.map { .string($0.id) }),
+                "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
+            ]
         }
     }
 
@@ -222,12 +244,61 @@ public final class ControlHandler: Sendable {
                         + error.problems.prefix(50).map { "  \($0)" }.joined(separator: "\n")
                         + (error.problems.count > 50 ? "\n  ... and \(error.problems.count - 50) more" : ""))
         }
+        if regions.contains(where: { !$0.hooks.isEmpty }) { try checkHookOwner(peer.uid) }
         if p["dryRun"]?.boolValue == true {
             return ["checked": .number(Double(regions.count)), "imported": 0]
         }
         try store.importRegions(regions, replace: p["replace"]?.boolValue ?? false)
         changed(.regions)
         return ["checked": .number(Double(regions.count)), "imported": .number(Double(regions.count))]
+    }
+
+    // MARK: Hooks
+
+    /// Hooks run as whoever registered them when the engine runs as root; an engine that is not root can
+    /// only run them as itself, so it takes hooks only from its own user.
+    private func checkHookOwner(_ uid: UInt32) throws {
+        let me = getuid()
+        guard me != 0, uid != me, uid != 0 else { return }
+        throw ControlError(
+            .permissionDenied,
+            "this engine runs as \(ControlHandler.userName(me)) and runs hooks only for that user; "
+                + "run it as root to take hooks from \(ControlHandler.userName(uid))")
+    }
+
+    private func addHook(_ p: JSONObject, peer: ControlPeer) throws -> JSONObject {
+        try checkHookOwner(peer.uid)
+        let command = try string(p, "command")
+        if let problem = GlobalHook.problem(withCommand: command) {
+            throw ControlError(.invalid, "command: \(problem)")
+        }
+        let events = try (p["on"]?.arrayValue ?? []).map { item -> String in
+            guard let type = item.stringValue, GlobalHook.eventTypes.contains(type) else {
+                throw ControlError(.invalid, "on: \(item.serialized()) is not an event type")
+            }
+            return type
+        }
+        var hook = GlobalHook(
+            id: "", events: GlobalHook.eventTypes.filter(Set(events).contains), command: command, createdBy: peer.uid,
+            createdAt: Date())
+        if let id = p["id"]?.stringValue {
+            if let problem = GlobalHook.problem(withID: id) { throw ControlError(.invalid, "id: \(problem)") }
+            hook.id = id
+            try store.addHook(hook)
+        } else {
+            // A generated id: retry on the (astronomically unlikely) collision rather than fail.
+            var attempt = 0
+            while true {
+                hook.id = "hook-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+                do {
+                    try store.addHook(hook)
+                    break
+                } catch HookStoreError.duplicateHook where attempt < 5 {
+                    attempt += 1
+                }
+            }
+        }
+        return HookReport.json(hook, counts: [:])
     }
 
     // MARK: Status, switch, permissions
@@ -380,6 +451,22 @@ final class EventIDSource: @unchecked Sendable {
     private var generator = EventIDGenerator()
 
     func next() -> String { lock.withLock { generator.next(now: Date()) } }
+}
+
+/// A global hook as `hook list --json` and the control socket show it.
+public enum HookReport {
+    public static func json(_ hook: GlobalHook, counts: [DeliveryStatus: Int]) -> JSONObject {
+        var o: JSONObject = [
+            "id": .string(hook.id), "on": .array((hook.events.isEmpty ? ["all"] : hook.events).map { .string($0) }),
+            "command": .string(hook.command), "createdAt": .string(TimestampParser.format(hook.createdAt)),
+        ]
+        if let uid = hook.createdBy { o["createdBy"] = .number(Double(uid)) }
+        o["deliveries"] = .object(
+            JSONObject(
+                uniqueKeysWithValues: DeliveryStatus.allCases.map { ($0.rawValue, .number(Double(counts[$0] ?? 0))) })
+        )
+        return o
+    }
 }
 
 /// The region object of `list --json` and the control socket: the import format plus status fields.

@@ -164,7 +164,9 @@ enum HookProcess {
         var found: UnsafeMutablePointer<passwd>?
         let rc = getpwuid_r(uid, &entry, &buffer, buffer.count, &found)
         guard rc == 0, found != nil else {
-            throw HookSpawnError("run as uid \(uid) (no such user)", rc == 0 ? ENOENT : rc)
+            // A client with no account here (a container's uid): its own uid as the group, no other groups.
+            guard rc == 0 else { throw HookSpawnError("run as uid \(uid): cannot read the user database", rc) }
+            return ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
         }
         return ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(entry.pw_gid)", "--init-groups", "--"]
     }

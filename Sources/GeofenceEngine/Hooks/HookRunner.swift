@@ -252,7 +252,7 @@ public final class HookRunner: Sendable {
                 state.needsReload = false
             }
             if latestEvent > cursor {
-                let dispatched = try db.dispatchDeliveries(limit: 500, now: now)
+                let dispatched = try db.dispatchDeliveries(limit: 500, now: now, runAsCreators: getuid() == 0)
                 for head in dispatched.created { state.scheduler.offer(head) }
                 state.moreToDispatch = dispatched.more
             } else {
