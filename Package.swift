@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "geofence", targets: ["geofence"]),
         .executable(name: "geofence-sim", targets: ["GeofenceSim"]),
+        .executable(name: "geofence-bench", targets: ["GeofenceBench"]),
     ],
     targets: [
         // Pure model and decisions: no I/O, no clocks, no C.
@@ -40,6 +41,9 @@ let package = Package(
 
         // The demo's receiver: writes a recorded drive, plays NMEA into gpsd's UDP feed.
         .executableTarget(name: "GeofenceSim", dependencies: ["GeofenceCore", "GeofenceTestSupport"]),
+
+        // Benchmarks: `swift run -c release geofence-bench` (Docs/benchmarks.md).
+        .executableTarget(name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine"]),
 
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],

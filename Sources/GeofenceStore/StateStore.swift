@@ -124,34 +124,79 @@ public final class StateStore: Sendable {
 
     /// Adds many regions in one transaction: all or nothing. Without `replace`, any existing id refuses the
     /// whole batch. `progress` is called with the number written so far, now and then.
+    ///
+    /// Built for a million regions in seconds: statements prepared once and bound column by column, the
+    /// duplicate check folded into the insertion (a unique-constraint failure is a duplicate; ids that
+    /// existed before are all reported, as a separate probe of every id would), and a larger page cache
+    /// for the duration (the id index is written in no particular order). Durability is unchanged: one
+    /// transaction, committed as any other.
     public func importRegions(
         _ regions: [Region], replace: Bool = false, now: Date = Date(),
         progress: (@Sendable (Int) -> Void)? = nil
     ) throws {
         try queue.write { db in
-            if !replace {
-                var existing: [String] = []
-                let probe = try db.cachedStatement("SELECT 1 FROM regions WHERE id = ?")
-                for region in regions {
-                    probe.reset()
-                    try probe.bind(region.id, at: 1)
-                    if try probe.step() { existing.append(region.id) }
-                }
-                probe.reset()
-                if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
-            }
+            let cacheSize = try db.scalar("PRAGMA cache_size", as: Int.self) ?? -2000
+            try db.execute("PRAGMA cache_size = -65536")
+            defer { try? db.execute("PRAGMA cache_size = \(cacheSize)") }
+            let lastSeq = try db.scalar("SELECT coalesce(max(seq), 0) FROM regions", as: Int64.self) ?? 0
+            let insert = try db.makeStatement(StateStore.insertRegionSQL)
+            let delete = replace ? try db.makeStatement("DELETE FROM regions WHERE id = ?") : nil
+            let seqOfID = try db.makeStatement("SELECT seq FROM regions WHERE id = ?")
+            var existing: [String] = []
+            var repeated: String?
+            var notifyTexts: [Set<NotifyKind>: String] = [:]
             for (i, region) in regions.enumerated() {
-                try StateStore.insert(region, replace: replace, now: now, db: db)
+                if let delete {
+                    delete.reset()
+                    try delete.bind(region.id, at: 1)
+                    while try delete.step() {}
+                }
+                let notify =
+                    notifyTexts[region.notify]
+                    ?? {
+                        let text = StateStore.notifyText(region.notify)
+                        notifyTexts[region.notify] = text
+                        return text
+                    }()
+                insert.reset()
+                try StateStore.bindInsert(insert, region, notify: notify, now: now)
+                do {
+                    while try insert.step() {}
+                } catch let error as DatabaseError where error.isUniqueConstraintViolation {
+                    // Existed before this import, or came earlier in it?
+                    seqOfID.reset()
+                    try seqOfID.bind(region.id, at: 1)
+                    let seq = try seqOfID.step() ? seqOfID.int64(at: 0) : lastSeq + 1
+                    seqOfID.reset()
+                    if seq <= lastSeq {
+                        existing.append(region.id)
+                    } else if repeated == nil {
+                        repeated = region.id
+                    }
+                }
                 if i % 10_000 == 9_999 { progress?(i + 1) }
             }
+            insert.reset()
+            // The error a probe of every id first, then the insertions, would give.
+            if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
+            if let repeated { throw StoreError.duplicateRegions([repeated]) }
             progress?(regions.count)
         }
     }
 
-    private static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
-        if replace {
-            try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
-        }
+    static let insertRegionSQL = """
+        INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
+                             created_by, created_at, updated_at, status, status_reason)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting-for-engine')
+        """
+
+    /// The `notify` column: the kinds in their order, comma-separated.
+    static func notifyText(_ notify: Set<NotifyKind>) -> String {
+        notify.sorted().map(\.rawValue).joined(separator: ",")
+    }
+
+    /// Binds a region to `insertRegionSQL`.
+    static func bindInsert(_ statement: Statement, _ region: Region, notify: String, now: Date) throws {
         let hooks: String? =
             region.hooks.isEmpty
             ? nil
@@ -162,19 +207,33 @@ public final class StateStore: Sendable {
                     })
             ).serialized()
         let subjects = region.subjects.map { JSONValue.array($0.map { .string($0) }).serialized() }
+        try statement.bind(region.id, at: 1)
+        try statement.bind(region.name, at: 2)
+        try statement.bind(region.center.latitude, at: 3)
+        try statement.bind(region.center.longitude, at: 4)
+        try statement.bind(region.radius, at: 5)
+        try statement.bind(notify, at: 6)
+        try statement.bind(region.dwell, at: 7)
+        try statement.bind(region.expires?.timeIntervalSince1970, at: 8)
+        try statement.bind(hooks, at: 9)
+        try statement.bind(subjects, at: 10)
+        try statement.bind(region.createdBy.map { Int64($0) }, at: 11)
+        try statement.bind((region.createdAt ?? now).timeIntervalSince1970, at: 12)
+        try statement.bind(now.timeIntervalSince1970, at: 13)
+    }
+
+    private static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
+        if replace {
+            try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
+        }
+        let statement = try db.cachedStatement(insertRegionSQL)
+        defer {
+            statement.reset()
+            statement.clearBindings()
+        }
+        try bindInsert(statement, region, notify: notifyText(region.notify), now: now)
         do {
-            try db.execute(
-                """
-                INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
-                                     created_by, created_at, updated_at, status, status_reason)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting-for-engine')
-                """,
-                [
-                    region.id, region.name, region.center.latitude, region.center.longitude, region.radius,
-                    region.notify.sorted().map(\.rawValue).joined(separator: ","), region.dwell,
-                    region.expires?.timeIntervalSince1970, hooks, subjects, region.createdBy.map { Int64($0) },
-                    (region.createdAt ?? now).timeIntervalSince1970, now.timeIntervalSince1970,
-                ])
+            while try statement.step() {}
         } catch let error as DatabaseError where error.isUniqueConstraintViolation {
             throw StoreError.duplicateRegions([region.id])
         }

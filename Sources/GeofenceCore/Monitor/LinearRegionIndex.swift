@@ -6,6 +6,12 @@ public struct LinearRegionIndex: Sendable {
 
     public init() {}
 
+    /// Bytes held by its arrays (capacities).
+    public var memoryFootprint: Int {
+        centers.capacity * MemoryLayout<GeocentricPoint>.stride + radii.capacity * MemoryLayout<Double>.stride
+            + live.capacity
+    }
+
     public mutating func insert(slot: Int32, center: Coordinate, radius: Double) {
         let i = Int(slot)
         while centers.count <= i {

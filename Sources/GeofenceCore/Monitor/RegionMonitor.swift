@@ -101,20 +101,27 @@ public struct MonitorOutput: Sendable, Equatable {
     public var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
 }
 
+/// How the monitor finds the regions a fix could affect.
+public enum CandidateSearch: Sendable, Equatable {
+    /// The spatial index (`SpatialRegionIndex`): a fix is tested against the few regions near it, however
+    /// many there are in all.
+    case spatialIndex
+    /// Every region is tested on every fix (`LinearRegionIndex`): the reference the index is checked
+    /// against, in tests and benchmarks.
+    case linearScan
+}
+
 /// The per-(subject, region) state machine of DESIGN.md: hysteresis, confirmation, dwell, expiry, gaps.
 ///
 /// Pure: fixes carry their own time and the wall clock (`now`, for event ids only) is passed in.
 /// State is sparse so that a fleet of subjects against a million regions stays small: a pair has a
-/// record only while it is `inside`, `unknown` or changing; no record means outside.
+/// record only while it is `inside`, `unknown` or changing; no record means outside. Regions are kept
+/// compactly (`RegionTable`: about 125 bytes each, and 14 more for the index) and found through a spatial
+/// index (`SpatialRegionIndex`), so a fix reads only the regions near it (Docs/spatial-index.md,
+/// Docs/benchmarks.md).
 public struct RegionMonitor: Sendable {
     public var configuration: MonitorConfiguration
-
-    private struct Slot: Sendable {
-        var region: Region
-        var seq: Int64
-        var center: GeocentricPoint
-        var accuracyLimited: Bool
-    }
+    public let candidateSearch: CandidateSearch
 
     private struct Pair: Sendable {
         var record: PairRecord
@@ -129,81 +136,186 @@ public struct RegionMonitor: Sendable {
     private struct Track: Sendable {
         var lastFixTime: Date?
         var baselineSeq: Int64
-        var pairs: [Int32: Pair] = [:]
+        var pairs = PairTable()
     }
 
-    private var slots: [Slot?] = []
-    private var freeSlots: [Int32] = []
-    private var slotByID: [String: Int32] = [:]
-    private var slotBySeq: [Int64: Int32] = [:]
+    /// A subject's pairs by slot. A subject is inside or near a handful of regions, so two small arrays
+    /// searched in order beat a dictionary: one short, contiguous read instead of a hash and a scattered
+    /// bucket (the pairs of a fleet's subjects are rarely in the cache). Past `indexThreshold` pairs, a
+    /// dictionary index keeps lookups constant-time.
+    private struct PairTable: Sendable {
+        private(set) var slots: [Int32] = []
+        private var pairs: [Pair] = []
+        private var index: [Int32: Int]?
+        private static let indexThreshold = 32
+
+        var isEmpty: Bool { slots.isEmpty }
+
+        subscript(slot: Int32) -> Pair? {
+            get { position(of: slot).map { pairs[$0] } }
+            set {
+                if let i = position(of: slot) {
+                    if let newValue {
+                        pairs[i] = newValue
+                    } else {
+                        remove(at: i)
+                    }
+                } else if let newValue {
+                    slots.append(slot)
+                    pairs.append(newValue)
+                    if index != nil {
+                        index![slot] = slots.count - 1
+                    } else if slots.count > Self.indexThreshold {
+                        index = Dictionary(uniqueKeysWithValues: slots.enumerated().map { ($0.element, $0.offset) })
+                    }
+                }
+            }
+        }
+
+        private func position(of slot: Int32) -> Int? {
+            if let index { return index[slot] }
+            return slots.firstIndex(of: slot)
+        }
+
+        private mutating func remove(at i: Int) {
+            let removed = slots[i]
+            let last = slots.count - 1
+            if i != last {
+                slots[i] = slots[last]
+                pairs[i] = pairs[last]
+                index?[slots[i]] = i
+            }
+            slots.removeLast()
+            pairs.removeLast()
+            index?[removed] = nil
+            if slots.count < Self.indexThreshold / 2 { index = nil }
+        }
+    }
+
+    /// A region waiting for its expiry time.
+    private struct Expiry: Sendable {
+        var at: Date
+        var seq: Int64
+
+        /// Earlier first; among equal times, the region inserted first (sequence numbers grow).
+        func precedes(_ other: Expiry) -> Bool { at < other.at || (at == other.at && seq < other.seq) }
+    }
+
+    private var regions = RegionTable()
+    private var spatialIndex: SpatialRegionIndex
+    private var linearIndex = LinearRegionIndex()
     private var maxSeq: Int64 = 0
-    private var index = LinearRegionIndex()
-    /// (expiry, seq), kept sorted by expiry so the next one to expire is first.
-    private var expiries: [(Date, Int64)] = []
-    private var tracks: [String: Track] = [:]
+    /// A binary min-heap. Removed regions leave their entry behind (skipped when it comes up), and the
+    /// heap is rebuilt when such leftovers outnumber the live ones.
+    private var expiries: [Expiry] = []
+    private var expiringCount = 0
+    /// Subjects' state, in an array found through a dictionary: a fix then hashes its subject once,
+    /// and its track is taken out of and put back into the array without hashing again.
+    private var tracks: [Track] = []
+    private var trackBySubject: [String: Int] = [:]
     private var ids: EventIDGenerator
     private var scratch: [Int32] = []
+    private var nearbyScratch: [NearbyRegion] = []
 
     public init(
         configuration: MonitorConfiguration = MonitorConfiguration(),
-        ids: EventIDGenerator = EventIDGenerator()
+        ids: EventIDGenerator = EventIDGenerator(),
+        candidateSearch: CandidateSearch = .spatialIndex
     ) {
         self.configuration = configuration
         self.ids = ids
+        self.candidateSearch = candidateSearch
+        // Queries ask for the vicinity plus a fix's margin (a few metres to the filter's 100 m limit).
+        spatialIndex = SpatialRegionIndex(
+            layout: .init(expectedExtra: max(0, configuration.vicinity) + configuration.minMargin + 20))
     }
 
     // MARK: Regions
 
-    public var regionCount: Int { slotByID.count }
+    public var regionCount: Int { regions.count }
+
+    /// Bytes held for the monitored regions: their records and the index (per-subject state aside).
+    public var regionMemoryFootprint: Int {
+        regions.memoryFootprint + spatialIndex.memoryFootprint + linearIndex.memoryFootprint
+            + expiries.capacity * MemoryLayout<Expiry>.stride
+    }
+
+    /// Makes room for `count` regions in all, so that loading them grows nothing step by step.
+    public mutating func reserveCapacity(_ count: Int) {
+        regions.reserveCapacity(count)
+        if candidateSearch == .spatialIndex { spatialIndex.reserveCapacity(count) }
+    }
+
+    /// Packs the spatial index tightly: worth calling once after inserting many regions at once.
+    public mutating func compactIndex() {
+        spatialIndex.compact()
+    }
 
     public func region(id: String) -> Region? {
-        slotByID[id].flatMap { slots[Int($0)]?.region }
+        regions.slot(id: id).map { regions.region(slot: $0) }
     }
 
     /// The ids of the monitored regions among these sequence numbers.
     public func regionIDs(seqs: Set<Int64>) -> [String] {
-        seqs.compactMap { slotBySeq[$0].flatMap { slots[Int($0)]?.region.id } }
+        seqs.compactMap { regions.slot(seq: $0).map { regions.id(slot: $0) } }
     }
 
     /// Regions currently limited by accuracy (the last fix near them was too poor to ever be inside).
     public func isAccuracyLimited(id: String) -> Bool {
-        slotByID[id].flatMap { slots[Int($0)]?.accuracyLimited } ?? false
+        regions.slot(id: id).map { regions.records[Int($0)].flags.contains(.accuracyLimited) } ?? false
     }
 
     /// Adds a region to monitoring, or replaces the one with the same id (its pair states start over).
     /// `seq` must grow with every insertion: it orders regions against subjects' baselines.
     public mutating func insert(_ region: Region, seq: Int64) {
-        if slotByID[region.id] != nil { remove(id: region.id) }
-        let slot: Int32
-        if let free = freeSlots.popLast() {
-            slot = free
-        } else {
-            slot = Int32(slots.count)
-            slots.append(nil)
-        }
-        slots[Int(slot)] = Slot(
-            region: region, seq: seq, center: GeocentricPoint(region.center), accuracyLimited: false)
-        slotByID[region.id] = slot
-        slotBySeq[seq] = slot
-        maxSeq = max(maxSeq, seq)
-        index.insert(slot: slot, center: region.center, radius: region.radius)
+        if regions.slot(id: region.id) != nil { remove(id: region.id) }
+        index(regions.insert(region, seq: seq), seq: seq)
         if let expires = region.expires {
-            let at = expiries.firstIndex { $0.0 > expires } ?? expiries.endIndex
-            expiries.insert((expires, seq), at: at)
+            pushExpiry(Expiry(at: expires, seq: seq))
+            expiringCount += 1
+        }
+    }
+
+    /// Adds a region given by its basic fields: the same as inserting the `Region` it stands for, without
+    /// building one (for loading many at once).
+    public mutating func insert(_ region: CompactRegion, seq: Int64) {
+        if regions.slot(id: region.id) != nil { remove(id: region.id) }
+        index(regions.insert(region, seq: seq), seq: seq)
+    }
+
+    private mutating func index(_ slot: Int32, seq: Int64) {
+        maxSeq = max(maxSeq, seq)
+        let record = regions.records[Int(slot)]
+        switch candidateSearch {
+        case .spatialIndex:
+            spatialIndex.insert(
+                slot: slot, center: record.center, radius: record.radius, marked: regions.needsAttention(slot))
+        case .linearScan:
+            linearIndex.insert(slot: slot, center: regions.center(slot: slot), radius: record.radius)
         }
     }
 
     /// Takes a region out of monitoring. Its pair states go with it.
     @discardableResult
     public mutating func remove(id: String) -> Region? {
-        guard let slot = slotByID.removeValue(forKey: id), let old = slots[Int(slot)] else { return nil }
-        slots[Int(slot)] = nil
-        slotBySeq[old.seq] = nil
-        freeSlots.append(slot)
-        index.remove(slot: slot)
-        expiries.removeAll { $0.1 == old.seq }
-        for key in tracks.keys { tracks[key]!.pairs[slot] = nil }
-        return old.region
+        guard let slot = regions.slot(id: id) else { return nil }
+        let region = regions.region(slot: slot)
+        let record = regions.records[Int(slot)]
+        switch candidateSearch {
+        case .spatialIndex: spatialIndex.remove(slot: slot, center: record.center, radius: record.radius)
+        case .linearScan: linearIndex.remove(slot: slot)
+        }
+        regions.remove(slot: slot)
+        if region.expires != nil {
+            expiringCount -= 1
+            if expiries.count > 2 * expiringCount + 64 { rebuildExpiries() }
+        }
+        // The slot will be reused: no pair may outlive its region. Positions, not keys, so that no
+        // subject's name is hashed and the table is changed in place.
+        for i in tracks.indices where !tracks[i].pairs.isEmpty && tracks[i].pairs[slot] != nil {
+            tracks[i].pairs[slot] = nil
+        }
+        return region
     }
 
     // MARK: Subjects
@@ -214,21 +326,27 @@ public struct RegionMonitor: Sendable {
     ) {
         var track = Track(lastFixTime: record.lastFixTime, baselineSeq: record.baselineSeq)
         for (seq, pair) in pairs {
-            guard let slot = slotBySeq[seq] else { continue }
+            guard let slot = regions.slot(seq: seq) else { continue }
             track.pairs[slot] = Pair(record: pair, stored: pair)
         }
-        tracks[subject] = track
+        if let i = trackBySubject[subject] {
+            tracks[i] = track
+        } else {
+            trackBySubject[subject] = tracks.count
+            tracks.append(track)
+        }
     }
 
     /// The state of a pair as the monitor sees it.
     public func state(subject: String, regionID: String) -> RegionState {
-        guard let slot = slotByID[regionID], let s = slots[Int(slot)] else { return .unknown }
-        guard let track = tracks[subject] else { return .unknown }
+        guard let slot = regions.slot(id: regionID) else { return .unknown }
+        guard let i = trackBySubject[subject] else { return .unknown }
+        let track = tracks[i]
         if let pair = track.pairs[slot] { return pair.record.state }
-        return s.seq <= track.baselineSeq ? .outside : .unknown
+        return regions.records[Int(slot)].seq <= track.baselineSeq ? .outside : .unknown
     }
 
-    public var subjects: [String] { Array(tracks.keys) }
+    public var subjects: [String] { Array(trackBySubject.keys) }
 
     // MARK: Steps
 
@@ -243,28 +361,89 @@ public struct RegionMonitor: Sendable {
     public mutating func process(_ fix: WeightedFix, now: Date) -> MonitorOutput {
         var out = MonitorOutput()
         expireRegions(upTo: fix.time, now: now, into: &out)
+        // Regions inserted since the last fix may sit in unsorted tails of the index: sorted in here, so
+        // that queries stay short (a few microseconds, after a batch of insertions only).
+        if spatialIndex.needsFlush { spatialIndex.flush() }
 
         let c = configuration
-        var track = tracks[fix.subject] ?? Track(lastFixTime: nil, baselineSeq: 0)
+        let trackIndex: Int
+        if let i = trackBySubject[fix.subject] {
+            trackIndex = i
+        } else {
+            trackIndex = tracks.count
+            trackBySubject[fix.subject] = trackIndex
+            tracks.append(Track(lastFixTime: nil, baselineSeq: 0))
+        }
+        // Out of the array while it changes, so that its pair table is not copied on write.
+        var track = Track(lastFixTime: nil, baselineSeq: 0)
+        swap(&track, &tracks[trackIndex])
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false
         let margin = c.margin(accuracy: fix.accuracy)
         let point = GeocentricPoint(fix.coordinate)
 
-        scratch.removeAll(keepingCapacity: true)
-        index.candidates(near: point, extra: margin + c.vicinity, into: &scratch)
-        for slot in track.pairs.keys where !scratch.contains(slot) { scratch.append(slot) }
+        // The subject's pairs are usually with regions near its previous fix, whose records may have left
+        // the cache since: their loads are started now, to overlap with the index's own.
+        var touched: UInt16 = 0
+        if !track.pairs.isEmpty {
+            regions.records.withUnsafeBufferPointer { records in
+                for slot in track.pairs.slots { touched &+= records[Int(slot)].flags.rawValue }
+            }
+        }
+        var slots = scratch
+        scratch = []
+        slots.removeAll(keepingCapacity: true)
+        findCandidates(
+            near: point, extra: margin + c.vicinity, margin: margin, settledIf: track.baselineSeq >= maxSeq,
+            pairs: track.pairs, into: &slots)
+        slots.append(contentsOf: track.pairs.slots)
+        // One order, whoever found the regions and whatever the pair table's hash order: the index and the
+        // linear scan then give identical outputs, event for event.
+        if slots.count > 1 {
+            slots.sort()
+            var kept = 1
+            for i in 1..<slots.count where slots[i] != slots[kept - 1] {
+                slots[kept] = slots[i]
+                kept += 1
+            }
+            slots.removeLast(slots.count - kept)
+        }
 
-        for slot in scratch {
-            guard let s = slots[Int(slot)], s.region.applies(to: fix.subject) else { continue }
-            var pair =
-                track.pairs[slot]
-                ?? Pair(record: PairRecord(state: s.seq <= track.baselineSeq ? .outside : .unknown), stored: nil)
+        // Uses the loads above so they stay; reserving no capacity changes nothing.
+        if touched == 0x5A5A { out.events.reserveCapacity(0) }
+
+        for slot in slots {
+            guard regions.applies(slot: slot, to: fix.subject) else { continue }
+            let record = regions.records[Int(slot)]
+            let r = record.radius
+
+            // A region no fix of this accuracy can ever be conclusively inside.
+            let limited = r <= margin
+            if limited != record.flags.contains(.accuracyLimited) {
+                regions.setAccuracyLimited(limited, slot: slot)
+                if candidateSearch == .spatialIndex {
+                    spatialIndex.setMark(
+                        regions.needsAttention(slot), slot: slot, center: record.center, radius: record.radius)
+                }
+                out.statusChanges.append(
+                    .init(
+                        regionSeq: record.seq, regionID: regions.id(slot: slot),
+                        status: limited ? .accuracyLimited : .monitoring))
+            }
+
+            let bounds = Geodesic.distanceBounds(chord: point.chord(to: record.center))
+            let existing = track.pairs[slot]
+            let known = record.seq <= track.baselineSeq
+            // The common case, settled without building a pair: outside, and this fix says so too.
+            if existing == nil, known, bounds.lower >= r + margin, bounds.upper > r - margin { continue }
+
+            var pair = existing ?? Pair(record: PairRecord(state: known ? .outside : .unknown), stored: nil)
             step(
-                &pair, slot: slot, fix: fix, point: point, margin: margin, acrossGap: acrossGap, now: now, into: &out)
+                &pair, slot: slot, record: record, bounds: bounds, fix: fix, margin: margin, acrossGap: acrossGap,
+                now: now, into: &out)
             let wanted: PairRecord? = pair.record.state == .outside ? nil : pair.record
             if wanted != pair.stored {
-                out.pairUpdates.append(.init(subject: fix.subject, regionSeq: s.seq, record: wanted))
+                out.pairUpdates.append(.init(subject: fix.subject, regionSeq: record.seq, record: wanted))
                 pair.stored = wanted
             }
             if pair.record.state == .outside && pair.pending == nil {
@@ -273,35 +452,75 @@ public struct RegionMonitor: Sendable {
                 track.pairs[slot] = pair
             }
         }
+        scratch = slots
 
         track.lastFixTime = fix.time
         track.baselineSeq = maxSeq
-        tracks[fix.subject] = track
+        tracks[trackIndex] = track
         out.subjectUpdate = .init(
             subject: fix.subject,
             record: SubjectRecord(lastFixTime: fix.time, baselineSeq: maxSeq, lastFix: EventFix(fix)))
         return out
     }
 
+    /// Appends, in no particular order, the slots `LinearRegionIndex` returns (regions whose centre's chord
+    /// from `point` is under `radius + extra`, plus a micrometre) that this fix could change.
+    ///
+    /// With the index, most of them are settled from what it knows alone (bounds on distance and radius):
+    /// when every region is known to the subject (`allKnown`), and the subject has no pair with the region,
+    /// and the fix is conclusively outside it, and its accuracy-limited status stays as it is, and it
+    /// monitors every subject, then `step` would change nothing. Skipping those saves reading their
+    /// records, which are scattered over memory: at a million regions, that is most of a fix's cost.
+    private mutating func findCandidates(
+        near point: GeocentricPoint, extra: Double, margin: Double, settledIf allKnown: Bool, pairs: PairTable,
+        into slots: inout [Int32]
+    ) {
+        switch candidateSearch {
+        case .linearScan:
+            linearIndex.candidates(near: point, extra: extra, into: &slots)
+        case .spatialIndex:
+            var near = nearbyScratch
+            nearbyScratch = []
+            near.removeAll(keepingCapacity: true)
+            spatialIndex.nearby(point, extra: extra, into: &near)
+            defer { nearbyScratch = near }
+            var unsettled = 0
+            for region in near {
+                // `chord ≥ lower bound ≥ r + margin + 10 µm` makes `Geodesic.distanceBounds` conclusive.
+                if allKnown && region.chordLowerBound >= region.radiusUpperBound + margin + 1e-5
+                    && region.radiusLowerBound > margin && !region.marked
+                    && (pairs.isEmpty || pairs[region.slot] == nil)
+                {
+                    continue
+                }
+                slots.append(region.slot)
+                unsettled += 1
+            }
+            guard unsettled > 0 else { return }
+            // The index may add regions a little farther away (it rounds centres to a grid). Dropping them
+            // with the reference's own test keeps even `accuracyLimited` status changes identical. This
+            // loop is also where each remaining record comes into the cache, all of them together (a
+            // record is 48 bytes and may span two cache lines: `live` is read from the second).
+            regions.records.withUnsafeBufferPointer { records in
+                var kept = slots.count - unsettled
+                for i in kept..<slots.count {
+                    let record = records[Int(slots[i])]
+                    if record.flags.contains(.live) && point.chord(to: record.center) < record.radius + extra + 1e-6 {
+                        slots[kept] = slots[i]
+                        kept += 1
+                    }
+                }
+                slots.removeLast(slots.count - kept)
+            }
+        }
+    }
+
     /// One pair, one fix: classify with the hysteresis band, confirm, transition, dwell.
     private mutating func step(
-        _ pair: inout Pair, slot: Int32, fix: WeightedFix, point: GeocentricPoint, margin: Double, acrossGap: Bool,
-        now: Date, into out: inout MonitorOutput
+        _ pair: inout Pair, slot: Int32, record: RegionTable.Record, bounds: (lower: Double, upper: Double),
+        fix: WeightedFix, margin: Double, acrossGap: Bool, now: Date, into out: inout MonitorOutput
     ) {
-        guard var s = slots[Int(slot)] else { return }
-        let r = s.region.radius
-        let chord = point.chord(to: s.center)
-        let bounds = Geodesic.distanceBounds(chord: chord)
-
-        // A region no fix of this accuracy can ever be conclusively inside.
-        let limited = r <= margin
-        if limited != s.accuracyLimited {
-            s.accuracyLimited = limited
-            slots[Int(slot)] = s
-            out.statusChanges.append(
-                .init(regionSeq: s.seq, regionID: s.region.id, status: limited ? .accuracyLimited : .monitoring))
-        }
-
+        let r = record.radius
         let observed: RegionState?
         if bounds.upper <= r - margin {
             observed = .inside
@@ -311,7 +530,7 @@ public struct RegionMonitor: Sendable {
             observed = nil
         } else {
             // The bounds straddle a band edge: settle it with the exact distance.
-            let d = Geodesic.distance(fix.coordinate, s.region.center)
+            let d = Geodesic.distance(fix.coordinate, regions.center(slot: slot))
             observed = d <= r - margin ? .inside : (d >= r + margin ? .outside : nil)
         }
 
@@ -326,7 +545,7 @@ public struct RegionMonitor: Sendable {
             pair.pending = nil
             pair.pendingCount = 0
             if pair.record.state == .inside && observed != .outside {
-                checkDwell(&pair, region: s.region, fix: fix, now: now, into: &out)
+                checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out)
             }
             return
         }
@@ -353,49 +572,97 @@ public struct RegionMonitor: Sendable {
         } else {
             type = observed == .inside ? .enter : .exit
             let kind: NotifyKind = observed == .inside ? .enter : .exit
-            guard s.region.notify.contains(kind) else {
-                if observed == .inside { checkDwell(&pair, region: s.region, fix: fix, now: now, into: &out) }
+            guard record.flags.contains(.notify(kind)) else {
+                if observed == .inside { checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out) }
                 return
             }
         }
         out.events.append(
             makeEvent(
-                type, region: s.region, fix: fix, state: observed, previous: previous,
+                type, slot: slot, record: record, fix: fix, state: observed, previous: previous,
                 inferred: type == .determined ? false : inferred, now: now))
-        if observed == .inside { checkDwell(&pair, region: s.region, fix: fix, now: now, into: &out) }
+        if observed == .inside { checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out) }
     }
 
     private mutating func checkDwell(
-        _ pair: inout Pair, region: Region, fix: WeightedFix, now: Date, into out: inout MonitorOutput
+        _ pair: inout Pair, slot: Int32, record: RegionTable.Record, fix: WeightedFix, now: Date,
+        into out: inout MonitorOutput
     ) {
-        guard let dwell = region.dwell, !pair.record.dwellFired, let since = pair.record.since else { return }
+        guard let dwell = regions.dwell(slot: slot), !pair.record.dwellFired, let since = pair.record.since else {
+            return
+        }
         guard fix.time.timeIntervalSince(since) >= dwell else { return }
         pair.record.dwellFired = true
-        guard region.notify.contains(.dwell) else { return }
+        guard record.flags.contains(.notifyDwell) else { return }
         out.events.append(
-            makeEvent(.dwell, region: region, fix: fix, state: .inside, previous: nil, inferred: false, now: now))
+            makeEvent(
+                .dwell, slot: slot, record: record, fix: fix, state: .inside, previous: nil, inferred: false, now: now))
     }
 
     private mutating func makeEvent(
-        _ type: RegionEventType, region: Region, fix: WeightedFix, state: RegionState, previous: RegionState?,
-        inferred: Bool, now: Date
+        _ type: RegionEventType, slot: Int32, record: RegionTable.Record, fix: WeightedFix, state: RegionState,
+        previous: RegionState?, inferred: Bool, now: Date
     ) -> RegionEvent {
         RegionEvent(
-            id: ids.next(now: now), type: type, region: region.id, subject: fix.subject, time: fix.time,
+            id: ids.next(now: now), type: type, region: regions.id(slot: slot), subject: fix.subject, time: fix.time,
             state: state, previous: previous, inferred: inferred,
-            distance: Geodesic.distance(fix.coordinate, region.center), radius: region.radius, fix: EventFix(fix))
+            distance: Geodesic.distance(fix.coordinate, regions.center(slot: slot)), radius: record.radius,
+            fix: EventFix(fix))
     }
 
+    // MARK: Expiry
+
     private mutating func expireRegions(upTo time: Date, now: Date, into out: inout MonitorOutput) {
-        while let (at, seq) = expiries.first, at <= time {
-            expiries.removeFirst()
-            guard let slot = slotBySeq[seq], let s = slots[Int(slot)] else { continue }
-            remove(id: s.region.id)
-            out.statusChanges.append(.init(regionSeq: seq, regionID: s.region.id, status: .expired))
+        while let next = expiries.first, next.at <= time {
+            popExpiry()
+            // A region removed (or replaced) since it was queued left this entry behind.
+            guard let slot = regions.slot(seq: next.seq) else { continue }
+            let id = regions.id(slot: slot)
+            let radius = regions.records[Int(slot)].radius
+            remove(id: id)
+            out.statusChanges.append(.init(regionSeq: next.seq, regionID: id, status: .expired))
             out.events.append(
                 RegionEvent(
-                    id: ids.next(now: now), type: .expired, region: s.region.id, subject: nil, time: at, state: nil,
-                    previous: nil, inferred: false, distance: nil, radius: s.region.radius, fix: nil))
+                    id: ids.next(now: now), type: .expired, region: id, subject: nil, time: next.at, state: nil,
+                    previous: nil, inferred: false, distance: nil, radius: radius, fix: nil))
         }
+    }
+
+    private mutating func pushExpiry(_ expiry: Expiry) {
+        expiries.append(expiry)
+        var i = expiries.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard expiries[i].precedes(expiries[parent]) else { break }
+            expiries.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func popExpiry() {
+        let last = expiries.removeLast()
+        guard !expiries.isEmpty else { return }
+        expiries[0] = last
+        siftDown(from: 0)
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var i = start
+        while true {
+            var first = i
+            let left = 2 * i + 1
+            if left < expiries.count && expiries[left].precedes(expiries[first]) { first = left }
+            if left + 1 < expiries.count && expiries[left + 1].precedes(expiries[first]) { first = left + 1 }
+            guard first != i else { return }
+            expiries.swapAt(i, first)
+            i = first
+        }
+    }
+
+    private mutating func rebuildExpiries() {
+        expiries = regions.liveSlots.compactMap { slot in
+            regions.expires(slot: slot).map { Expiry(at: $0, seq: regions.records[Int(slot)].seq) }
+        }
+        for i in stride(from: expiries.count / 2, through: 0, by: -1) { siftDown(from: i) }
     }
 }

@@ -1,0 +1,265 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+/// Fixes for the monitor: random points of the country, `subjects` vehicles taking turns, one second
+/// apart per vehicle, with a stated accuracy of 3 to 15 m.
+func makeFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
+    var rng = BenchRandom(seed: seed)
+    let names = (0..<subjects).map { "veh-\(String($0).leftPadded(to: 5))" }
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    return (0..<count).map { i in
+        let point = Country.randomPoint(using: &rng)
+        let time = start.addingTimeInterval(Double(i / subjects))
+        let accuracy = Double.random(in: 3...15, using: &rng)
+        let fix = Fix(
+            subject: names[i % subjects], time: time, mode: .threeD, latitude: point.latitude,
+            longitude: point.longitude, horizontalAccuracy: accuracy)
+        return WeightedFix(fix: fix, time: time, coordinate: point, accuracy: accuracy, accuracyEstimated: false)
+    }
+}
+
+/// The `extra` distance the monitor asks its candidate finder for, for this fix (default configuration).
+func monitorExtra(_ fix: WeightedFix) -> Double {
+    let c = MonitorConfiguration()
+    return c.margin(accuracy: fix.accuracy) + c.vicinity
+}
+
+/// Median nanoseconds per `RegionMonitor.process` call. The warm-up gives every subject its first fix
+/// (the one that determines its nearby regions) and warms the caches; each timed round then takes the
+/// next `perRound` fixes.
+func monitorNanosecondsPerFix(
+    _ monitor: inout RegionMonitor, fixes: [WeightedFix], warmUp: Int, rounds: Int, perRound: Int
+) -> Double {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    var events = 0
+    for fix in fixes.prefix(warmUp) { events += monitor.process(fix, now: now).events.count }
+    var next = warmUp
+    let result = medianNanosecondsPerOperation(rounds: rounds, warmUp: 0) {
+        let end = min(fixes.count, next + perRound)
+        let count = end - next
+        while next < end {
+            events += monitor.process(fixes[next], now: now).events.count
+            next += 1
+        }
+        return count
+    }
+    consume(events)
+    return result
+}
+
+/// The regions' centres and radii, for the exact test every candidate finder ends with.
+struct ExactCheck {
+    let centers: [GeocentricPoint]
+    let radii: [Double]
+
+    init(_ regions: [Region]) {
+        centers = regions.map { GeocentricPoint($0.center) }
+        radii = regions.map(\.radius)
+    }
+
+    /// `LinearRegionIndex`'s own test.
+    @inline(__always)
+    func accepts(_ slot: Int, from point: GeocentricPoint, extra: Double) -> Bool {
+        point.chord(to: centers[slot]) < radii[slot] + extra + 1e-6
+    }
+}
+
+/// SQLite's R*Tree as a user would use it for the same question: a table of region bounding boxes in
+/// degrees; per fix, one bounding-box query (the fix's box widened by the same `extra` the monitor asks
+/// for), then the exact test on the rows it returns.
+final class SQLiteRTreePeer {
+    let db: DatabaseConnection
+    private let query: Statement
+
+    init(regions: [Region]) throws {
+        db = try DatabaseConnection(path: ":memory:")
+        try db.execute("CREATE VIRTUAL TABLE region_boxes USING rtree(seq, min_lat, max_lat, min_lon, max_lon)")
+        try db.execute("BEGIN")
+        let insert = try db.makeStatement("INSERT INTO region_boxes VALUES (?, ?, ?, ?, ?)")
+        for (i, region) in regions.enumerated() {
+            let (dLat, dLon) = Self.degrees(around: region.center, metres: region.radius)
+            try insert.execute([
+                Int64(i), region.center.latitude - dLat, region.center.latitude + dLat,
+                region.center.longitude - dLon, region.center.longitude + dLon,
+            ])
+        }
+        try db.execute("COMMIT")
+        query = try db.makeStatement(
+            "SELECT seq FROM region_boxes WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?")
+    }
+
+    /// Half-sizes in degrees of a box holding every point within `metres` of `c`: generous (the shortest
+    /// degree of latitude, and the degree of longitude at the box's edge nearer the pole), and plain (no
+    /// antimeridian or polar cases: the benchmark's country has none).
+    static func degrees(around c: Coordinate, metres: Double) -> (Double, Double) {
+        let dLat = metres / 110_500
+        let poleward = min(89.9, abs(c.latitude) + dLat)
+        let dLon = min(180, metres / (111_000 * cos(poleward * .pi / 180)))
+        return (dLat, dLon)
+    }
+
+    /// Rows whose box meets the fix's box widened by `extra`, as `seq`s.
+    func candidates(near c: Coordinate, extra: Double, into result: inout [Int32]) throws {
+        let (dLat, dLon) = Self.degrees(around: c, metres: extra)
+        try query.bind([c.latitude - dLat, c.latitude + dLat, c.longitude - dLon, c.longitude + dLon])
+        while try query.step() { result.append(Int32(truncatingIfNeeded: query.int64(at: 0))) }
+        query.reset()
+    }
+}
+
+/// Median nanoseconds per candidate query (candidate finder + the exact test), over rounds of `perRound`.
+func candidateQueryNanoseconds(
+    fixes: [WeightedFix], exact: ExactCheck, rounds: Int, perRound: Int,
+    _ find: (Coordinate, GeocentricPoint, Double, inout [Int32]) -> Void
+) -> (nanoseconds: Double, found: Double) {
+    let points = fixes.map { GeocentricPoint($0.coordinate) }
+    var found: [Int32] = []
+    var total = 0
+    var queries = 0
+    var next = 0
+    let ns = medianNanosecondsPerOperation(rounds: rounds, warmUp: 1) {
+        let end = min(fixes.count, next + perRound)
+        let count = end - next
+        while next < end {
+            let point = points[next]
+            let extra = monitorExtra(fixes[next])
+            found.removeAll(keepingCapacity: true)
+            find(fixes[next].coordinate, point, extra, &found)
+            for slot in found where exact.accepts(Int(slot), from: point, extra: extra) { total += 1 }
+            next += 1
+        }
+        queries += count
+        if next >= fixes.count { next = 0 }
+        return count
+    }
+    return (ns, Double(total) / Double(max(1, queries)))
+}
+
+/// Fix evaluation with `sizes` regions: through the monitor with the index and with the linear scan,
+/// and the candidate query alone for the index and for SQLite's R*Tree, all on the same fixes.
+func runFixEvaluation(sizes: [Int], report: Report) throws {
+    let subjects = 1000
+    let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
+    for n in sizes {
+        let name = sizeName(n)
+        progress("fix evaluation, \(name) regions")
+        let regions = Country.regions(n, seed: 1)
+        let exact = ExactCheck(regions)
+
+        var monitor = RegionMonitor()
+        monitor.reserveCapacity(n)
+        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+        monitor.compactIndex()
+        let indexed = monitorNanosecondsPerFix(
+            &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
+        monitor = RegionMonitor()
+
+        var index = SpatialRegionIndex()
+        for (i, region) in regions.enumerated() {
+            index.insert(slot: Int32(i), center: GeocentricPoint(region.center), radius: region.radius)
+        }
+        index.compact()
+        let query = candidateQueryNanoseconds(fixes: fixes, exact: exact, rounds: 9, perRound: 5000) {
+            _, point, extra, found in index.candidates(near: point, extra: extra, into: &found)
+        }
+        index = SpatialRegionIndex()
+
+        // The linear scan costs about 3 ns a region a fix: fewer fixes for more regions.
+        let linearPerRound = max(20, min(5000, 20_000_000 / n))
+        var scanned = RegionMonitor(candidateSearch: .linearScan)
+        for (i, region) in regions.enumerated() { scanned.insert(region, seq: Int64(i + 1)) }
+        let linear = monitorNanosecondsPerFix(
+            &scanned, fixes: fixes, warmUp: subjects, rounds: 7, perRound: linearPerRound)
+        scanned = RegionMonitor()
+
+        let peer = try SQLiteRTreePeer(regions: regions)
+        let rtree = candidateQueryNanoseconds(fixes: fixes, exact: exact, rounds: 9, perRound: 2000) {
+            coordinate, _, extra, found in try! peer.candidates(near: coordinate, extra: extra, into: &found)
+        }
+
+        let section = "fix evaluation, \(name) regions"
+        report.add(section, "RegionMonitor.process, spatial index", "\(grouped(indexed)) ns/fix")
+        if n >= 100_000, let huge = hugePageFixEvaluation(n: n) {
+            report.add(
+                section, "RegionMonitor.process, spatial index, huge pages", "\(grouped(huge)) ns/fix",
+                "the same, in a process run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1")
+        }
+        report.add(section, "RegionMonitor.process, linear scan", "\(grouped(linear)) ns/fix")
+        report.add(
+            section, "candidate query: spatial index + exact test", "\(grouped(query.nanoseconds)) ns/query",
+            "\(grouped(query.found, decimals: 1)) regions in reach per fix")
+        report.add(
+            section, "candidate query: SQLite R*Tree + exact test", "\(grouped(rtree.nanoseconds)) ns/query",
+            "\(grouped(rtree.found, decimals: 1)) regions in reach per fix")
+        report.add(section, "linear scan / index (process)", "\(grouped(linear / indexed, decimals: 1))×")
+        report.add(
+            section, "R*Tree query / index process", "\(grouped(rtree.nanoseconds / indexed, decimals: 1))×",
+            "whole fix evaluation against the peer's lookup alone")
+        report.add(
+            section, "R*Tree query / index query", "\(grouped(rtree.nanoseconds / query.nanoseconds, decimals: 1))×")
+    }
+}
+
+/// Resident memory per region of the monitor (records and index) with `n` regions.
+func runMemory(n: Int, report: Report) {
+    progress("memory, \(sizeName(n)) regions")
+    let section = "memory, \(sizeName(n)) regions"
+    let regions = Country.regions(n, seed: 1)
+    // The regions stay alive throughout: freed while the monitor is built, they would hide its growth.
+    let (before, after, monitor) = withExtendedLifetime(regions) {
+        let before = residentBytes()
+        var monitor = RegionMonitor()
+        monitor.reserveCapacity(n)
+        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+        // As `FixPipeline.load()` leaves it.
+        monitor.compactIndex()
+        return (before, residentBytes(), monitor)
+    }
+    report.add(
+        section, "RegionMonitor (records + index), resident",
+        "\(grouped(Double(after - before) / Double(n), decimals: 1)) B/region", "RSS growth while building it")
+    report.add(
+        section, "RegionMonitor, by its own accounting",
+        "\(grouped(Double(monitor.regionMemoryFootprint) / Double(n), decimals: 1)) B/region", "array capacities")
+    report.add(
+        section, "a Region value, for comparison", "\(MemoryLayout<Region>.stride) B + heap",
+        "what keeping a Region per slot costs before its Set, strings and dictionary")
+    consume(monitor.regionCount)
+}
+
+/// The index's fix evaluation again, in a child process whose malloc asks for transparent huge pages
+/// (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, glibc 2.35 and later): at a million regions most of a fix's
+/// time is cache and TLB misses, and 2 MiB pages make the TLB cover the index. The child prints its median.
+func hugePageFixEvaluation(n: Int) -> Double? {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+    child.arguments = ["--monitor-child", String(n)]
+    var environment = ProcessInfo.processInfo.environment
+    environment["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+    child.environment = environment
+    let output = Pipe()
+    child.standardOutput = output
+    do {
+        try child.run()
+    } catch {
+        return nil
+    }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    child.waitUntilExit()
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").last.flatMap { Double($0) }
+}
+
+/// The child of `hugePageFixEvaluation`: the same fixes and regions as `runFixEvaluation`.
+func runMonitorChild(n: Int) {
+    let subjects = 1000
+    let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
+    let regions = Country.regions(n, seed: 1)
+    var monitor = RegionMonitor()
+    monitor.reserveCapacity(n)
+    for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+    monitor.compactIndex()
+    let ns = monitorNanosecondsPerFix(
+        &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
+    print(ns)
+}

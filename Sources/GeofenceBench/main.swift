@@ -1,0 +1,75 @@
+import Foundation
+import GeofenceCore
+
+// `swift run -c release geofence-bench [--quick] [--only NAME[,NAME…]]`: every comparison is measured in
+// the same run; the table (Markdown) goes to standard output, progress to standard error.
+
+let sections = ["fix", "memory", "geodesic", "import", "start", "replay"]
+// Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
+let extraSections = ["layouts"]
+var quick = false
+var only = Set(sections)
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--monitor-child":
+        // The fix evaluation of `runHugePages`, in a process of its own (see there).
+        runMonitorChild(n: arguments.popFirst().flatMap(Int.init) ?? 1_000_000)
+        exit(0)
+    case "--quick":
+        quick = true
+    case "--only":
+        guard let names = arguments.popFirst() else {
+            progress("Error: --only needs a section name (\(sections.joined(separator: ", ")))")
+            exit(64)
+        }
+        only = Set(names.split(separator: ",").map(String.init))
+        if let unknown = only.subtracting(sections + extraSections).first {
+            progress(
+                "Error: no section \"\(unknown)\" (there are \((sections + extraSections).joined(separator: ", ")))")
+            exit(64)
+        }
+    case "--help", "-h":
+        print(
+            """
+            USAGE: geofence-bench [--quick] [--only NAME[,NAME...]]
+
+            Sections: \(sections.joined(separator: ", ")); and, only with --only, \(extraSections.joined(separator: ", ")).
+              --quick   smaller sizes, for a smoke run (the full run takes a few minutes)
+              --only    run only these sections
+            """)
+        exit(0)
+    default:
+        progress("Error: unknown argument \(argument) (see --help)")
+        exit(64)
+    }
+}
+
+let report = Report()
+let started = nanoseconds()
+report.add("machine", "load average at the start (1, 5, 15 min)", loadAverage(), "other processes share the 2 cores")
+do {
+    // Memory first, while the process has freed nothing it could reuse.
+    if only.contains("memory") { runMemory(n: quick ? 100_000 : 1_000_000, report: report) }
+    if only.contains("fix") {
+        try runFixEvaluation(sizes: quick ? [1000, 10_000, 100_000] : [1000, 100_000, 1_000_000], report: report)
+    }
+    if only.contains("geodesic") { runGeodesic(report: report, quick: quick) }
+    if only.contains("import") || only.contains("start") {
+        try runStore(
+            n: quick ? 100_000 : 1_000_000, importing: only.contains("import"), starting: only.contains("start"),
+            report: report)
+    }
+    if only.contains("layouts") { runLayouts(report: report) }
+    if only.contains("replay") {
+        try runReplay(
+            lines: quick ? 100_000 : 1_000_000, subjects: quick ? 1000 : 10_000, regions: quick ? 10_000 : 100_000,
+            report: report)
+    }
+} catch {
+    progress("Error: \(error)")
+    exit(1)
+}
+report.add("machine", "load average at the end (1, 5, 15 min)", loadAverage())
+progress("done in \(grouped(Double(nanoseconds() - started) / 1e9, decimals: 1)) s")
+print(report.markdown(), terminator: "")

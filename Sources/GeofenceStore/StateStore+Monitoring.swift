@@ -1,0 +1,101 @@
+import Foundation
+import GeofenceCore
+
+/// A region as the daemon's monitor loads it at start: its basic fields when it has nothing more (read
+/// without building a `Region`), else the whole `Region`.
+public enum MonitoringDefinition: Sendable, Equatable {
+    case compact(CompactRegion)
+    case full(Region)
+}
+
+/// Where the regions stood at one moment, for a start: the regions up to `lastSeq` are what
+/// `monitoringSnapshot(after:upTo:limit:)` loads, and whatever changed later comes through
+/// `regionChanges(after: generation)`.
+public struct MonitoringMark: Sendable, Equatable {
+    public var generation: Int64
+    public var lastSeq: Int64
+    /// How many regions there were (expired ones included): room to reserve.
+    public var count: Int
+}
+
+extension StateStore {
+    /// The change generation and the last sequence number, read together.
+    public func monitoringMark() throws -> MonitoringMark {
+        try queue.read { db in
+            MonitoringMark(
+                generation: try db.scalar("SELECT coalesce(max(generation), 0) FROM region_changes", as: Int64.self)
+                    ?? 0,
+                lastSeq: try db.scalar("SELECT coalesce(max(seq), 0) FROM regions", as: Int64.self) ?? 0,
+                count: try db.scalar("SELECT count(*) FROM regions", as: Int.self) ?? 0)
+        }
+    }
+
+    /// The regions to monitor with sequence numbers after `first` and up to `lastSeq`, at most `limit` of
+    /// them, in insertion order, for a daemon's start: the same regions and definitions `regions()` returns
+    /// (without the expired ones), read lean. A million `Region`s would each be validated and built, a
+    /// `Set` and all; most regions have no name, dwell, expiry, hooks or subject filter, and for those the
+    /// row's fields are enough. Fewer than `limit` means there are no more.
+    public func monitoringSnapshot(
+        after first: Int64 = 0, upTo lastSeq: Int64, limit: Int = .max
+    ) throws -> [(seq: Int64, definition: MonitoringDefinition)] {
+        try queue.read { db in
+            var regions: [(seq: Int64, definition: MonitoringDefinition)] = []
+            if limit < 1 << 20 { regions.reserveCapacity(limit) }
+            // Eight notify sets at most: parsed once each and shared.
+            var notifySets: [String: Set<NotifyKind>] = [:]
+            try db.forEachRow(
+                """
+                SELECT \(StateStore.regionColumns),
+                       name IS NULL AND dwell IS NULL AND expires IS NULL AND hooks IS NULL AND subjects IS NULL
+                FROM regions WHERE seq > ? AND seq <= ? AND status != 'expired' ORDER BY seq LIMIT ?
+                """, [first, lastSeq, Int64(clamping: limit)]
+            ) { s in
+                let seq = s.int64(at: 0)
+                if s.bool(at: 18) {
+                    let notifyText = s.string(at: 6)
+                    let notify =
+                        notifySets[notifyText]
+                        ?? {
+                            let set = Set(
+                                notifyText.split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
+                            notifySets[notifyText] = set
+                            return set
+                        }()
+                    let id = s.string(at: 1)
+                    let radius = s.double(at: 5)
+                    // `decodeRegion` applies the stored limits: a row beyond them goes that way, to fail as it would.
+                    if radius <= StateStore.storedLimits.maxRadius
+                        && id.utf8.count <= StateStore.storedLimits.maxIDBytes,
+                        let region = CompactRegion(
+                            id: id, center: Coordinate(latitude: s.double(at: 3), longitude: s.double(at: 4)),
+                            radius: radius, notify: notify,
+                            createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
+                            createdAt: Date(timeIntervalSince1970: s.double(at: 12)))
+                    {
+                        regions.append((seq, .compact(region)))
+                        return
+                    }
+                }
+                regions.append((seq, .full(try StateStore.decodeRegion(s).region)))
+            }
+            return regions
+        }
+    }
+
+    /// Marks the regions waiting for the engine (`pending`) with sequence numbers up to `seq` as
+    /// `monitoring`: what `setStatus(seq:_:now:)` does to each, in one statement (a million single updates
+    /// take a minute), on a connection of its own, so that it can run while this store's connection reads
+    /// (rewriting a million rows takes SQLite seconds).
+    public func markMonitoring(upTo seq: Int64, now: Date = Date()) throws {
+        let options = try queue.read { db in db.options }
+        let connection = try DatabaseConnection(path: queue.path, options: options)
+        defer { try? connection.close() }
+        try connection.write(.immediate) { db in
+            try db.execute(
+                """
+                UPDATE regions SET status = 'monitoring', status_reason = NULL, next_retry = NULL, updated_at = ?
+                WHERE status = 'pending' AND seq <= ?
+                """, [now.timeIntervalSince1970, seq])
+        }
+    }
+}
