@@ -19,6 +19,36 @@ func makeFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
     }
 }
 
+/// Fixes of a fleet on the move: `subjects` vehicles, each starting at a random point of the country and
+/// driving at 8 to 30 m/s, turning a little each second, taking turns (one fix per vehicle per second).
+/// What a fleet server sees: each fix is near its vehicle's last one, and consecutive fixes are from
+/// vehicles far apart.
+func makeMovingFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
+    var rng = BenchRandom(seed: seed)
+    let names = (0..<subjects).map { "veh-\(String($0).leftPadded(to: 5))" }
+    var positions = (0..<subjects).map { _ in Country.randomPoint(using: &rng) }
+    var headings = (0..<subjects).map { _ in Double.random(in: 0..<(2 * .pi), using: &rng) }
+    let speeds = (0..<subjects).map { _ in Double.random(in: 8...30, using: &rng) }
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    return (0..<count).map { i in
+        let v = i % subjects
+        headings[v] += Double.random(in: -0.1...0.1, using: &rng)
+        let here = positions[v]
+        let metresPerDegree = 111_320.0
+        positions[v] = Coordinate(
+            latitude: here.latitude + speeds[v] * cos(headings[v]) / metresPerDegree,
+            longitude: here.longitude + speeds[v] * sin(headings[v])
+                / (metresPerDegree * cos(here.latitude * .pi / 180)))
+        let time = start.addingTimeInterval(Double(i / subjects))
+        let accuracy = Double.random(in: 3...15, using: &rng)
+        let fix = Fix(
+            subject: names[v], time: time, mode: .threeD, latitude: positions[v].latitude,
+            longitude: positions[v].longitude, horizontalAccuracy: accuracy)
+        return WeightedFix(
+            fix: fix, time: time, coordinate: positions[v], accuracy: accuracy, accuracyEstimated: false)
+    }
+}
+
 /// The `extra` distance the monitor asks its candidate finder for, for this fix (default configuration).
 func monitorExtra(_ fix: WeightedFix) -> Double {
     let c = MonitorConfiguration()
@@ -141,6 +171,7 @@ func candidateQueryNanoseconds(
 func runFixEvaluation(sizes: [Int], report: Report) throws {
     let subjects = 1000
     let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
+    let movingFixes = makeMovingFixes(count: 60_000, subjects: subjects, seed: 3)
     for n in sizes {
         let name = sizeName(n)
         progress("fix evaluation, \(name) regions")
@@ -154,6 +185,14 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         let indexed = monitorNanosecondsPerFix(
             &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
         monitor = RegionMonitor()
+        var driving = RegionMonitor()
+        driving.reserveCapacity(n)
+        for (i, region) in regions.enumerated() { driving.insert(region, seq: Int64(i + 1)) }
+        driving.compactIndex()
+        let moving = monitorNanosecondsPerFix(
+            &driving, fixes: movingFixes, warmUp: 2 * subjects, rounds: 9,
+            perRound: (movingFixes.count - 2 * subjects) / 9)
+        driving = RegionMonitor()
 
         var index = SpatialRegionIndex()
         for (i, region) in regions.enumerated() {
@@ -179,7 +218,12 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         }
 
         let section = "fix evaluation, \(name) regions"
-        report.add(section, "RegionMonitor.process, spatial index", "\(grouped(indexed)) ns/fix")
+        report.add(
+            section, "RegionMonitor.process, spatial index, a fleet driving", "\(grouped(moving)) ns/fix",
+            "1000 vehicles at 8-30 m/s, taking turns")
+        report.add(
+            section, "RegionMonitor.process, spatial index, random jumps", "\(grouped(indexed)) ns/fix",
+            "every fix at a new random place: the worst case")
         if n >= 100_000, let huge = hugePageFixEvaluation(n: n) {
             report.add(
                 section, "RegionMonitor.process, spatial index, huge pages", "\(grouped(huge)) ns/fix",
@@ -192,10 +236,16 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         report.add(
             section, "candidate query: SQLite R*Tree + exact test", "\(grouped(rtree.nanoseconds)) ns/query",
             "\(grouped(rtree.found, decimals: 1)) regions in reach per fix")
-        report.add(section, "linear scan / index (process)", "\(grouped(linear / indexed, decimals: 1))×")
         report.add(
-            section, "R*Tree query / index process", "\(grouped(rtree.nanoseconds / indexed, decimals: 1))×",
+            section, "linear scan / index (process, driving)", "\(grouped(linear / moving, decimals: 1))×")
+        report.add(
+            section, "linear scan / index (process, random jumps)", "\(grouped(linear / indexed, decimals: 1))×")
+        report.add(
+            section, "R*Tree query / index process (driving)", "\(grouped(rtree.nanoseconds / moving, decimals: 1))×",
             "whole fix evaluation against the peer's lookup alone")
+        report.add(
+            section, "R*Tree query / index process (random jumps)",
+            "\(grouped(rtree.nanoseconds / indexed, decimals: 1))×")
         report.add(
             section, "R*Tree query / index query", "\(grouped(rtree.nanoseconds / query.nanoseconds, decimals: 1))×")
     }

@@ -54,6 +54,21 @@ extension CommandContext {
 
 /// `geofence run`: the daemon.
 enum RunCommand {
+    /// The engine's memory is mostly a few large arrays (region records and the spatial index) read at
+    /// random; with glibc's malloc asking for transparent huge pages, far fewer TLB misses cost each fix
+    /// (Docs/benchmarks.md). The tunable is read at process start, so the engine re-executes itself once
+    /// with it set. GEOFENCE_NO_HUGEPAGES=1, or a GLIBC_TUNABLES of one's own, leaves things alone.
+    static func useHugePages(_ environment: [String: String]) {
+        guard environment["GLIBC_TUNABLES"] == nil, environment["GEOFENCE_NO_HUGEPAGES"] == nil else { return }
+        setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1)
+        let arguments = CommandLine.arguments
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        execv("/proc/self/exe", &argv)
+        // Not replaced (no /proc?): run as is.
+        unsetenv("GLIBC_TUNABLES")
+    }
+
     static func run(_ c: CommandContext) throws {
         var configuration = DaemonConfiguration(stateDirectory: c.stateDirectory)
         let sourceText = c.arguments.value("--source") ?? "gpsd"
@@ -82,6 +97,7 @@ enum RunCommand {
             throw c.usage(
                 "invalid value for --log-level: \"\(levelText)\" is not error, warning, notice, info or debug")
         }
+        useHugePages(c.environment)
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)

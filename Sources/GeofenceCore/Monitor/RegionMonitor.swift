@@ -393,8 +393,12 @@ public struct RegionMonitor: Sendable {
         var slots = scratch
         scratch = []
         slots.removeAll(keepingCapacity: true)
+        // The vicinity matters only for regions this subject has never been evaluated against (to report
+        // `determined outside` near them); once every region is known, a region farther than its band is
+        // outside and stays so, and the query can be the band alone: a much smaller box to read.
+        let allKnown = track.baselineSeq >= maxSeq
         findCandidates(
-            near: point, extra: margin + c.vicinity, margin: margin, settledIf: track.baselineSeq >= maxSeq,
+            near: point, extra: allKnown ? margin : margin + c.vicinity, margin: margin, settledIf: allKnown,
             pairs: track.pairs, into: &slots)
         slots.append(contentsOf: track.pairs.slots)
         // One order, whoever found the regions and whatever the pair table's hash order: the index and the
