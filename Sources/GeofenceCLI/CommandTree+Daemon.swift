@@ -44,6 +44,9 @@ extension CommandTree {
                 "--confirmations", valueName: "n",
                 help: "Consecutive conclusive fixes needed to change a region's state.", default: "2"),
             .value(
+                "--max-regions", valueName: "n",
+                help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
+            .value(
                 "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
         ] + hookOptions,
         examples: [

@@ -29,6 +29,8 @@ public struct DaemonConfiguration: Sendable {
     public var restricted: Set<UInt32> = []
     /// The hook runner's settings (timeouts, retries, concurrency).
     public var hooks = HookConfiguration()
+    /// At most this many regions are monitored; the others are `pending: limit` (nil: no limit).
+    public var maxRegions: Int?
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -69,6 +71,8 @@ public final class Daemon: Sendable {
         let service = MonitorService(
             store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
             executor: executor, sourceLabel: source.label,
+            policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
+            onServices: { on in hooks.setLocationPaused(!on) },
             onEvents: {
                 watchers.wake()
                 hooks.wake()

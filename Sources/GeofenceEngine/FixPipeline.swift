@@ -83,6 +83,24 @@ public final class FixPipeline {
         try flush()
     }
 
+    /// Takes regions out of monitoring (their states stay in the store).
+    public func deactivate(seqs: Set<Int64>) {
+        for id in monitor.regionIDs(seqs: seqs) { monitor.remove(id: id) }
+    }
+
+    /// Brings regions (back) into monitoring, with their subjects' states from the store.
+    public func activate(_ regions: [StoredRegion]) throws {
+        for stored in regions where stored.status.kind != .expired {
+            monitor.insert(stored.region, seq: stored.seq)
+            monitor.restorePairs(regionSeq: stored.seq, pairs: try store.pairs(regionSeq: stored.seq))
+        }
+    }
+
+    /// The next change of every subject is reported `inferred` (monitoring was off meanwhile).
+    public func beginGap() {
+        monitor.beginGap()
+    }
+
     /// Follows regions added or removed (by the CLI) since the last call. Returns how many changed.
     @discardableResult
     public func syncRegions() throws -> Int {

@@ -36,12 +36,28 @@ actor MonitorService {
     private let onEvents: @Sendable () -> Void
     /// Where fixes come from, for the log.
     private let sourceLabel: String
+    /// Who may do what: regions of an owner who is not authorized are not monitored.
+    private let policy: AccessPolicy
+    /// At most this many regions are active; the rest are `pending: limit`.
+    private let maxRegions: Int?
+    /// Called when the switch changes (the hook runner holds location-bearing hooks while off).
+    private let onServices: @Sendable (Bool) -> Void
+    /// Whether usable fixes arrive (false once the source is `silent` or `lost`, true again when `restored`).
+    private var locationAvailable = true
+    /// Whether the last reconciliation held regions out of the monitor (a limit, denied owners).
+    private var membershipRestricted = false
+    /// Rounds of retry of failed regions since the cause last cleared, for the backoff.
+    private var retryRound = 0
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
-        sourceLabel: String, onEvents: @escaping @Sendable () -> Void
+        sourceLabel: String, policy: AccessPolicy, maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
+        onEvents: @escaping @Sendable () -> Void
     ) {
         self.sourceLabel = sourceLabel
+        self.policy = policy
+        self.maxRegions = maxRegions
+        self.onServices = onServices
         self.store = store
         self.pipeline = pipeline
         self.logger = logger
@@ -57,6 +73,8 @@ actor MonitorService {
         try pipeline.load()
         servicesOn = try store.servicesOn()
         if !servicesOn { logger.notice("Location Services are off: no fix will be used until `geofence services on`") }
+        onServices(servicesOn)
+        reconcile()
         return pipeline.monitor.regionCount
     }
 
@@ -65,18 +83,98 @@ actor MonitorService {
         switch change {
         case .regions: tick()
         case .services(let on): setServices(on)
-        case .permissions: break
+        case .permissions: reconcile()
         }
     }
 
     private func setServices(_ on: Bool) {
         guard on != servicesOn else { return }
         servicesOn = on
+        onServices(on)
         if on {
+            // Whatever happened while off happened unseen: the next change of each subject is inferred.
+            pipeline.beginGap()
             logger.notice("Location Services on: monitoring resumes")
         } else {
-            logger.notice("Location Services off: fixes are ignored, regions suspended")
+            logger.notice("Location Services off: fixes are ignored, regions suspended, location hooks held")
         }
+        reconcile()
+    }
+
+    // MARK: The reconciler
+
+    /// Drives every region's status (and the monitor's active set) from what holds now: the switch, the
+    /// owners' permissions, the active-region limit, the location source. No region is ever deleted.
+    func reconcile() {
+        do {
+            var denied = Set<UInt32>()
+            for owner in try store.regionOwners() where !policy.isPrivileged(owner) {
+                let recorded = try store.permission(uid: owner)?.status
+                if policy.effectiveStatus(uid: owner, recorded: recorded, servicesOn: true) != .authorized {
+                    denied.insert(owner)
+                }
+            }
+            let inputs = ReconcileInputs(
+                servicesOn: servicesOn, locationAvailable: locationAvailable, deniedOwners: denied,
+                maxRegions: maxRegions)
+            let changes = try store.reconcile(inputs, retryAt: Date().addingTimeInterval(retryDelay()))
+            let restricted = maxRegions != nil || !denied.isEmpty
+            if restricted || membershipRestricted { try syncMembership() }
+            membershipRestricted = restricted
+            report(changes)
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    /// Exponential backoff with equal jitter, 1 s doubling to 5 minutes.
+    private func retryDelay() -> Double {
+        let ceiling = min(300, pow(2, Double(min(retryRound, 20))))
+        return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
+    }
+
+    /// Makes the monitor hold exactly the regions that should be active.
+    private func syncMembership() throws {
+        let wanted = try store.activeRegionSeqs()
+        let current = pipeline.monitor.regionSeqs
+        let leaving = current.subtracting(wanted)
+        if !leaving.isEmpty { pipeline.deactivate(seqs: leaving) }
+        let coming = wanted.subtracting(current)
+        if !coming.isEmpty { try pipeline.activate(try store.regions(seqs: Array(coming).sorted())) }
+    }
+
+    /// Region status changes become `region-status` events (one per region, or one summary for many).
+    private func report(_ changes: [RegionStatusChange]) {
+        guard !changes.isEmpty else { return }
+        let now = Date()
+        if changes.count <= 50 {
+            try? store.append(
+                changes.map { change in
+                    StateEvent(
+                        id: ids.next(now: now), type: .regionStatus, time: now, state: change.status.kind.rawValue,
+                        region: change.id, reason: change.status.reason)
+                })
+            for change in changes.prefix(10) { logger.info("region \(quoted(change.id)) is now \(change.status)") }
+            if changes.count > 10 { logger.info("... and \(changes.count - 10) more regions changed status") }
+        } else {
+            var counts: [String: Int] = [:]
+            for change in changes { counts[change.status.description, default: 0] += 1 }
+            let summary = counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            try? store.append([
+                StateEvent(
+                    id: ids.next(now: now), type: .regionStatus, time: now, state: "changed",
+                    reason: "\(changes.count) regions: \(summary)", details: ["count": .number(Double(changes.count))])
+            ])
+            logger.info("\(changes.count) regions changed status: \(summary)")
+        }
+        onEvents()
+    }
+
+    private func setLocationAvailable(_ available: Bool) {
+        guard available != locationAvailable else { return }
+        locationAvailable = available
+        if available { retryRound = 0 }
+        reconcile()
     }
 
     func handle(_ report: GPSDReport) {
@@ -120,6 +218,7 @@ actor MonitorService {
                 level = .notice
             }
             logger.log(level, "source \(transition.rawValue): \(reason)")
+            setLocationAvailable(transition == .restored)
             appendState(
                 StateEvent(
                     id: ids.next(now: Date()), type: .source, time: Date(), state: transition.rawValue, reason: reason))
@@ -145,9 +244,18 @@ actor MonitorService {
     func tick() {
         do {
             // The switch may also be flipped in the store directly (by a CLI that found no socket).
-            setServices(try store.servicesOn())
+            let storedSwitch = try store.servicesOn()
+            if storedSwitch != servicesOn { setServices(storedSwitch) }
             let changed = try pipeline.syncRegions()
-            if changed > 0 { logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)") }
+            if changed > 0 {
+                logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)")
+                reconcile()
+            }
+            // Failed regions whose retry is due: count the attempt; the cause, if it cleared, was acted on
+            // when it did.
+            if try store.countRetries(dueBy: Date(), next: Date().addingTimeInterval(retryDelay())) > 0 {
+                retryRound += 1
+            }
             committed(try pipeline.expire(now: Date()))
             committed(try pipeline.flush())
             if lastStoreError != nil {

@@ -94,7 +94,7 @@ extension StateStore {
             try db.execute(
                 """
                 UPDATE regions SET status = 'monitoring', status_reason = NULL, next_retry = NULL, updated_at = ?
-                WHERE status = 'pending' AND seq <= ?
+                WHERE status = 'pending' AND status_reason = 'waiting-for-engine' AND seq <= ?
                 """, [now.timeIntervalSince1970, seq])
         }
     }

@@ -86,7 +86,9 @@ struct ChaosTests {
         #expect(daemon.process.terminationStatus == 0)
 
         let store = try StateStore(directory: cli.stateDir)
-        let regionEvents = try store.events(after: 0, limit: 100_000).filter { $0.region != nil }
+        let regionEvents = try store.events(after: 0, limit: 100_000).filter {
+            RegionEventType(rawValue: $0.type) != nil
+        }
         // "yard" is determined inside; "far" lies beyond the 1 km vicinity, so it is silently outside.
         #expect(regionEvents.map(\.type) == ["determined"], "\(regionEvents.map(\.body))")
         let sources = try store.events(after: 0, limit: 100_000).filter { $0.type == "source" }

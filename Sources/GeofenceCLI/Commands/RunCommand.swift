@@ -92,6 +92,10 @@ enum RunCommand {
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)
         configuration.hooks = try HookOptions.configuration(c)
+        if let n = try c.arguments.integer("--max-regions") {
+            guard n > 0 else { throw c.usage("invalid value for --max-regions: must be more than 0") }
+            configuration.maxRegions = n
+        }
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.usage(

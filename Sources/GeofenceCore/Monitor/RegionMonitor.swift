@@ -137,6 +137,8 @@ public struct RegionMonitor: Sendable {
         var lastFixTime: Date?
         var baselineSeq: Int64
         var pairs = PairTable()
+        /// The next fix comes after an unseen stretch (see `beginGap`).
+        var gapPending = false
     }
 
     /// A subject's pairs by slot. A subject is inside or near a handful of regions, so two small arrays
@@ -337,6 +339,27 @@ public struct RegionMonitor: Sendable {
         }
     }
 
+    /// Puts back one region's pairs (when a region that left monitoring, for its owner's permission or the
+    /// active-region limit, comes back): a subject inside it is still inside.
+    public mutating func restorePairs(regionSeq: Int64, pairs: [(subject: String, record: PairRecord)]) {
+        guard let slot = regions.slot(seq: regionSeq) else { return }
+        for (subject, record) in pairs {
+            guard let i = trackBySubject[subject] else { continue }
+            tracks[i].pairs[slot] = Pair(record: record, stored: record)
+        }
+    }
+
+    /// The sequence numbers of the regions being monitored.
+    public var regionSeqs: Set<Int64> {
+        Set(regions.records.lazy.filter { $0.flags.contains(.live) }.map(\.seq))
+    }
+
+    /// Marks every subject as coming back from a gap: the next change of each is reported `inferred`
+    /// (after Location Services were off, the engine did not see what happened meanwhile).
+    public mutating func beginGap() {
+        for i in tracks.indices { tracks[i].gapPending = true }
+    }
+
     /// The state of a pair as the monitor sees it.
     public func state(subject: String, regionID: String) -> RegionState {
         guard let slot = regions.slot(id: regionID) else { return .unknown }
@@ -378,7 +401,8 @@ public struct RegionMonitor: Sendable {
         var track = Track(lastFixTime: nil, baselineSeq: 0)
         swap(&track, &tracks[trackIndex])
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
-        let acrossGap = gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false
+        let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
+        track.gapPending = false
         let margin = c.margin(accuracy: fix.accuracy)
         let point = GeocentricPoint(fix.coordinate)
 

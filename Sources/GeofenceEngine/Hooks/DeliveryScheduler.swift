@@ -19,6 +19,7 @@ struct DeliveryScheduler {
     /// Replaces everything with `heads` (after a restart, or when the CLI changed deliveries); keys that have a
     /// delivery running keep it as their head, whatever the store says, until it finishes.
     mutating func reload(_ loaded: [DeliveryHead], running: [String: DeliveryHead]) {
+        held.removeAll()
         heads = running
         for head in loaded where heads[head.orderKey] == nil {
             // A delivery the store still calls running but no worker runs (cannot happen after recovery) would
@@ -51,11 +52,26 @@ struct DeliveryScheduler {
     func head(for key: String) -> DeliveryHead? { heads[key] }
 
     /// The heads due at `now`, at most `limit`, earliest first; they are marked running.
-    mutating func takeDue(now: Date, limit: Int) -> [DeliveryHead] {
+    /// Heads set aside by `takeDue(holding:)` (location-bearing ones while Location Services are off).
+    private var held: [DeliveryHead] = []
+
+    var hasHeld: Bool { !held.isEmpty }
+
+    /// Puts the held heads back in line.
+    mutating func release() {
+        for head in held where heads[head.orderKey] == head { queue.push(head) }
+        held.removeAll()
+    }
+
+    mutating func takeDue(now: Date, limit: Int, holding: (DeliveryHead) -> Bool = { _ in false }) -> [DeliveryHead] {
         var taken: [DeliveryHead] = []
         while taken.count < limit, let top = queue.peek(), top.nextAttemptAt <= now {
             queue.pop()
             guard var head = heads[top.orderKey], head == top else { continue }
+            if holding(head) {
+                held.append(head)
+                continue
+            }
             head.running = true
             heads[top.orderKey] = head
             taken.append(head)

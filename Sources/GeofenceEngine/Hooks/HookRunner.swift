@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceStore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -53,6 +54,7 @@ public struct HookDrainSummary: Sendable, Equatable {
 /// at-least-once allows, and nothing else is at stake (events are committed by their writer).
 public final class HookRunner: Sendable {
     public let configuration: HookConfiguration
+    private let locationPaused = Atomic(false)
     private let store: StateStore
     private let logger: Logger
     private let control = RunnerControl()
@@ -271,11 +273,22 @@ public final class HookRunner: Sendable {
         state.needsReload = true
     }
 
+    /// Holds back the hooks of region events (they carry positions) while Location Services are off; the
+    /// others (services, authorization, source) still run. Lifting the hold lets them go, in order.
+    public func setLocationPaused(_ paused: Bool) {
+        locationPaused.store(paused, ordering: .releasing)
+        wake()
+    }
+
     /// Starts the due heads, up to the concurrency bound.
     private func startDue(_ state: inout LoopState, db: StateStore, stopFD: Int32) {
         let free = configuration.concurrency - state.running.count
         guard free > 0, !state.failing else { return }
-        let due = state.scheduler.takeDue(now: Date(), limit: free)
+        let paused = locationPaused.load(ordering: .acquiring)
+        if !paused && state.scheduler.hasHeld { state.scheduler.release() }
+        let due = state.scheduler.takeDue(now: Date(), limit: free) { head in
+            paused && head.orderKey.contains("|region:")
+        }
         guard !due.isEmpty else { return }
         let claimed: [ClaimedDelivery]
         do {

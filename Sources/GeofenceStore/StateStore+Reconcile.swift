@@ -1,0 +1,158 @@
+import Foundation
+import GeofenceCore
+
+/// What the reconciler knows about the world when it decides every region's status.
+public struct ReconcileInputs: Sendable, Equatable {
+    /// The Location Services switch.
+    public var servicesOn: Bool
+    /// Whether usable fixes are arriving (false: gpsd unreachable, `silent` or `lost`).
+    public var locationAvailable: Bool
+    /// Owners whose regions must not be monitored (their effective permission is not `authorized`).
+    public var deniedOwners: Set<UInt32>
+    /// At most this many regions are active (nil: no limit); the oldest come first.
+    public var maxRegions: Int?
+
+    public init(servicesOn: Bool, locationAvailable: Bool, deniedOwners: Set<UInt32> = [], maxRegions: Int? = nil) {
+        self.servicesOn = servicesOn
+        self.locationAvailable = locationAvailable
+        self.deniedOwners = deniedOwners
+        self.maxRegions = maxRegions
+    }
+}
+
+/// One region whose status the reconciler changed.
+public struct RegionStatusChange: Sendable, Equatable {
+    public var seq: Int64
+    public var id: String
+    public var status: RegionStatus
+}
+
+extension StateStore {
+    /// Sets every requested region's status from the inputs, in one statement, and returns the regions
+    /// whose status changed. Precedence: services off (`suspended: services-off`), then the owner's
+    /// permission (`failed: permission-denied`), then the active-region limit (`pending: limit`), then the
+    /// location source (`failed: location-unavailable`), else `monitoring` (an `accuracyLimited` region
+    /// stays so). Expired regions are left alone; no region is ever deleted.
+    public func reconcile(_ inputs: ReconcileInputs, retryAt: Date, now: Date = Date()) throws -> [RegionStatusChange] {
+        let denied = JSONValue.array(inputs.deniedOwners.sorted().map { .number(Double($0)) }).serialized()
+        let allClear =
+            inputs.servicesOn && inputs.locationAvailable && inputs.deniedOwners.isEmpty && inputs.maxRegions == nil
+        return try queue.write { db in
+            var changes: [RegionStatusChange] = []
+            func collect(_ s: Statement) {
+                let kind = RegionStatus.Kind(rawValue: s.string(at: 2)) ?? .failed
+                changes.append(
+                    RegionStatusChange(
+                        seq: s.int64(at: 0), id: s.string(at: 1),
+                        status: RegionStatus(kind, reason: s.optionalString(at: 3))))
+            }
+            if allClear {
+                // Nothing holds any region back: only those that were held change (a cheap pass even over a
+                // million regions, which the general statement below is not).
+                try db.forEachRow(
+                    """
+                    UPDATE regions SET status = 'monitoring', status_reason = NULL, attempts = 0, next_retry = NULL,
+                                       updated_at = ?
+                    WHERE status IN ('pending', 'failed', 'suspended')
+                    RETURNING seq, id, status, status_reason
+                    """, [now.timeIntervalSince1970], collect)
+                return changes
+            }
+            try db.forEachRow(
+                """
+                WITH eligible AS (
+                    SELECT seq, row_number() OVER (ORDER BY seq) AS rank FROM regions
+                    WHERE status != 'expired'
+                      AND (created_by IS NULL OR created_by NOT IN (SELECT value FROM json_each(?1)))
+                ),
+                desired AS (
+                    SELECT r.seq AS seq,
+                      CASE WHEN ?2 = 0 THEN 'suspended'
+                           WHEN e.seq IS NULL THEN 'failed'
+                           WHEN ?3 > 0 AND e.rank > ?3 THEN 'pending'
+                           WHEN ?4 = 0 THEN 'failed'
+                           WHEN r.status = 'accuracyLimited' THEN 'accuracyLimited'
+                           ELSE 'monitoring' END AS status,
+                      CASE WHEN ?2 = 0 THEN 'services-off'
+                           WHEN e.seq IS NULL THEN 'permission-denied'
+                           WHEN ?3 > 0 AND e.rank > ?3 THEN 'limit'
+                           WHEN ?4 = 0 THEN 'location-unavailable'
+                           ELSE NULL END AS reason
+                    FROM regions r LEFT JOIN eligible e ON e.seq = r.seq
+                    WHERE r.status != 'expired'
+                )
+                UPDATE regions SET status = desired.status, status_reason = desired.reason, updated_at = ?5,
+                    attempts = CASE WHEN desired.status = 'failed' THEN regions.attempts ELSE 0 END,
+                    next_retry = CASE WHEN desired.status = 'failed' THEN ?6 ELSE NULL END
+                FROM desired
+                WHERE desired.seq = regions.seq
+                  AND (regions.status IS NOT desired.status OR regions.status_reason IS NOT desired.reason)
+                RETURNING regions.seq, regions.id, regions.status, regions.status_reason
+                """,
+                [
+                    denied, inputs.servicesOn, Int64(inputs.maxRegions ?? 0), inputs.locationAvailable,
+                    now.timeIntervalSince1970, retryAt.timeIntervalSince1970,
+                ], collect)
+            return changes
+        }
+    }
+
+    /// The failed regions whose retry is due: counts the attempt and sets the next one. Returns how many.
+    @discardableResult
+    public func countRetries(dueBy now: Date, next: Date) throws -> Int {
+        try queue.write { db in
+            try db.execute(
+                """
+                UPDATE regions SET attempts = attempts + 1, next_retry = ?, updated_at = ?
+                WHERE status = 'failed' AND next_retry IS NOT NULL AND next_retry <= ?
+                """, [next.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970])
+            return db.changes
+        }
+    }
+
+    /// The users who own regions (their creators), with how many each.
+    public func regionOwners() throws -> [UInt32] {
+        try queue.read { db in
+            var owners: [UInt32] = []
+            try db.forEachRow("SELECT DISTINCT created_by FROM regions WHERE created_by IS NOT NULL") {
+                owners.append(UInt32(truncatingIfNeeded: $0.int64(at: 0)))
+            }
+            return owners
+        }
+    }
+
+    /// The seqs of the regions that must be in the monitor: not expired, not pending, not refused for
+    /// their owner's permission.
+    public func activeRegionSeqs() throws -> Set<Int64> {
+        try queue.read { db in
+            var seqs = Set<Int64>()
+            try db.forEachRow(
+                """
+                SELECT seq FROM regions WHERE status NOT IN ('expired', 'pending')
+                  AND NOT (status = 'failed' AND status_reason = 'permission-denied')
+                """
+            ) { seqs.insert($0.int64(at: 0)) }
+            return seqs
+        }
+    }
+
+    /// Every subject's state in one region, for bringing it back into the monitor.
+    public func pairs(regionSeq: Int64) throws -> [(subject: String, record: PairRecord)] {
+        try queue.read { db in
+            var pairs: [(subject: String, record: PairRecord)] = []
+            try db.forEachRow(
+                "SELECT subject, state, since, dwell_fired FROM region_states WHERE region_seq = ?", [regionSeq]
+            ) { s in
+                guard let state = RegionState(rawValue: s.string(at: 1)) else { return }
+                pairs.append(
+                    (
+                        s.string(at: 0),
+                        PairRecord(
+                            state: state, since: s.optionalDouble(at: 2).map { Date(timeIntervalSince1970: $0) },
+                            dwellFired: s.bool(at: 3))
+                    ))
+            }
+            return pairs
+        }
+    }
+}
