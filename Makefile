@@ -14,7 +14,7 @@ BIN          = .build/$(CONFIG)/geofence
 
 PREFIX      ?= /usr/local
 
-.PHONY: all deps build release test demo bench format lint clean help install uninstall fuzz fuzz-smoke fuzz-build
+.PHONY: all deps build release test soak demo bench format lint clean help install uninstall fuzz fuzz-smoke fuzz-build
 
 all: build
 
@@ -23,6 +23,7 @@ help:
 	@echo "make test     build and run every test"
 	@echo "make build    build the debug binaries (.build/debug/geofence)"
 	@echo "make release  build optimised binaries (.build/release/geofence)"
+	@echo "make soak     the reliability scenarios at full length (Docs/reliability.md; about an hour)"
 	@echo "make bench    run the benchmark executable (release)"
 	@echo "make lint     swift format lint, strict"
 	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
@@ -47,9 +48,20 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# Tests run one at a time: many of them start real processes (gpsd, the daemon, hooks) and measure
+# deadlines, which two cores shared by every test at once would turn into flakes. The short versions of
+# the soak scenarios run here; `make soak` runs them at full length against the release binary.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --no-parallel
+
+SOAK_FILTER ?= kill9Soak|ChaosTests|DiskFaultTests|LeakSoakTests|DaemonHookTests
+
+soak: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) build -c release --product geofence
+	GEOFENCE_SOAK=long GEOFENCE_BIN=$(CURDIR)/.build/release/geofence \
+	  $(SWIFT) test --skip-build --no-parallel --filter '$(SOAK_FILTER)'
 
 demo: deps
 	$(SWIFT) build --product geofence

@@ -116,7 +116,10 @@ public final class Daemon: Sendable {
         let interval = c.regionSyncInterval
         await withTaskGroup(of: String.self) { group in
             group.addTask {
-                for await report in source.reports { await service.handle(report) }
+                for await report in source.reports {
+                    await service.handle(report)
+                    source.consumed()
+                }
                 return "the source ended"
             }
             group.addTask {

@@ -14,6 +14,13 @@ public protocol FixSource: AnyObject, Sendable {
     func stop() async
     /// For logs and `status`: where the fixes come from.
     var label: String { get }
+    /// The consumer has taken one report off `reports`: a source that can wait (a file, a FIFO) uses this
+    /// to read no further ahead than a bounded number of reports.
+    func consumed()
+}
+
+extension FixSource {
+    public func consumed() {}
 }
 
 extension GPSDSource: FixSource {
@@ -33,6 +40,14 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
     private let continuation: AsyncStream<GPSDReport>.Continuation
     private let lock = NSLock()
     private var stopped = false
+    /// Reports yielded but not yet taken by the consumer. The reader waits at `maximumInFlight`, so a
+    /// producer faster than the engine is held back through the FIFO or pipe (back-pressure), instead of
+    /// filling memory with an unbounded buffer. A report is a batch of at most `maximumBatch` fixes, so at
+    /// most 16 × 512 fixes wait in memory.
+    private var inFlight = 0
+    private let room = NSCondition()
+    public var maximumInFlight = 16
+    public var maximumBatch = 512
     /// Lines that were not TPV or not JSON at all.
     public private(set) var skipped = 0
 
@@ -53,10 +68,33 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
         // A read blocked on an idle FIFO stays blocked; the thread notices the flag at the next line,
         // and the stream is finished now, which is what the daemon waits for.
         lock.withLock { stopped = true }
+        wakeReader()
         continuation.finish()
     }
 
     private var isStopped: Bool { lock.withLock { stopped } }
+
+    public func consumed() {
+        room.lock()
+        inFlight -= 1
+        if inFlight < maximumInFlight / 2 { room.signal() }
+        room.unlock()
+    }
+
+    private func wakeReader() {
+        room.lock()
+        room.broadcast()
+        room.unlock()
+    }
+
+    /// Yields a report once there is room for it (every yield is matched by one `consumed()`).
+    private func send(_ report: GPSDReport) {
+        room.lock()
+        while inFlight >= maximumInFlight && !isStopped { _ = room.wait(until: Date().addingTimeInterval(0.2)) }
+        inFlight += 1
+        room.unlock()
+        continuation.yield(report)
+    }
 
     private func readLoop() {
         defer { continuation.finish() }
@@ -67,20 +105,27 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
             } else {
                 descriptor = open(path, O_RDONLY | O_CLOEXEC)
                 guard descriptor >= 0 else {
-                    continuation.yield(.gpsdError("cannot open \(path): \(String(cString: strerror(errno)))"))
+                    send(.gpsdError("cannot open \(path): \(String(cString: strerror(errno)))"))
                     return
                 }
             }
-            continuation.yield(.connected)
+            send(.connected)
             var reader = LineReader(fd: descriptor)
+            // Lines already read go over in one batch (up to `maximumBatch`): one hand-over to the engine per batch.
+            var batch: [Fix] = []
             while !isStopped, let line = try? reader.next() {
                 switch GPSDJSON.decode(line, defaultSubject: "fleet") {
-                case .tpv(let fix): continuation.yield(.fix(fix))
+                case .tpv(let fix): batch.append(fix)
                 case .other: break
                 case .malformed:
                     lock.withLock { skipped += 1 }
                 }
+                if !batch.isEmpty && (batch.count >= maximumBatch || !reader.hasBufferedLine) {
+                    send(.fixes(batch))
+                    batch.removeAll(keepingCapacity: true)
+                }
             }
+            if !batch.isEmpty { send(.fixes(batch)) }
             var info = stat()
             let isFIFO = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO && path != "-"
             if descriptor > 2 { close(descriptor) }

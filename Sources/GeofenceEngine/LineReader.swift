@@ -25,6 +25,11 @@ public struct LineReader {
         buffer = [UInt8](repeating: 0, count: 65_536)
     }
 
+    /// Whether a whole line is already buffered (so `next()` will not block).
+    public var hasBufferedLine: Bool {
+        buffer[start..<end].contains(UInt8(ascii: "\n"))
+    }
+
     /// The next line without its newline, or nil at end of input. A final line without a newline counts.
     public mutating func next() throws -> ArraySlice<UInt8>? {
         while true {

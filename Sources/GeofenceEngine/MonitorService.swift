@@ -180,12 +180,9 @@ actor MonitorService {
     func handle(_ report: GPSDReport) {
         switch report {
         case .fix(let fix):
-            guard servicesOn else { return }
-            do {
-                committed(try pipeline.process(fix).events)
-            } catch {
-                storeFailed(error)
-            }
+            handle(fixes: [fix])
+        case .fixes(let fixes):
+            handle(fixes: fixes)
         case .connected:
             lastDisconnection = nil
             logger.info("connected to \(sourceLabel)")
@@ -235,6 +232,15 @@ actor MonitorService {
     func settle() {
         do {
             committed(try pipeline.settle().events)
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    private func handle(fixes: [Fix]) {
+        guard servicesOn else { return }
+        do {
+            for fix in fixes { committed(try pipeline.process(fix).events) }
         } catch {
             storeFailed(error)
         }

@@ -16,6 +16,9 @@ public enum GPSDReport: Sendable, Equatable {
     case capabilities(CapabilitySnapshot)
     /// A TPV report, exactly as gpsd sent it (several per epoch; no filtering here).
     case fix(Fix)
+    /// Several fixes at once, in order: what a fast file or FIFO source hands over, so the consumer pays one
+    /// hand-over per batch rather than per fix. gpsd's own source sends `.fix`.
+    case fixes([Fix])
     /// Data stopped or resumed arriving (fourth question).
     case liveness(SourceLiveness.Transition)
     /// gpsd answered with an ERROR report (for example: no such device).

@@ -108,7 +108,7 @@ public final class GPSDHarness: Sendable {
             guard running == nil else { return }
             running = try launch()
         }
-        try await waitUntilAccepting(timeout: .seconds(5))
+        try await waitUntilAccepting(timeout: .seconds(20))
     }
 
     /// Kills gpsd abruptly (SIGKILL), as a crash would; clients see the connection drop.

@@ -23,8 +23,10 @@ public struct TemporaryDirectory: Sendable {
 
 /// The built `geofence` executable, run as a user would run it.
 public enum GeofenceBinary {
-    /// Next to the test bundle (`swift build --build-tests` builds both into the same directory).
+    /// `GEOFENCE_BIN` when set (`make soak` points it at the release build), else next to the test bundle
+    /// (`swift build --build-tests` builds both into the same directory).
     public static var path: String {
+        if let given = ProcessInfo.processInfo.environment["GEOFENCE_BIN"], !given.isEmpty { return given }
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [here, here.deletingLastPathComponent()] {
             let p = candidate.appendingPathComponent("geofence").path
