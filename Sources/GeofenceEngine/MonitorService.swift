@@ -239,10 +239,14 @@ actor MonitorService {
 
     private func handle(fixes: [Fix]) {
         guard servicesOn else { return }
-        do {
-            for fix in fixes { committed(try pipeline.process(fix).events) }
-        } catch {
-            storeFailed(error)
+        // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
+        // and the fixes after it in the batch must still be judged, or their crossings would be lost.
+        for fix in fixes {
+            do {
+                committed(try pipeline.process(fix).events)
+            } catch {
+                storeFailed(error)
+            }
         }
     }
 

@@ -116,14 +116,22 @@ public final class DaemonProcess: @unchecked Sendable {
     public let process: Process
     public let logPath: String
 
-    public init(_ arguments: [String], logPath: String, environment: [String: String] = [:]) throws {
+    /// `launcher` goes in front of the binary (e.g. `setpriv --reuid=UID ...` to run it as another user).
+    public init(
+        _ arguments: [String], logPath: String, environment: [String: String] = [:], launcher: [String] = []
+    ) throws {
         self.logPath = logPath
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         defer { try? log.close() }
         process = Process()
-        process.executableURL = URL(fileURLWithPath: GeofenceBinary.path)
-        process.arguments = arguments
+        if let first = launcher.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = Array(launcher.dropFirst()) + [GeofenceBinary.path] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: GeofenceBinary.path)
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env["JOURNAL_STREAM"] = nil
         for (k, v) in environment { env[k] = v }

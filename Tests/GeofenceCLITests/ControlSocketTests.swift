@@ -25,11 +25,19 @@ struct ControlSocketTests {
         let daemon: DaemonProcess
         var socket: String { cli.socket }
 
-        init(extra: [String] = []) async throws {
+        init(extra: [String] = [], policy: String? = nil) async throws {
             cli = try CLI()
             // The temp dir is 0700; the socket's directory must let another user through.
             chmod(cli.dir.path, 0o755)
-            daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"] + extra)
+            var environment = cli.environment
+            if let policy {
+                let path = cli.dir.file("policy.json")
+                try policy.write(toFile: path, atomically: true, encoding: .utf8)
+                environment["GEOFENCE_POLICY"] = path
+            }
+            daemon = try DaemonProcess(
+                ["run", "--gpsd", "127.0.0.1:9"] + extra + ["--state-dir", cli.stateDir],
+                logPath: cli.dir.file("run.log"), environment: environment)
             #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
         }
 
@@ -91,6 +99,62 @@ struct ControlSocketTests {
         #expect(store.contains { $0.contains("\"type\":\"authorization\"") && $0.contains("\"state\":\"authorized\"") })
         #expect(store.contains { $0.contains("\"type\":\"services\"") && $0.contains("\"state\":\"off\"") })
         await e.stop()
+    }
+
+    @Test("a uid restricted by the policy file is refused, and no one can grant it from the CLI")
+    func restrictedByPolicy() async throws {
+        let e = try await Engine(policy: #"{"restricted": [\#(Self.stranger)]}"#)
+        let refused = try e.asStranger(["list"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("restricted"), "\(refused.stderr)")
+        let status = try e.asStranger(["status", "--json", "--gpsd", "127.0.0.1:9", "--wait", "0.3s"])
+        #expect(try JSON.parse(status.stdout)["permission"]?["effective"]?.stringValue == "restricted", "\(status)")
+
+        let grant = try e.cli.run("permission", "grant", String(Self.stranger))
+        #expect(grant.status == 77, "\(grant.stderr)")
+        #expect(grant.stderr.contains("policy file"), "\(grant.stderr)")
+        #expect(try e.asStranger(["list"]).status == 77, "still refused after the attempted grant")
+        let listed = try JSON.parse(try e.cli.run("permission", "list", "--json").stdout).arrayValue ?? []
+        let entry = listed.first { $0["uid"]?.intValue == Int(Self.stranger) }
+        #expect(entry?["status"]?.stringValue == "restricted", "\(listed)")
+        await e.stop()
+    }
+
+    @Test("an engine that is not root takes hooks only from its own user")
+    func nonRootEngineRefusesOthersHooks() async throws {
+        let engineUID = Self.stranger
+        var other = engineUID + 1
+        while getpwuid(other) != nil { other += 1 }
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        // The engine's user must be able to create its socket here and own its state directory.
+        chmod(cli.dir.path, 0o777)
+        try FileManager.default.createDirectory(atPath: cli.stateDir, withIntermediateDirectories: false)
+        chown(cli.stateDir, engineUID, engineUID)
+        chmod(cli.stateDir, 0o700)
+        let drop = { (uid: UInt32) in ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
+        var environment = cli.environment
+        environment["HOME"] = "/tmp"
+        let daemon = try DaemonProcess(
+            ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
+            environment: environment, launcher: drop(engineUID))
+        #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
+        let client = { (uid: UInt32, args: [String]) in
+            try GeofenceBinary.run(args + ["--socket", cli.socket], environment: environment, launcher: drop(uid))
+        }
+
+        #expect(try client(engineUID, ["permission", "grant", String(other)]).status == 0)
+        let refused = try client(other, ["hook", "add", "--on", "enter", "--command", "true"])
+        #expect(refused.status == 77, "\(refused.stderr)")
+        #expect(refused.stderr.contains("runs hooks only for that user"), "\(refused.stderr)")
+        let regionHook = try client(
+            other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50", "--on-enter", "true"])
+        #expect(regionHook.status == 77, "\(regionHook.stderr)")
+        // Without a hook the same user may add regions; the engine's own user may add hooks.
+        #expect(try client(other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50"]).status == 0)
+        let own = try client(engineUID, ["hook", "add", "--on", "enter", "--command", "true"])
+        #expect(own.status == 0, "\(own.stderr)")
+        _ = await daemon.stop()
     }
 
     @Test("a hook registered by a client runs as that client when the engine runs as root")

@@ -108,7 +108,7 @@ struct DiskFaultTests {
         let phases = [Array(all[0..<48]), Array(all[48..<96]), Array(all[96..<144])]
 
         feed.send(phases[0])
-        #expect(await daemon.waitForLog("event exit", timeout: 5), "\(daemon.log)")
+        #expect(await daemon.waitForLog("event exit", timeout: 15), "\(daemon.log)")
 
         // Full: the engine says so, once, keeps running and keeps everything queued until space returns.
         mount.fill()
@@ -117,11 +117,13 @@ struct DiskFaultTests {
         #expect(add.stderr.hasPrefix("Error: "), "\(add.stderr)")
         #expect(add.stderr.split(separator: "\n").count == 1, "\(add.stderr)")
         feed.send(phases[1])
-        #expect(await daemon.waitForLog("cannot write to the store", timeout: 5), "\(daemon.log)")
+        #expect(await daemon.waitForLog("cannot write to the store", timeout: 15), "\(daemon.log)")
         try await Task.sleep(for: .seconds(1.5))
         #expect(daemon.isRunning)
         mount.free()
-        #expect(await daemon.waitForLog("the store accepts writes again", timeout: 5), "\(daemon.log)")
+        let freed = Date()
+        #expect(await daemon.waitForLog("the store accepts writes again", timeout: 15), "\(daemon.log)")
+        let recovery = Date().timeIntervalSince(freed)
         feed.send(phases[2])
         try await Task.sleep(for: .seconds(1))
         feed.close()
@@ -158,5 +160,10 @@ struct DiskFaultTests {
         let expected = try replay.lines.map { try DaemonTests.essence(JSON.parse($0)) }
         #expect(expected.count == 24, "12 trips: determined, then 11 enter/exit pairs and an exit: \(expected.count)")
         #expect(live == expected)
+        let errors = daemon.log.components(separatedBy: "cannot write to the store").count - 1
+        print(
+            "disk: full: the add refused (exit \(add.status)), the engine logged \(errors) store error(s), kept "
+                + "running, recovered \(String(format: "%.1f", recovery)) s after space returned; read-only: add "
+                + "and run refused with one line; integrity ok; \(live.count)/\(expected.count) events kept, 0 lost")
     }
 }
