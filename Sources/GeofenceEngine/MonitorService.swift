@@ -30,6 +30,8 @@ actor MonitorService {
     private var ids = EventIDGenerator()
     private var snapshot: CapabilitySnapshot?
     private var lastStoreError: String?
+    /// State events not yet in the outbox because the store refused the write (see `appendState`).
+    private var unsavedStateEvents: [StateEvent] = []
     private var lastDisconnection: String?
     private var eventCount = 0
     /// Called after every commit that added events to the outbox (the hook runner's wake-up).
@@ -48,6 +50,8 @@ actor MonitorService {
     private var membershipRestricted = false
     /// Rounds of retry of failed regions since the cause last cleared, for the backoff.
     private var retryRound = 0
+    /// A reconciliation failed to write its statuses and must run again.
+    private var reconcileOwed = false
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
@@ -121,8 +125,11 @@ actor MonitorService {
             let restricted = maxRegions != nil || !denied.isEmpty
             if restricted || membershipRestricted { try syncMembership() }
             membershipRestricted = restricted
+            reconcileOwed = false
             report(changes)
         } catch {
+            // The statuses could not be written (a full disk): the next tick reconciles again.
+            reconcileOwed = true
             storeFailed(error)
         }
     }
@@ -148,7 +155,7 @@ actor MonitorService {
         guard !changes.isEmpty else { return }
         let now = Date()
         if changes.count <= 50 {
-            try? store.append(
+            appendState(
                 changes.map { change in
                     StateEvent(
                         id: ids.next(now: now), type: .regionStatus, time: now, state: change.status.kind.rawValue,
@@ -160,14 +167,13 @@ actor MonitorService {
             var counts: [String: Int] = [:]
             for change in changes { counts[change.status.description, default: 0] += 1 }
             let summary = counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            try? store.append([
+            appendState([
                 StateEvent(
                     id: ids.next(now: now), type: .regionStatus, time: now, state: "changed",
                     reason: "\(changes.count) regions: \(summary)", details: ["count": .number(Double(changes.count))])
             ])
             logger.info("\(changes.count) regions changed status: \(summary)")
         }
-        onEvents()
     }
 
     private func setLocationAvailable(_ available: Bool) {
@@ -260,6 +266,8 @@ actor MonitorService {
             if changed > 0 {
                 logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)")
                 reconcile()
+            } else if reconcileOwed {
+                reconcile()
             }
             // Failed regions whose retry is due: count the attempt; the cause, if it cleared, was acted on
             // when it did.
@@ -268,6 +276,8 @@ actor MonitorService {
             }
             committed(try pipeline.expire(now: Date()))
             committed(try pipeline.flush())
+            saveStateEvents()
+            guard unsavedStateEvents.isEmpty else { return }
             if lastStoreError != nil {
                 logger.notice("the store accepts writes again")
                 lastStoreError = nil
@@ -305,9 +315,20 @@ actor MonitorService {
         onEvents()
     }
 
-    private func appendState(_ event: StateEvent) {
+    private func appendState(_ event: StateEvent) { appendState([event]) }
+
+    /// State events go to the outbox in order; while the store cannot be written (a full disk) they wait
+    /// here and go with the next write that succeeds (every tick tries), so none is lost.
+    private func appendState(_ events: [StateEvent]) {
+        unsavedStateEvents += events
+        saveStateEvents()
+    }
+
+    private func saveStateEvents() {
+        guard !unsavedStateEvents.isEmpty else { return }
         do {
-            try store.append([event])
+            try store.append(unsavedStateEvents)
+            unsavedStateEvents.removeAll()
             onEvents()
         } catch {
             storeFailed(error)

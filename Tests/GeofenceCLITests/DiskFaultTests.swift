@@ -166,4 +166,52 @@ struct DiskFaultTests {
                 + "running, recovered \(String(format: "%.1f", recovery)) s after space returned; read-only: add "
                 + "and run refused with one line; integrity ok; \(live.count)/\(expected.count) events kept, 0 lost")
     }
+
+    @Test(
+        "source and region-status events made while the disk is full reach the outbox once it has room",
+        .enabled(if: GPSDHarness.isAvailable, "\(GPSDHarness.unavailableReason)"))
+    func stateEventsWaitForSpace() async throws {
+        let gpsd = try await GPSDHarness()
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let mount = try ScratchMount(at: cli.dir.file("mnt"), size: "3m")
+        defer { mount.unmount() }
+        let state = mount.path + "/state"
+        let env = cli.environment.merging(["GEOFENCE_STATE_DIR": state]) { $1 }
+        let added = try GeofenceBinary.run(
+            ["add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100", "--state-dir", state],
+            environment: env)
+        #expect(added.status == 0, "\(added.stderr)")
+        let daemon = try DaemonProcess(
+            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)", "--stale-after", "1s", "--state-dir", state],
+            logPath: cli.dir.file("run.log"), environment: env)
+        #expect(await daemon.waitForLog("connected to gpsd", timeout: 15), "\(daemon.log)")
+        let generator = NMEAGenerator()
+        for _ in 0..<8 {
+            try gpsd.send(
+                nmea: generator.sentences(for: .init(time: Date(), latitude: 48.85, longitude: 2.35, hdop: 0.5))
+                    .joined(separator: "\r\n"))
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(await daemon.waitForLog("event determined", timeout: 15), "\(daemon.log)")
+
+        // Full, then the receiver goes quiet: `lost`, and the region fails, while nothing can be written.
+        mount.fill()
+        gpsd.kill()
+        #expect(await daemon.waitForLog("source lost", timeout: 15), "\(daemon.log)")
+        #expect(await daemon.waitForLog("cannot write to the store", timeout: 15), "\(daemon.log)")
+        try await Task.sleep(for: .seconds(1))
+        mount.free()
+        // The region's new status could not be written either: it is, once there is room.
+        #expect(await daemon.waitForLog("the store accepts writes again", timeout: 15), "\(daemon.log)")
+        #expect(await daemon.waitForLog("location-unavailable", timeout: 15), "\(daemon.log)")
+        #expect(await daemon.stop() != nil)
+        #expect(try StateStore(directory: state).region(id: "depot")?.status.kind == .failed)
+
+        let events = try StateStore(directory: state).events(after: 0, limit: 1_000)
+        let kinds = events.map { "\($0.type) \((try? JSON.parse($0.body))?["state"]?.stringValue ?? "")" }
+        #expect(kinds.contains("source lost"), "\(kinds)")
+        #expect(kinds.contains("region-status failed"), "\(kinds)")
+        print("disk: state events made while full, kept and written when space returned: \(kinds)")
+    }
 }
