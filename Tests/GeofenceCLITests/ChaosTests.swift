@@ -97,6 +97,7 @@ struct ChaosTests {
         if ProcessInfo.processInfo.environment["CHAOS_DEBUG"] != nil { print(daemon.log) }
         print(
             "gpsd chaos: \(restarts) kills and restarts, \(hostile.connectionCount) hostile connections, "
-                + "\(hostile.messageCount) hostile messages, \(sources.count) source events, 0 false region events")
+                + "\(hostile.messageCount) hostile messages, \(sources.count) source events, "
+                + "\(regionEvents.filter { $0.type != "determined" }.count) false region events")
     }
 }
