@@ -85,12 +85,14 @@ extension CommandTree {
             succeeds, or it is dead after the maximum attempts or age (see Docs/hooks.md); dead ones are kept \
             until pruned, and can be retried with `geofence events retry`.
 
-            --pending shows deliveries waiting or running, --failed those waiting for a retry after a failed \
-            attempt, --dead those given up. With --json, one array of events, each with its deliveries and \
+            --pending shows deliveries waiting or running, and events whose deliveries the engine has not made \
+            yet (`dispatched: false`): everything still owed, so a script can wait for it to be empty. --failed \
+            shows deliveries waiting for a retry after a failed attempt, --dead those given up. With --json, one array of events, each with its deliveries and \
             their attempt history; with --follow --json, one JSON object per line.
             """,
         options: [
-            .flag("--pending", help: "Only deliveries waiting or running."),
+            .flag(
+                "--pending", help: "Only what is still owed: deliveries waiting or running, events not dispatched yet."),
             .flag("--failed", help: "Only deliveries waiting for a retry after a failed attempt."),
             .flag("--dead", help: "Only deliveries given up."),
             .flag("--follow", short: "-f", help: "Keep printing new events and delivery changes until interrupted."),

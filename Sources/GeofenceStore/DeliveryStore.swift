@@ -515,15 +515,29 @@ extension StateStore {
     static let eventColumns = "seq, id, type, region, subject, time, created_at, body"
 
     /// The latest `limit` events that have deliveries matching `filter` (with `.all`: the latest events,
-    /// dispatched or not), oldest first, each with its matching deliveries.
+    /// dispatched or not), oldest first, each with its matching deliveries. With `.pending`, events not yet
+    /// dispatched count too while any hook exists: their deliveries are still to be made, so they are owed.
     public func eventDeliveries(filter: DeliveryFilter = .all, limit: Int = 50) throws -> [EventDeliveries] {
         try queue.read { db in
             let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
             var seqs: [Int64] = []
-            let sql =
-                filter == .all
-                ? "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
-                : "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
+            let sql: String
+            switch filter {
+            case .all:
+                sql = "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
+            case .pending:
+                sql = """
+                    SELECT event_seq FROM deliveries WHERE \(filter.condition)
+                    UNION
+                    SELECT seq FROM events
+                    WHERE seq > \(cursor)
+                      AND (EXISTS (SELECT 1 FROM hooks) OR EXISTS (SELECT 1 FROM regions WHERE hooks IS NOT NULL))
+                    ORDER BY 1 DESC LIMIT ?
+                    """
+            case .failed, .dead:
+                sql =
+                    "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
+            }
             try db.forEachRow(sql, [max(0, limit)]) { seqs.append($0.int64(at: 0)) }
             var result: [EventDeliveries] = []
             for seq in seqs.reversed() {

@@ -192,7 +192,10 @@ struct KillSoakTests {
         let lines = (cli.read("delivered") ?? "").split(separator: "\n").map(String.init)
         let delivered = Set(lines)
         let lost = recordedBeforeKills.subtracting(delivered)
-        #expect(lost.isEmpty, "\(lost.count) events recorded before a kill never reached the hook")
+        let detail = try await cli.events().filter { lost.contains($0["id"]?.stringValue ?? "") }
+        #expect(
+            lost.isEmpty,
+            "\(lost.count) events recorded before a kill never reached the hook: \(detail.map { $0.serialized() })")
         #expect(events.allSatisfy { delivered.contains($0.id) }, "an event never reached its hook")
         let crossings = events.filter { $0.type == "enter" || $0.type == "exit" }.count
         #expect(crossings >= kills, "the drive should cross regions between kills: \(crossings) crossings")

@@ -441,6 +441,30 @@ struct HookRunnerTests {
         #expect(d.history.last?.retryAt == nil)
     }
 
+    @Test("events not yet dispatched count as pending while a hook exists, so nobody stops too soon")
+    func undispatchedEventsArePending() async throws {
+        let f = try HookFixture()
+        defer { f.remove() }
+        // No hook at all: an event owes nothing.
+        try f.addEvents([(.enter, "a")])
+        #expect(try f.store.eventDeliveries(filter: .pending).isEmpty)
+        _ = try f.store.dispatchDeliveries()
+        // A hook, and an event committed just before a crash: its deliveries are not made yet, but it is owed.
+        try f.addHook("h", "true")
+        try f.addEvents([(.exit, "a")])
+        let owed = try f.store.eventDeliveries(filter: .pending)
+        #expect(owed.map(\.event.type) == ["exit"])
+        #expect(owed.first?.dispatched == false)
+        _ = try f.store.dispatchDeliveries()
+        let made = try f.store.eventDeliveries(filter: .pending)
+        #expect(made.count == 1 && made.first?.dispatched == true && made.first?.deliveries.count == 1)
+        // A region hook alone also makes events owed.
+        _ = try f.store.removeHooks(ids: ["h"])
+        try f.addRegion("b", hooks: [.enter: "true"])
+        try f.addEvents([(.enter, "b")])
+        #expect(try f.store.eventDeliveries(filter: .pending).contains { !$0.dispatched && $0.event.region == "b" })
+    }
+
     @Test("removing a hook stops its waiting deliveries")
     func removeHook() async throws {
         let f = try HookFixture()
