@@ -121,7 +121,13 @@ actor MonitorService {
             let inputs = ReconcileInputs(
                 servicesOn: servicesOn, locationAvailable: locationAvailable, deniedOwners: denied,
                 maxRegions: maxRegions)
-            let changes = try store.reconcile(inputs, retryAt: Date().addingTimeInterval(retryDelay()))
+            // The region-status events are made inside the reconciler's transaction, with this actor's id
+            // generator (lent for the synchronous call, then taken back, so ids stay ordered).
+            let lent = LentIDs(ids)
+            let changes = try store.reconcile(inputs, retryAt: Date().addingTimeInterval(retryDelay())) {
+                MonitorService.statusEvents($0, ids: lent)
+            }
+            ids = lent.ids
             let restricted = maxRegions != nil || !denied.isEmpty
             if restricted || membershipRestricted { try syncMembership() }
             membershipRestricted = restricted
@@ -151,29 +157,40 @@ actor MonitorService {
     }
 
     /// Region status changes become `region-status` events (one per region, or one summary for many).
-    private func report(_ changes: [RegionStatusChange]) {
-        guard !changes.isEmpty else { return }
+    static func statusEvents(_ changes: [RegionStatusChange], ids: LentIDs) -> [StateEvent] {
+        guard !changes.isEmpty else { return [] }
         let now = Date()
         if changes.count <= 50 {
-            appendState(
-                changes.map { change in
-                    StateEvent(
-                        id: ids.next(now: now), type: .regionStatus, time: now, state: change.status.kind.rawValue,
-                        region: change.id, reason: change.status.reason)
-                })
+            return changes.map { change in
+                StateEvent(
+                    id: ids.next(now: now), type: .regionStatus, time: now, state: change.status.kind.rawValue,
+                    region: change.id, reason: change.status.reason)
+            }
+        }
+        return [
+            StateEvent(
+                id: ids.next(now: now), type: .regionStatus, time: now, state: "changed",
+                reason: "\(changes.count) regions: \(summary(changes))",
+                details: ["count": .number(Double(changes.count))])
+        ]
+    }
+
+    private static func summary(_ changes: [RegionStatusChange]) -> String {
+        var counts: [String: Int] = [:]
+        for change in changes { counts[change.status.description, default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+    }
+
+    /// Logs what the reconciler changed (its events are already in the outbox) and wakes the hook runner.
+    private func report(_ changes: [RegionStatusChange]) {
+        guard !changes.isEmpty else { return }
+        if changes.count <= 50 {
             for change in changes.prefix(10) { logger.info("region \(quoted(change.id)) is now \(change.status)") }
             if changes.count > 10 { logger.info("... and \(changes.count - 10) more regions changed status") }
         } else {
-            var counts: [String: Int] = [:]
-            for change in changes { counts[change.status.description, default: 0] += 1 }
-            let summary = counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            appendState([
-                StateEvent(
-                    id: ids.next(now: now), type: .regionStatus, time: now, state: "changed",
-                    reason: "\(changes.count) regions: \(summary)", details: ["count": .number(Double(changes.count))])
-            ])
-            logger.info("\(changes.count) regions changed status: \(summary)")
+            logger.info("\(changes.count) regions changed status: \(Self.summary(changes))")
         }
+        onEvents()
     }
 
     private func setLocationAvailable(_ available: Bool) {
@@ -221,10 +238,11 @@ actor MonitorService {
                 level = .notice
             }
             logger.log(level, "source \(transition.rawValue): \(reason)")
-            setLocationAvailable(transition == .restored)
+            // The cause before its effects: the source event, then the regions' new statuses.
             appendState(
                 StateEvent(
                     id: ids.next(now: Date()), type: .source, time: Date(), state: transition.rawValue, reason: reason))
+            setLocationAvailable(transition == .restored)
             setSettings([
                 (DaemonSettings.liveness, transition == .restored ? "receiving" : transition.rawValue),
                 (DaemonSettings.livenessChanged, TimestampParser.format(Date())),
@@ -262,6 +280,7 @@ actor MonitorService {
             // The switch may also be flipped in the store directly (by a CLI that found no socket).
             let storedSwitch = try store.servicesOn()
             if storedSwitch != servicesOn { setServices(storedSwitch) }
+            saveStateEvents()
             let changed = try pipeline.syncRegions()
             if changed > 0 {
                 logger.info("regions changed: \(changed); monitoring \(pipeline.monitor.regionCount)")
@@ -375,4 +394,13 @@ actor MonitorService {
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         return String(format: "%.1f s", seconds)
     }
+}
+
+/// The actor's event id generator, lent to a synchronous call that runs on another closure (the
+/// reconciler's transaction) and handed back after it, so ids stay unique and ordered.
+final class LentIDs: @unchecked Sendable {
+    // @unchecked: used only during one synchronous call on the actor's own thread.
+    private(set) var ids: EventIDGenerator
+    init(_ ids: EventIDGenerator) { self.ids = ids }
+    func next(now: Date) -> String { ids.next(now: now) }
 }

@@ -33,7 +33,13 @@ extension StateStore {
     /// permission (`failed: permission-denied`), then the active-region limit (`pending: limit`), then the
     /// location source (`failed: location-unavailable`), else `monitoring` (an `accuracyLimited` region
     /// stays so). Expired regions are left alone; no region is ever deleted.
-    public func reconcile(_ inputs: ReconcileInputs, retryAt: Date, now: Date = Date()) throws -> [RegionStatusChange] {
+    ///
+    /// `events` turns the changes into the `region-status` events that report them; they are written in the
+    /// same transaction, so a status never changes without its event, whatever stops the engine.
+    public func reconcile(
+        _ inputs: ReconcileInputs, retryAt: Date, now: Date = Date(),
+        events: @Sendable ([RegionStatusChange]) -> [StateEvent] = { _ in [] }
+    ) throws -> [RegionStatusChange] {
         let denied = JSONValue.array(inputs.deniedOwners.sorted().map { .number(Double($0)) }).serialized()
         let allClear =
             inputs.servicesOn && inputs.locationAvailable && inputs.deniedOwners.isEmpty && inputs.maxRegions == nil
@@ -56,6 +62,7 @@ extension StateStore {
                     WHERE status IN ('pending', 'failed', 'suspended')
                     RETURNING seq, id, status, status_reason
                     """, [now.timeIntervalSince1970], collect)
+                try Self.insert(events(changes), into: db, now: now)
                 return changes
             }
             try db.forEachRow(
@@ -93,6 +100,7 @@ extension StateStore {
                     denied, inputs.servicesOn, Int64(inputs.maxRegions ?? 0), inputs.locationAvailable,
                     now.timeIntervalSince1970, retryAt.timeIntervalSince1970,
                 ], collect)
+            try Self.insert(events(changes), into: db, now: now)
             return changes
         }
     }

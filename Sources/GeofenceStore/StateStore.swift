@@ -525,18 +525,21 @@ public final class StateStore: Sendable {
     /// Puts state events (source lost, device added, ...) into the outbox.
     public func append(_ events: [StateEvent], now: Date = Date()) throws {
         guard !events.isEmpty else { return }
-        try queue.write { db in
-            for event in events {
-                try db.execute(
-                    """
-                    INSERT INTO events (id, type, region, subject, time, created_at, body)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        event.id, event.type.rawValue, event.region, event.subject, event.time.timeIntervalSince1970,
-                        now.timeIntervalSince1970, JSONValue.object(event.json).serialized(),
-                    ])
-            }
+        try queue.write { db in try Self.insert(events, into: db, now: now) }
+    }
+
+    /// Inserts state events within the caller's transaction (so they commit with the change they report).
+    static func insert(_ events: [StateEvent], into db: DatabaseConnection, now: Date) throws {
+        for event in events {
+            try db.execute(
+                """
+                INSERT INTO events (id, type, region, subject, time, created_at, body)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    event.id, event.type.rawValue, event.region, event.subject, event.time.timeIntervalSince1970,
+                    now.timeIntervalSince1970, JSONValue.object(event.json).serialized(),
+                ])
         }
     }
 
