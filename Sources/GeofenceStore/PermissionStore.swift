@@ -20,8 +20,14 @@ extension StateStore {
         try setting(StateStore.servicesKey) != "off"
     }
 
-    public func setServices(on: Bool, now: Date = Date()) throws {
-        try setSetting(StateStore.servicesKey, on ? "on" : "off", now: now)
+    /// Flips the switch; `events` (the `services` event and the authorization changes it makes) commit with it.
+    public func setServices(on: Bool, events: [StateEvent] = [], now: Date = Date()) throws {
+        try queue.write { db in
+            try db.execute(
+                "INSERT OR REPLACE INTO settings (key, value, updated_at) VALUES (?, ?, ?)",
+                [StateStore.servicesKey, on ? "on" : "off", now.timeIntervalSince1970])
+            try Self.insert(events, into: db, now: now)
+        }
     }
 
     public func permissions() throws -> [StoredPermission] {
@@ -61,7 +67,10 @@ extension StateStore {
     }
 
     /// Grants, denies or resets (to `notDetermined`) a client.
-    public func setPermission(uid: UInt32, _ status: AuthorizationStatus, by: UInt32?, now: Date = Date()) throws {
+    /// Sets a user's status; `events` (its `authorization` event) commit with it.
+    public func setPermission(
+        uid: UInt32, _ status: AuthorizationStatus, by: UInt32?, events: [StateEvent] = [], now: Date = Date()
+    ) throws {
         precondition(status != .restricted, "restricted comes from the policy file")
         try queue.write { db in
             try db.execute(
@@ -70,6 +79,7 @@ extension StateStore {
                 ON CONFLICT (uid) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at,
                                                 updated_by = excluded.updated_by
                 """, [Int64(uid), status.rawValue, now.timeIntervalSince1970, by.map { Int64($0) }])
+            try Self.insert(events, into: db, now: now)
         }
     }
 }

@@ -340,7 +340,6 @@ public final class ControlHandler: Sendable {
         let before = try store.servicesOn()
         guard before != on else { return }
         let effectiveBefore = try effectiveStatuses(servicesOn: before)
-        try store.setServices(on: on)
         var events = [
             StateEvent(
                 id: ids.next(), type: .services, time: Date(), state: on ? "on" : "off",
@@ -351,7 +350,8 @@ public final class ControlHandler: Sendable {
             events.append(
                 authorizationEvent(uid: client, status: status, reason: "Location Services \(on ? "on" : "off")"))
         }
-        try store.append(events)
+        // The switch and the events that report it commit together.
+        try store.setServices(on: on, events: events)
         changed(.services(on))
     }
 
@@ -423,12 +423,10 @@ public final class ControlHandler: Sendable {
                 .invalid, "\(ControlHandler.userName(uid)) is always authorized (root or the engine's user)")
         }
         let before = try store.permission(uid: uid)?.status ?? .notDetermined
-        try store.setPermission(uid: uid, status, by: by)
-        if before != status {
-            try store.append([
-                authorizationEvent(uid: uid, status: status, reason: "set by \(ControlHandler.userName(by))")
-            ])
-        }
+        let events =
+            before == status
+            ? [] : [authorizationEvent(uid: uid, status: status, reason: "set by \(ControlHandler.userName(by))")]
+        try store.setPermission(uid: uid, status, by: by, events: events)
         changed(.permissions)
         return [
             "uid": .number(Double(uid)), "user": .string(ControlHandler.userName(uid)),
