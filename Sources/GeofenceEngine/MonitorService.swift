@@ -110,6 +110,8 @@ actor MonitorService {
     /// Drives every region's status (and the monitor's active set) from what holds now: the switch, the
     /// owners' permissions, the active-region limit, the location source. No region is ever deleted.
     func reconcile() {
+        // State events still waiting for the store go first: they are the causes of what changes here.
+        saveStateEvents()
         do {
             var denied = Set<UInt32>()
             for owner in try store.regionOwners() where !policy.isPrivileged(owner) {
