@@ -13,11 +13,7 @@ struct DaemonHookTests {
     /// Queues events in the outbox by replaying a track (replay without --hooks leaves them to the engine).
     static func queue(_ cli: CLI, regions: Int, passes: Int) async throws -> Int {
         let centres = HookTrack.centres(regions)
-        for (i, c) in centres.enumerated() {
-            let added = try await cli.exec(
-                "add", "--id", "r\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "100")
-            #expect(added.status == 0, "\(added.stderr)")
-        }
+        try await cli.addRegions(centres)
         let track = try cli.write(HookTrack.lines(centres: centres, passes: passes), to: "track.json")
         let replay = try await cli.exec("replay", track)
         #expect(replay.status == 0, "\(replay.stderr)")

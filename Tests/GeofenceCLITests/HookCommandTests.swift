@@ -50,6 +50,16 @@ extension CLI {
         return try JSON.parse(result.stdout).arrayValue ?? []
     }
 
+    /// One region per centre, ids `prefix0`, `prefix1`, …; each `add` must succeed.
+    func addRegions(_ centres: [Coordinate], prefix: String = "r", radius: Double = 100) async throws {
+        for (i, c) in centres.enumerated() {
+            let added = try await exec(
+                "add", "--id", "\(prefix)\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius",
+                String(radius))
+            #expect(added.status == 0, "\(added.stderr)")
+        }
+    }
+
     func write(_ text: String, to name: String) throws -> String {
         let path = dir.file(name)
         try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -233,13 +243,7 @@ struct HookCommandTests {
         let cli = try CLI()
         defer { cli.dir.remove() }
         let centres = HookTrack.centres(2)
-        for (i, c) in centres.enumerated() {
-            #expect(
-                try await cli.exec(
-                    "add", "--id", "r\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "100"
-                )
-                .status == 0)
-        }
+        try await cli.addRegions(centres)
         let ok = cli.dir.file("ok")
         #expect(
             try await cli.exec("hook", "add", "--id", "gate", "--on", "enter", "--command", "[ -e '\(ok)' ]").status
@@ -286,13 +290,7 @@ struct HookCommandTests {
         let cli = try CLI()
         defer { cli.dir.remove() }
         let centres = HookTrack.centres(8)
-        for (i, c) in centres.enumerated() {
-            #expect(
-                try await cli.exec(
-                    "add", "--id", "r\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "100"
-                )
-                .status == 0)
-        }
+        try await cli.addRegions(centres)
         let track = try cli.write(HookTrack.lines(centres: centres, passes: 63), to: "track.json")
         #expect(try await cli.exec("replay", track).status == 0)
         let log = cli.dir.file("delivered")
@@ -339,12 +337,7 @@ struct HookCommandTests {
         let cli = try CLI()
         defer { cli.dir.remove() }
         let centres = HookTrack.centres(8)
-        for (i, c) in centres.enumerated() {
-            #expect(
-                try await cli.exec(
-                    "add", "--id", "r\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "100"
-                ).status == 0)
-        }
+        try await cli.addRegions(centres)
         let track = try cli.write(HookTrack.lines(centres: centres, passes: 63), to: "track.json")
         #expect(try await cli.exec("replay", track).status == 0)
         // $PPID is the runner: its resident size after 300 deliveries, and after 1,000.

@@ -66,12 +66,7 @@ struct LeakSoakTests {
         let centres = (0..<10).map {
             offset(Coordinate(latitude: 52.0, longitude: 13.0), north: 0, east: 5000 * Double($0))
         }
-        for (i, c) in centres.enumerated() {
-            #expect(
-                try cli.run(
-                    "add", "--id", "z\(i)", "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "200"
-                ).status == 0)
-        }
+        try await cli.addRegions(centres, prefix: "z", radius: 200)
         #expect(try cli.run("hook", "add", "--on", "enter,exit", "--command", "true").status == 0)
         let fifo = cli.dir.file("fleet.fifo")
         #expect(mkfifo(fifo, 0o600) == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceTestSupport
 import Testing
 
 @testable import GeofenceCore
@@ -47,19 +48,6 @@ private let referenceVectors: [ReferenceVector] = {
 /// Difference of two azimuths in degrees, taking -180 and 180 as the same direction.
 private func azimuthDifference(_ x: Double, _ y: Double) -> Double {
     abs((x - y).remainder(dividingBy: 360))
-}
-
-/// SplitMix64: a small seeded generator, so random tests are reproducible.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 @Suite("Geodesic inverse against GeographicLib")
@@ -229,7 +217,7 @@ struct GeodesicBoundsTests {
     /// Random pairs from a millimetre to past the limit, weighted towards where each bound is tightest:
     /// north–south lines at the equator (most curved) and lines near the poles (least curved).
     @Test func boundsContainExactDistancesForRandomPairs() {
-        var rng = SplitMix64(state: 0x6765_6F66_656E_6365)
+        var rng = SeededGenerator(seed: 0x6765_6F66_656E_6365)
         var worstUpperSlack = Double.infinity
         var worstLowerSlack = Double.infinity
         // How much of each bound's cubic term the true excess s − c reaches, over lines beyond 10 km.

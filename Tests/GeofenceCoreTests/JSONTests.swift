@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceTestSupport
 import Testing
 
 /// The gpsd recordings shared by the project (`<repo>/../shared/fixtures/gpsd`). Symlinks are
@@ -48,18 +49,6 @@ private func scan(_ bytes: [UInt8]) -> Result<[JSONObject.Member], JSONParseErro
         return .success(members)
     } catch {
         return .failure(error)
-    }
-}
-
-/// A small deterministic generator (SplitMix64) so property tests fail the same way every run.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
@@ -212,7 +201,7 @@ struct JSONTests {
 
     /// The fast path (small mantissa, small exponent) and the standard library must agree to the bit.
     @Test func numbersMatchTheStandardLibrary() throws {
-        var random = SeededGenerator(state: 42)
+        var random = SeededGenerator(seed: 42)
         for _ in 0..<30_000 {
             var text = Bool.random(using: &random) ? "-" : ""
             let digits = Int.random(in: 1...22, using: &random)
@@ -354,7 +343,7 @@ struct JSONTests {
         }
         let alphabet =
             Array(#"{}[]:,"\/ebfnrtu0123456789.-+eEaNI "#.utf8) + [0x00, 0x0A, 0x7F, 0x80, 0xC3, 0xED, 0xF4, 0xFF]
-        var random = SeededGenerator(state: 7)
+        var random = SeededGenerator(seed: 7)
         for iteration in 0..<12_000 {
             var bytes: [UInt8]
             if iteration % 6 == 5 {
@@ -544,7 +533,7 @@ struct JSONTests {
     }
 
     @Test func numbersRoundTripExactly() throws {
-        var random = SeededGenerator(state: 99)
+        var random = SeededGenerator(seed: 99)
         for _ in 0..<20_000 {
             let number = Double(bitPattern: random.next())
             guard number.isFinite else { continue }

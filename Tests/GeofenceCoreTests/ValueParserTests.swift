@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceTestSupport
 import Testing
 
 @testable import GeofenceCore
@@ -64,7 +65,7 @@ struct DurationParserTests {
     }
 
     @Test func formatThenParseRoundTripsWholeMilliseconds() throws {
-        var generator = SplitMix64(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         for _ in 0..<2000 {
             let milliseconds = Double(generator.next() % 3_155_760_000_000)
             let seconds = milliseconds / 1000
@@ -160,7 +161,7 @@ struct TimestampParserTests {
     }
 
     @Test func formatThenParseRoundTripsToTheMillisecond() throws {
-        var generator = SplitMix64(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for _ in 0..<5000 {
             // 1900 to 2200, whole milliseconds.
             let milliseconds = Int64(generator.next() % 9_467_280_000_000) - 2_208_988_800_000
@@ -313,18 +314,5 @@ struct NumberParserTests {
         #expect(throws: ValueError("latitude 95 is out of range: must be between -90 and 90")) {
             try CoordinateParser.coordinate("95,0")
         }
-    }
-}
-
-/// A small deterministic generator so round-trip tests are reproducible.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
