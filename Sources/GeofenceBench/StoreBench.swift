@@ -4,8 +4,8 @@ import GeofenceEngine
 import GeofenceStore
 
 /// `import` of `n` regions through `StateStore.importRegions`, then the daemon's start with them: opening
-/// the store and `FixPipeline.load()`, once right after the import (which also marks every region as
-/// monitored) and once more as a plain restart.
+/// the store and `FixPipeline.load()`, once right after the import (every region still waiting for an
+/// engine) and once more as a plain restart.
 func runStore(n: Int, importing: Bool, starting: Bool, report: Report) throws {
     let name = sizeName(n)
     let directory = TemporaryDirectory("store")

@@ -17,6 +17,10 @@ public final class FixPipeline {
     public private(set) var monitor: RegionMonitor
     /// Region change generation the monitor has caught up with.
     public private(set) var generation: Int64 = 0
+    /// The highest region seq the monitor has taken (loaded or followed): the engine's mark in the store,
+    /// written with the next commit.
+    public private(set) var takenSeq: Int64 = 0
+    private var recordedTakenSeq: Int64 = 0
     private var pending: [MonitorOutput] = []
     private var urgent = false
     private var lastCommit: Date
@@ -48,38 +52,31 @@ public final class FixPipeline {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    /// Loads every region that is not expired, and every subject's state, from the store, and marks the
-    /// regions that were waiting for the engine as monitored.
+    /// Loads every region that is not expired, and every subject's state, from the store, and records
+    /// that the engine has taken them (`StateStore.markTaken`: one row, however many regions were waiting).
     ///
     /// Built for a million regions in a couple of seconds, on two cores: the regions are read lean
     /// (`StateStore.monitoringSnapshot`), in chunks, on another thread, while this one builds the monitor
-    /// from the chunks already read; and they are marked monitored in one statement, on a connection and
-    /// thread of its own (rewriting a million rows takes SQLite seconds). Regions added after the mark
-    /// come through `syncRegions()`, as any later change does.
+    /// from the chunks already read. Regions added after the snapshot come through `syncRegions()`, as any
+    /// later change does.
     public func load() throws {
         let mark = try store.monitoringMark()
         generation = mark.generation
-        let marking = Background { [store, clock] in try store.markMonitoring(upTo: mark.lastSeq, now: clock()) }
         let reader = SnapshotReader(store: store, upTo: mark.lastSeq)
         monitor.reserveCapacity(monitor.regionCount + mark.count)
-        do {
-            while let chunk = try reader.next() {
-                for (seq, definition) in chunk {
-                    switch definition {
-                    case .compact(let region): monitor.insert(region, seq: seq)
-                    case .full(let region): monitor.insert(region, seq: seq)
-                    }
+        while let chunk = try reader.next() {
+            for (seq, definition) in chunk {
+                switch definition {
+                case .compact(let region): monitor.insert(region, seq: seq)
+                case .full(let region): monitor.insert(region, seq: seq)
                 }
             }
-        } catch {
-            try? marking.wait()
-            throw error
         }
         monitor.compactIndex()
-        try marking.wait()
         for subject in try store.subjects() {
             monitor.restore(subject: subject.subject, record: subject.record, pairs: subject.pairs)
         }
+        takenSeq = max(takenSeq, mark.lastSeq)
         try flush()
     }
 
@@ -122,14 +119,14 @@ public final class FixPipeline {
                 touched += 1
             }
         }
-        var out = MonitorOutput()
         for stored in try store.regions(seqs: inserted.filter { !removed.contains($0) })
         where stored.status.kind != .expired {
             monitor.insert(stored.region, seq: stored.seq)
-            out.statusChanges.append(.init(regionSeq: stored.seq, regionID: stored.region.id, status: .monitoring))
             touched += 1
         }
-        if !out.isEmpty { pending.append(out) }
+        // Taken: no longer waiting for the engine (recorded with the next commit). Their stored statuses are
+        // the reconciler's to set; writing `monitoring` here would undo a `pending: limit` it decided.
+        if let newest = inserted.max() { takenSeq = max(takenSeq, newest) }
         generation = latest
         return touched
     }
@@ -215,36 +212,17 @@ public final class FixPipeline {
             pending.append(extra)
             pendingEvents += extra.events.count
         }
-        guard !pending.isEmpty else { return [] }
+        let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
+        guard !pending.isEmpty || taken != nil else { return [] }
         // On failure nothing was written: the queue stays, and the next commit carries it.
-        try store.apply(pending, now: clock())
+        try store.apply(pending, taken: taken, now: clock())
+        if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         pendingEvents = 0
         urgent = false
         lastCommit = clock()
         return events
-    }
-}
-
-/// Work on a thread of its own, waited for (and its error rethrown) by `wait()`.
-private final class Background: @unchecked Sendable {
-    // @unchecked: `failure` is written by the thread before it signals `done`, read only after.
-    private let done = DispatchSemaphore(value: 0)
-    private var failure: (any Error)?
-
-    init(_ work: @escaping @Sendable () throws -> Void) {
-        let thread = Thread { [self] in
-            do { try work() } catch { failure = error }
-            done.signal()
-        }
-        thread.name = "geofence.load"
-        thread.start()
-    }
-
-    func wait() throws {
-        done.wait()
-        if let failure { throw failure }
     }
 }
 

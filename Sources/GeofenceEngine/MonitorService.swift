@@ -150,7 +150,7 @@ actor MonitorService {
 
     /// Makes the monitor hold exactly the regions that should be active.
     private func syncMembership() throws {
-        let wanted = try store.activeRegionSeqs()
+        let wanted = try store.activeRegionSeqs(upTo: pipeline.takenSeq)
         let current = pipeline.monitor.regionSeqs
         let leaving = current.subtracting(wanted)
         if !leaving.isEmpty { pipeline.deactivate(seqs: leaving) }

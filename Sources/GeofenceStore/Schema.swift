@@ -102,5 +102,23 @@ enum Schema {
                 ) WITHOUT ROWID
                 """)
         }
+        // "Waiting for the engine" stops being a stored status: a region is waiting while its seq is above the
+        // engine's mark (`StateStore.takenSeqKey`), so that an engine's start writes one row, not a million.
+        m.registerMigration("002-engine-taken-seq") { db in
+            try db.execute(
+                """
+                INSERT OR REPLACE INTO settings (key, value, updated_at)
+                SELECT 'engine.taken-seq',
+                       coalesce((SELECT min(seq) - 1 FROM regions
+                                 WHERE status = 'pending' AND status_reason = 'waiting-for-engine'),
+                                (SELECT max(seq) FROM regions), 0),
+                       (julianday('now') - 2440587.5) * 86400.0
+                """)
+            try db.execute(
+                """
+                UPDATE regions SET status = 'monitoring', status_reason = NULL
+                WHERE status = 'pending' AND status_reason = 'waiting-for-engine'
+                """)
+        }
     }
 }

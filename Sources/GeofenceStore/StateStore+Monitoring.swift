@@ -82,20 +82,22 @@ extension StateStore {
         }
     }
 
-    /// Marks the regions waiting for the engine (`pending`) with sequence numbers up to `seq` as
-    /// `monitoring`: what `setStatus(seq:_:now:)` does to each, in one statement (a million single updates
-    /// take a minute), on a connection of its own, so that it can run while this store's connection reads
-    /// (rewriting a million rows takes SQLite seconds).
-    public func markMonitoring(upTo seq: Int64, now: Date = Date()) throws {
-        let options = try queue.read { db in db.options }
-        let connection = try DatabaseConnection(path: queue.path, options: options)
-        defer { try? connection.close() }
-        try connection.write(.immediate) { db in
-            try db.execute(
-                """
-                UPDATE regions SET status = 'monitoring', status_reason = NULL, next_retry = NULL, updated_at = ?
-                WHERE status = 'pending' AND status_reason = 'waiting-for-engine' AND seq <= ?
-                """, [now.timeIntervalSince1970, seq])
-        }
+    /// Records that an engine has taken every region up to `seq` into its monitor: those stop being
+    /// `pending: waiting-for-engine`. One row, however many regions that is (the mark only rises).
+    public func markTaken(upTo seq: Int64, now: Date = Date()) throws {
+        try queue.write { db in try StateStore.markTaken(upTo: seq, now: now, db: db) }
+    }
+
+    /// The engine's mark (0 when no engine ever took a region).
+    public func takenSeq() throws -> Int64 {
+        try queue.read { db in try db.scalar("SELECT \(StateStore.takenSeqSQL)", as: Int64.self) ?? 0 }
+    }
+
+    static func markTaken(upTo seq: Int64, now: Date, db: DatabaseConnection) throws {
+        try db.execute(
+            """
+            INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
+            ON CONFLICT (key) DO UPDATE SET value = ?2, updated_at = ?3 WHERE CAST(value AS INTEGER) < ?2
+            """, [StateStore.takenSeqKey, seq, now.timeIntervalSince1970])
     }
 }

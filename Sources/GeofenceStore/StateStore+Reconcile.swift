@@ -130,15 +130,16 @@ extension StateStore {
     }
 
     /// The seqs of the regions that must be in the monitor: not expired, not pending, not refused for
-    /// their owner's permission.
-    public func activeRegionSeqs() throws -> Set<Int64> {
+    /// their owner's permission; of those up to `taken` (what the monitor has followed so far: later ones
+    /// come through its own following of changes).
+    public func activeRegionSeqs(upTo taken: Int64 = .max) throws -> Set<Int64> {
         try queue.read { db in
             var seqs = Set<Int64>()
             try db.forEachRow(
                 """
                 SELECT seq FROM regions WHERE status NOT IN ('expired', 'pending')
-                  AND NOT (status = 'failed' AND status_reason = 'permission-denied')
-                """
+                  AND NOT (status = 'failed' AND status_reason = 'permission-denied') AND seq <= ?
+                """, [taken]
             ) { seqs.insert($0.int64(at: 0)) }
             return seqs
         }

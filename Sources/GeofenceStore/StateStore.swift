@@ -187,7 +187,7 @@ public final class StateStore: Sendable {
     static let insertRegionSQL = """
         INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
                              created_by, created_at, updated_at, status, status_reason)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting-for-engine')
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'monitoring', NULL)
         """
 
     /// The `notify` column: the kinds in their order, comma-separated.
@@ -264,7 +264,25 @@ public final class StateStore: Sendable {
 
     static let regionColumns = """
         seq, id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects, created_by, created_at, updated_at,
-        status, status_reason, attempts, next_retry
+        \(statusSQL), \(statusReasonSQL), attempts, next_retry
+        """
+
+    /// The settings key of the engine's mark: the highest region seq an engine has taken into its monitor.
+    /// A region above it is `pending: waiting-for-engine` whatever its stored status says, until an engine
+    /// takes it; so an engine's start writes this one row instead of rewriting every new region's status.
+    public static let takenSeqKey = "engine.taken-seq"
+
+    static let takenSeqSQL = """
+        coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = '\(takenSeqKey)'), 0)
+        """
+
+    /// A region's status as shown: the stored one, or `pending` while it waits for an engine.
+    static let statusSQL = """
+        CASE WHEN status = 'monitoring' AND seq > \(takenSeqSQL) THEN 'pending' ELSE status END
+        """
+
+    static let statusReasonSQL = """
+        CASE WHEN status = 'monitoring' AND seq > \(takenSeqSQL) THEN 'waiting-for-engine' ELSE status_reason END
         """
 
     public func region(id: String) throws -> StoredRegion? {
@@ -308,7 +326,7 @@ public final class StateStore: Sendable {
     public func regionCountsByStatus() throws -> [String: Int] {
         try queue.read { db in
             var counts: [String: Int] = [:]
-            try db.forEachRow("SELECT status, count(*) FROM regions GROUP BY status") {
+            try db.forEachRow("SELECT \(StateStore.statusSQL) AS shown, count(*) FROM regions GROUP BY shown") {
                 counts[$0.string(at: 0)] = $0.int(at: 1)
             }
             return counts
@@ -444,10 +462,13 @@ public final class StateStore: Sendable {
 
     /// Persists what the monitor decided, in one transaction: events into the outbox together with the
     /// state changes that caused them. Either all of it is stored or none.
-    public func apply(_ outputs: [MonitorOutput], now: Date = Date()) throws {
-        guard outputs.contains(where: { !$0.isEmpty }) else { return }
+    /// Writes the monitor's outputs in one transaction; with `taken`, also raises the engine's mark to it
+    /// (see `markTaken(upTo:)`).
+    public func apply(_ outputs: [MonitorOutput], taken: Int64? = nil, now: Date = Date()) throws {
+        guard taken != nil || outputs.contains(where: { !$0.isEmpty }) else { return }
         try queue.write { db in
             for out in outputs { try StateStore.apply(out, now: now, db: db) }
+            if let taken { try StateStore.markTaken(upTo: taken, now: now, db: db) }
         }
     }
 

@@ -68,6 +68,48 @@ struct ReconcilerTests {
         _ = await daemon.stop()
     }
 
+    @Test("--max-regions 2: a region added beyond the limit while the engine runs stays pending: limit")
+    func limitWhileRunning() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try await cli.addRegions([Coordinate(latitude: 40, longitude: 1), Coordinate(latitude: 41, longitude: 1)])
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9", "--max-regions", "2"])
+        #expect(try await Self.waitFor(cli, timeout: 5) { $0.values.allSatisfy { $0 == "monitoring" } } != nil)
+        #expect(try cli.run("add", "--id", "late", "--lat", "42", "--lon", "1", "--radius", "50").status == 0)
+        let held = try await Self.waitFor(cli, timeout: 5) { $0["late"] == "pending: limit" }
+        #expect(held != nil, "\((try? Self.statuses(cli)) ?? [:])\n\(daemon.log)")
+        // Ticks later (one a second) it is still held: nothing the engine writes afterwards undoes the limit.
+        try await Task.sleep(for: .milliseconds(2500))
+        let s = try Self.statuses(cli)
+        #expect(s["late"] == "pending: limit", "\(s)")
+        #expect(s["r0"] == "monitoring" && s["r1"] == "monitoring", "\(s)")
+        _ = await daemon.stop()
+    }
+
+    @Test("a region added with no engine waits for it; the engine's start, and a running engine, take it")
+    func waitingForEngine() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try await cli.addRegions([Coordinate(latitude: 40, longitude: 1), Coordinate(latitude: 41, longitude: 1)])
+        #expect(try Self.statuses(cli) == ["r0": "pending: waiting-for-engine", "r1": "pending: waiting-for-engine"])
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        let taken = try await Self.waitFor(cli, timeout: 5) { $0.values.allSatisfy { $0 == "monitoring" } }
+        #expect(taken != nil, "\((try? Self.statuses(cli)) ?? [:])\n\(daemon.log)")
+        #expect(try cli.run("add", "--id", "late", "--lat", "42", "--lon", "1", "--radius", "50").status == 0)
+        let followed = try await Self.waitFor(cli, timeout: 5) { $0.count == 3 && $0["late"] == "monitoring" }
+        #expect(followed != nil, "\((try? Self.statuses(cli)) ?? [:])\n\(daemon.log)")
+        _ = await daemon.stop()
+        // Stopped: what it monitored stays so; a region added now waits for the next start.
+        #expect(try cli.run("add", "--id", "after", "--lat", "43", "--lon", "1", "--radius", "50").status == 0)
+        let s = try Self.statuses(cli)
+        #expect(s["after"] == "pending: waiting-for-engine" && s["late"] == "monitoring", "\(s)")
+        let counts = try JSON.parse(try cli.run("status", "--json").stdout)
+        #expect(counts["regions"]?["pending"]?.intValue == 1, "\(counts)")
+        // Waiting is not an event: the engine's taking a region writes no region-status event.
+        let events = try StateStore(directory: cli.stateDir).events(after: 0, limit: 100)
+        #expect(!events.contains { $0.type == "region-status" }, "\(events.map { $0.body })")
+    }
+
     @Test(
         "gpsd killed: every region fails location-unavailable within the staleness limit, and comes back",
         .enabled(if: GPSDHarness.isAvailable, "\(GPSDHarness.unavailableReason)"))

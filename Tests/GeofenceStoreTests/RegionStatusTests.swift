@@ -1,0 +1,90 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+import Glibc
+import Testing
+
+// "Waiting for the engine" is the engine's mark against a region's seq, not a stored status: an engine's
+// start writes one row however many regions wait. A real SQLite file, nothing mocked.
+
+private func withStore(_ body: (StateStore, String) throws -> Void) throws {
+    var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-status-tests.XXXXXX").utf8CString)
+    let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    let directory = try #require(created.map { String(cString: $0) })
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try body(try StateStore(directory: directory), directory)
+}
+
+private func addFour(_ store: StateStore) throws {
+    for i in 1...4 {
+        _ = try store.addRegion(
+            Region(id: "r\(i)", center: Coordinate(latitude: 40 + Double(i), longitude: 2), radius: 100))
+    }
+}
+
+private func shown(_ store: StateStore) throws -> [String] {
+    try store.regions().map { $0.status.description }
+}
+
+@Suite struct RegionStatusTests {
+    @Test func regionsWaitUntilAnEngineTakesThemAndTheMarkOnlyRises() throws {
+        try withStore { store, _ in
+            try addFour(store)
+            #expect(try shown(store) == Array(repeating: "pending: waiting-for-engine", count: 4))
+            #expect(try store.regionCountsByStatus() == ["pending": 4])
+            try store.markTaken(upTo: 2)
+            #expect(
+                try shown(store) == [
+                    "monitoring", "monitoring", "pending: waiting-for-engine", "pending: waiting-for-engine",
+                ])
+            #expect(try store.regionCountsByStatus() == ["monitoring": 2, "pending": 2])
+            #expect(try store.region(id: "r3")?.status == RegionStatus(.pending, reason: "waiting-for-engine"))
+            // A lower mark (an older engine's) changes nothing.
+            try store.markTaken(upTo: 1)
+            #expect(try store.takenSeq() == 2)
+            // A status the reconciler stored shows as it is, taken or not.
+            let r4 = try #require(try store.region(id: "r4"))
+            try store.setStatus(seq: r4.seq, RegionStatus(.suspended, reason: "services-off"))
+            #expect(try store.region(id: "r4")?.status.description == "suspended: services-off")
+            // Waiting regions are not active: the monitor gets them by following changes.
+            #expect(try store.activeRegionSeqs(upTo: 2).count == 2)
+            try store.markTaken(upTo: 4)
+            #expect(try shown(store) == ["monitoring", "monitoring", "monitoring", "suspended: services-off"])
+        }
+    }
+
+    @Test func theMarkIsWrittenWithTheMonitorsOutputsInOneTransaction() throws {
+        try withStore { store, _ in
+            try addFour(store)
+            try store.apply([], taken: 3)
+            #expect(try store.takenSeq() == 3)
+            #expect(try store.regionCountsByStatus() == ["monitoring": 3, "pending": 1])
+        }
+    }
+
+    @Test func aDatabaseWithStoredWaitingStatusesIsMigratedToTheMark() throws {
+        try withStore { store, directory in
+            try addFour(store)
+            try store.markTaken(upTo: 4)
+            // As the previous schema left it: r3 and r4 stored as waiting, no mark.
+            try store.queue.write { db in
+                try db.execute(
+                    "UPDATE regions SET status = 'pending', status_reason = 'waiting-for-engine' WHERE id IN ('r3', 'r4')"
+                )
+                try db.execute("DELETE FROM settings WHERE key = ?", [StateStore.takenSeqKey])
+                try db.execute("DELETE FROM schema_migrations WHERE identifier = '002-engine-taken-seq'")
+            }
+            try store.queue.close()
+            let reopened = try StateStore(directory: directory)
+            #expect(
+                try shown(reopened) == [
+                    "monitoring", "monitoring", "pending: waiting-for-engine", "pending: waiting-for-engine",
+                ])
+            #expect(try reopened.takenSeq() == 2)
+            let stored = try reopened.queue.read { db in
+                try db.scalar("SELECT count(*) FROM regions WHERE status = 'pending'", as: Int.self)
+            }
+            #expect(stored == 0, "no waiting status is stored any more")
+        }
+    }
+}
