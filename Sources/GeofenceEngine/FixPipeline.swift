@@ -105,11 +105,14 @@ public final class FixPipeline {
         guard latest != generation else { return 0 }
         var removed = Set<Int64>()
         var inserted: [Int64] = []
+        var ranges: [ClosedRange<Int64>] = []
         for change in changes {
-            if change.inserted {
-                inserted.append(change.seq)
-            } else {
+            if !change.inserted {
                 removed.insert(change.seq)
+            } else if change.lastSeq > change.seq {
+                ranges.append(change.seq...change.lastSeq)
+            } else {
+                inserted.append(change.seq)
             }
         }
         var touched = 0
@@ -124,9 +127,29 @@ public final class FixPipeline {
             monitor.insert(stored.region, seq: stored.seq)
             touched += 1
         }
+        // An import: read lean, as at start, in chunks (its regions still there are exactly the range's).
+        var imported = 0
+        for range in ranges {
+            var after = range.lowerBound - 1
+            while true {
+                let chunk = try store.monitoringSnapshot(after: after, upTo: range.upperBound, limit: 32_768)
+                for (seq, definition) in chunk where !removed.contains(seq) {
+                    switch definition {
+                    case .compact(let region): monitor.insert(region, seq: seq)
+                    case .full(let region): monitor.insert(region, seq: seq)
+                    }
+                    imported += 1
+                }
+                guard chunk.count == 32_768, let last = chunk.last?.seq else { break }
+                after = last
+            }
+        }
+        if imported >= 4096 { monitor.compactIndex() }
+        touched += imported
         // Taken: no longer waiting for the engine (recorded with the next commit). Their stored statuses are
         // the reconciler's to set; writing `monitoring` here would undo a `pending: limit` it decided.
-        if let newest = inserted.max() { takenSeq = max(takenSeq, newest) }
+        let newest = max(inserted.max() ?? 0, ranges.map(\.upperBound).max() ?? 0)
+        takenSeq = max(takenSeq, newest)
         generation = latest
         return touched
     }

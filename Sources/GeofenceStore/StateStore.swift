@@ -5,6 +5,20 @@ import GeofenceCore
     import Glibc
 #endif
 
+/// One entry of the region change log: an insertion of the regions `seq...lastSeq` (one region, or a whole
+/// import), or the deletion of region `seq`.
+public struct RegionChange: Sendable, Equatable {
+    public var seq: Int64
+    public var lastSeq: Int64
+    public var inserted: Bool
+
+    public init(seq: Int64, lastSeq: Int64, inserted: Bool) {
+        self.seq = seq
+        self.lastSeq = lastSeq
+        self.inserted = inserted
+    }
+}
+
 /// A region as the store holds it: the requested definition plus where it stands in monitoring.
 public struct StoredRegion: Sendable, Equatable {
     /// Grows with every insertion (a replaced region gets a new one); orders regions against subjects.
@@ -180,6 +194,12 @@ public final class StateStore: Sendable {
             // The error a probe of every id first, then the insertions, would give.
             if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
             if let repeated { throw StoreError.duplicateRegions([repeated]) }
+            // One change for the whole import: every region after `lastSeq` is one of its own.
+            try db.execute(
+                """
+                INSERT INTO region_changes (seq, op, last_seq)
+                SELECT min(seq), 'insert', max(seq) FROM regions WHERE seq > ? HAVING count(*) > 0
+                """, [lastSeq])
             progress?(regions.count)
         }
     }
@@ -237,6 +257,7 @@ public final class StateStore: Sendable {
         } catch let error as DatabaseError where error.isUniqueConstraintViolation {
             throw StoreError.duplicateRegions([region.id])
         }
+        try db.execute("INSERT INTO region_changes (seq, op) VALUES (last_insert_rowid(), 'insert')")
     }
 
     /// Removes a region (and its states). Returns false when there was none.
@@ -407,17 +428,19 @@ public final class StateStore: Sendable {
     }
 
     /// Region insertions and deletions after `generation`, in order, and the generation they lead to.
-    public func regionChanges(after generation: Int64) throws -> (
-        generation: Int64, changes: [(seq: Int64, inserted: Bool)]
-    ) {
+    public func regionChanges(after generation: Int64) throws -> (generation: Int64, changes: [RegionChange]) {
         try queue.read { db in
             var latest = generation
-            var changes: [(seq: Int64, inserted: Bool)] = []
+            var changes: [RegionChange] = []
             try db.forEachRow(
-                "SELECT generation, seq, op FROM region_changes WHERE generation > ? ORDER BY generation", [generation]
+                "SELECT generation, seq, op, last_seq FROM region_changes WHERE generation > ? ORDER BY generation",
+                [generation]
             ) {
                 latest = $0.int64(at: 0)
-                changes.append((seq: $0.int64(at: 1), inserted: $0.string(at: 2) == "insert"))
+                let seq = $0.int64(at: 1)
+                changes.append(
+                    RegionChange(
+                        seq: seq, lastSeq: $0.optionalInt64(at: 3) ?? seq, inserted: $0.string(at: 2) == "insert"))
             }
             return (latest, changes)
         }

@@ -316,3 +316,39 @@ struct NumberParserTests {
         }
     }
 }
+
+@Suite("Regions file entries")
+struct RegionEntryTests {
+    @Test func theFieldSwitchKnowsExactlyTheDocumentedFields() {
+        for key in RegionJSON.fields.union(RegionJSON.outputOnlyFields) {
+            #expect(RegionJSON.isKnownField(key), "\(key)")
+        }
+        for key in ["", "ID", "radious", "lat ", "state", "hook"] { #expect(!RegionJSON.isKnownField(key), "\(key)") }
+    }
+
+    @Test func idsWithControlCharactersAreRefusedWhetherASCIIOrNot() {
+        for id in ["a\u{7}b", "tab\there", "del\u{7F}", "nel\u{85}x"] {
+            #expect(throws: RegionValidationError.self, "\(id.debugDescription)") {
+                try Region.validateID(id)
+            }
+        }
+        for id in ["depot-12", "Zürich HB", "東京", "a b"] { #expect(throws: Never.self) { try Region.validateID(id) } }
+    }
+
+    @Test func entriesGivenInPartsAreCheckedAsOneList() throws {
+        func entry(_ id: String) -> JSONValue { .object(["id": .string(id), "lat": 1, "lon": 2, "radius": 50]) }
+        var decoder = RegionEntryDecoder(now: Date())
+        decoder.add([entry("a"), entry("b")])
+        decoder.add([entry("c"), entry("a"), .object(["id": "d", "lat": 1, "lon": 2])])
+        #expect(decoder.count == 5)
+        #expect(decoder.regions.map(\.id) == ["a", "b", "c"])
+        #expect(
+            decoder.problems == [
+                "regions[3].id: \"a\" repeats the id of regions[0]", "regions[4].radius (id \"d\"): is missing",
+            ])
+        guard case .failure = decoder.result else {
+            Issue.record("a list with problems must fail")
+            return
+        }
+    }
+}

@@ -190,11 +190,14 @@ enum RegionCommands {
         let file = try c.arguments.required("file")
         let bytes = try readInput(file)
         let name = file == "-" ? "standard input" : file
+        if c.console.stderrIsTerminal && bytes.count > 1 << 20 {
+            c.console.writeError("checking \(name) (\(bytes.count >> 20) MiB)...\n")
+        }
         // Checked here first (one clear report of every bad entry, before anything is sent), and again by
         // whoever stores them.
-        let entries: [JSONValue]
+        let regions: [Region]
         switch RegionJSON.decodeFile(bytes, now: c.now, createdBy: getuid()) {
-        case .success(let regions): entries = regions.map { .object(RegionJSON.encode($0)) }
+        case .success(let decoded): regions = decoded
         case .failure(let error):
             if error.problems.count == 1 {
                 throw DataError("nothing imported from \(name): \(error.problems[0])")
@@ -208,39 +211,43 @@ enum RegionCommands {
         let replace = c.arguments.flag("--replace")
         let started = Date()
         if dryRun {
-            report(c, "\(entries.count) regions checked, all good; nothing stored (--dry-run)", count: entries.count)
+            report(c, "\(regions.count) regions checked, all good; nothing stored (--dry-run)", count: regions.count)
             return
         }
         if c.engineSocket() == nil {
             // No engine: straight into the store, in one transaction, with a progress bar.
-            let regions = try RegionJSON.decodeEntries(entries, now: c.now, createdBy: getuid()).get()
             let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
             try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
             progress.finish()
         } else {
-            // Through the engine, in parts under the 1 MiB request limit, committed all at once by the last.
-            var requests: [ControlRequest] = []
-            var part: [JSONValue] = []
-            var size = 0
-            for entry in entries {
-                let bytes = entry.serialized().utf8.count + 1
-                if size + bytes > 768 * 1024, !part.isEmpty {
-                    requests.append(
-                        ControlRequest(method: .importRegions, params: ["regions": .array(part), "final": false]))
-                    part = []
-                    size = 0
-                }
-                part.append(entry)
-                size += bytes
+            // Through the engine, in parts under the 1 MiB request limit, committed all at once by the last;
+            // each part is made while the engine checks the one before.
+            guard let path = c.engineSocket() else {
+                throw CommandFailure("the engine stopped", exitCode: .unavailable)
             }
-            requests.append(
-                ControlRequest(
-                    method: .importRegions, params: ["regions": .array(part), "replace": .bool(replace), "final": true])
-            )
-            _ = try c.call(requests)
+            let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
+            let total = regions.count
+            let parts = ImportParts(regions: regions, replace: replace, limit: 768 * 1024) { sent in
+                progress.update(sent)
+                guard sent == total, c.console.stderrIsTerminal else { return }
+                progress.finish()
+                c.console.writeError("the engine is storing them...\n")
+            }
+            let responses: [ControlResponse]
+            do throws(ControlError) {
+                responses = try ControlClient(path: path).call(lines: parts)
+            } catch {
+                throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+            }
+            // The last answer is the import's (the earlier ones only say a part was staged).
+            if let failed = responses.last(where: { if case .failure = $0.result { true } else { false } }),
+                case .failure(let error) = failed.result
+            {
+                throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .failure)
+            }
         }
         let seconds = Date().timeIntervalSince(started)
-        report(c, "Imported \(entries.count) regions in \(String(format: "%.1f", seconds)) s", count: entries.count)
+        report(c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)
     }
 
     private static func report(_ c: CommandContext, _ text: String, count: Int) {
@@ -298,5 +305,43 @@ enum RegionCommands {
 
     static func quoted(_ s: String) -> String {
         JSONValue.string(s).serialized()
+    }
+}
+
+/// The request lines of an import sent to the engine: each region serialized once, packed into parts of at
+/// most `limit` bytes of regions, the last marked `final`.
+struct ImportParts: Sequence, IteratorProtocol {
+    let regions: [Region]
+    let replace: Bool
+    let limit: Int
+    let progress: (Int) -> Void
+    private var position = 0
+    private var done = false
+
+    init(regions: [Region], replace: Bool, limit: Int, progress: @escaping (Int) -> Void) {
+        self.regions = regions
+        self.replace = replace
+        self.limit = limit
+        self.progress = progress
+    }
+
+    mutating func next() -> String? {
+        guard !done else { return nil }
+        var entries: [String] = []
+        var size = 0
+        while position < regions.count {
+            let entry = JSONValue.object(RegionJSON.encode(regions[position])).serialized()
+            if size + entry.utf8.count + 1 > limit, !entries.isEmpty { break }
+            entries.append(entry)
+            size += entry.utf8.count + 1
+            position += 1
+        }
+        let final = position >= regions.count
+        done = final
+        progress(position)
+        var params = "{\"final\":\(final)"
+        if final { params += ",\"replace\":\(replace)" }
+        params += ",\"regions\":[" + entries.joined(separator: ",") + "]}"
+        return "{\"method\":\"\(ControlMethod.importRegions.rawValue)\",\"params\":\(params)}"
     }
 }

@@ -150,6 +150,8 @@ public struct Region: Sendable, Equatable {
             throw RegionValidationError(
                 field: "id", message: "is \(id.utf8.count) bytes long: at most \(limits.maxIDBytes) are allowed")
         }
+        // Printable ASCII, by far the usual case, needs no look-up of Unicode properties.
+        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return }
         if let bad = id.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
             throw RegionValidationError(
                 field: "id",

@@ -13,6 +13,16 @@ public enum RegionJSON {
         "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects",
     ]
 
+    /// Whether a key belongs to `fields` or `outputOnlyFields` (a switch: hashing every key of a million
+    /// entries into a `Set` showed in an import's profile).
+    static func isKnownField(_ key: String) -> Bool {
+        switch key {
+        case "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects": true
+        case "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states": true
+        default: false
+        }
+    }
+
     /// One region from its JSON object. `now` resolves relative expiry (`"expires": "30d"`).
     /// Errors name the field; the caller adds the entry's position.
     public static func decode(
@@ -21,7 +31,7 @@ public enum RegionJSON {
         guard case .object(let object) = value else {
             throw RegionValidationError(field: "(entry)", message: "must be an object, not \(describe(value))")
         }
-        for key in object.keys where !fields.contains(key) && !outputOnlyFields.contains(key) {
+        for key in object.keys where !isKnownField(key) {
             throw RegionValidationError(field: key, message: "is not a known field")
         }
         guard let idValue = object["id"] else { throw RegionValidationError(field: "id", message: "is missing") }
@@ -165,26 +175,9 @@ public enum RegionJSON {
     public static func decodeEntries(
         _ entries: [JSONValue], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
     ) -> Result<[Region], RegionFileError> {
-        var regions: [Region] = []
-        var problems: [String] = []
-        var seen: [String: Int] = [:]
-        regions.reserveCapacity(entries.count)
-        for (i, entry) in entries.enumerated() {
-            do {
-                let region = try decode(entry, now: now, createdBy: createdBy, limits: limits)
-                if let first = seen[region.id] {
-                    problems.append("regions[\(i)].id: \"\(region.id)\" repeats the id of regions[\(first)]")
-                } else {
-                    seen[region.id] = i
-                    regions.append(region)
-                }
-            } catch {
-                let idHint = entry.objectValue?["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
-                problems.append("regions[\(i)].\(error.field)\(idHint): \(error.message)")
-            }
-        }
-        if !problems.isEmpty { return .failure(RegionFileError(problems: problems)) }
-        return .success(regions)
+        var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
+        decoder.add(entries)
+        return decoder.result
     }
 
     private static func number(_ object: JSONObject, _ field: String) throws(RegionValidationError) -> Double {
@@ -224,4 +217,53 @@ public struct RegionFileError: Error, Sendable, Equatable, CustomStringConvertib
     public init(problems: [String]) { self.problems = problems }
 
     public var description: String { problems.joined(separator: "\n") }
+}
+
+/// Checks the entries of one regions array given in parts (an import sent to the engine over several
+/// requests), as `RegionJSON.decodeEntries` checks them whole: positions count from the first part, and an
+/// id repeated across parts is found.
+public struct RegionEntryDecoder: Sendable {
+    public let now: Date
+    public let createdBy: UInt32?
+    public let limits: RegionLimits
+    public private(set) var regions: [Region] = []
+    public private(set) var problems: [String] = []
+    /// Entries seen so far, good or bad.
+    public private(set) var count = 0
+    private var seen: [String: Int] = [:]
+
+    public init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
+        self.now = now
+        self.createdBy = createdBy
+        self.limits = limits
+    }
+
+    public mutating func add(_ entries: [JSONValue]) {
+        // Only once: reserving the exact size for every part would copy the whole array each time.
+        if regions.isEmpty {
+            regions.reserveCapacity(entries.count)
+            seen.reserveCapacity(entries.count)
+        }
+        for entry in entries {
+            let i = count
+            count += 1
+            do {
+                let region = try RegionJSON.decode(entry, now: now, createdBy: createdBy, limits: limits)
+                if let first = seen[region.id] {
+                    problems.append("regions[\(i)].id: \"\(region.id)\" repeats the id of regions[\(first)]")
+                } else {
+                    seen[region.id] = i
+                    regions.append(region)
+                }
+            } catch {
+                let idHint = entry.objectValue?["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
+                problems.append("regions[\(i)].\(error.field)\(idHint): \(error.message)")
+            }
+        }
+    }
+
+    /// Every region, or every problem.
+    public var result: Result<[Region], RegionFileError> {
+        problems.isEmpty ? .success(regions) : .failure(RegionFileError(problems: problems))
+    }
 }

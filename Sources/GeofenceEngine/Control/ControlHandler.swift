@@ -218,22 +218,26 @@ public final class ControlHandler: Sendable {
     }
 
     /// `import`: all or nothing, in parts over one connection when the file is bigger than one request
-    /// line (`final: false` stages a part; the part with `final: true` checks and commits everything).
+    /// line (`final: false` stages a part; the part with `final: true` commits everything). Each part is
+    /// checked as it arrives (positions count from the first part), its problems kept for the final answer:
+    /// one bad part fails the whole import, and nothing is stored.
     private func importRegions(_ p: JSONObject, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
         guard let part = p["regions"]?.arrayValue else {
             throw ControlError(.badRequest, "import needs params.regions")
         }
         let key = "import.staged"
-        var staged = (connection?[key] as? [JSONValue]) ?? []
-        staged += part
+        // Taken out of the connection first, so that adding this part does not copy what is staged.
+        var staged =
+            (connection?[key] as? RegionEntryDecoder) ?? RegionEntryDecoder(now: Date(), createdBy: peer.uid)
+        connection?[key] = nil
+        staged.add(part)
         if p["final"]?.boolValue == false {
             guard let connection else { throw ControlError(.badRequest, "a partial import needs a connection") }
             connection[key] = staged
             return ["staged": .number(Double(staged.count))]
         }
-        connection?[key] = nil
         let regions: [Region]
-        switch RegionJSON.decodeEntries(staged, now: Date(), createdBy: peer.uid) {
+        switch staged.result {
         case .success(let decoded): regions = decoded
         case .failure(let error):
             throw ControlError(

@@ -305,6 +305,39 @@ public struct ControlClient: Sendable {
         return responses
     }
 
+    /// Sends request lines (serialized requests, without the newline) on one connection without waiting
+    /// for each answer, then returns the answers, in order: the engine works on one while the next is made
+    /// (lines are produced as they are sent). For a long run of requests whose answers only matter together,
+    /// such as the parts of an import. The engine answers every line, so the answers fit its socket buffer.
+    public func call(lines: some Sequence<String>) throws(ControlError) -> [ControlResponse] {
+        let fd = try ControlClient.connect(path)
+        defer { close(fd) }
+        var sent = 0
+        for line in lines {
+            var bytes = Array(line.utf8)
+            bytes.append(10)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
+                offset += n
+            }
+            sent += 1
+        }
+        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
+        var responses: [ControlResponse] = []
+        for _ in 0..<sent {
+            guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
+                throw ControlError(.unavailable, "the engine closed the connection without an answer")
+            }
+            responses.append(response)
+        }
+        return responses
+    }
+
     /// Sends one request and calls `body` with each line the engine streams back, until it returns false
     /// or the engine closes the connection (`watch`).
     public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {

@@ -1,0 +1,51 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
+import GeofenceTestSupport
+import Testing
+
+/// A running engine follows the store's region changes: single additions and removals, and an import logged
+/// as one range. A real store; the pipeline is the daemon's.
+@Suite struct RegionFollowingTests {
+    static func region(_ i: Int, dwell: Double? = nil) throws -> Region {
+        try Region(
+            id: "imp\(i)", name: dwell == nil ? nil : "named \(i)",
+            center: Coordinate(latitude: 40 + Double(i % 100) * 0.01, longitude: 2 + Double(i / 100) * 0.01),
+            radius: 200, dwell: dwell)
+    }
+
+    @Test func anImportIsOneChangeAndTheEngineTakesEveryRegionOfIt() throws {
+        let dir = try TemporaryDirectory("geofence-following")
+        defer { dir.remove() }
+        let store = try StateStore(directory: dir.file("state"))
+        try store.addRegion(Region(id: "first", center: Coordinate(latitude: 10, longitude: 10), radius: 100))
+        let pipeline = FixPipeline(store: store)
+        try pipeline.load()
+        #expect(pipeline.monitor.regionCount == 1)
+        let before = try store.regionGeneration()
+
+        // 50,000 regions (a few full ones: names and dwell), one removed again, one added alone: four changes.
+        let regions = try (0..<50_000).map { try Self.region($0, dwell: $0 % 9_999 == 0 ? 30 : nil) }
+        try store.importRegions(regions)
+        #expect(try store.removeRegion(id: "imp7"))
+        try store.addRegion(Region(id: "late", center: Coordinate(latitude: -10, longitude: 10), radius: 100))
+        let (latest, changes) = try store.regionChanges(after: before)
+        #expect(changes.count == 3, "one range, one deletion, one insertion: \(changes)")
+        #expect(changes.first.map { $0.lastSeq - $0.seq + 1 } == 50_000)
+        #expect(changes.map(\.inserted) == [true, false, true])
+
+        #expect(try pipeline.syncRegions() > 0)
+        #expect(pipeline.generation == latest)
+        let stored = Set(try store.regions().map(\.seq))
+        #expect(pipeline.monitor.regionSeqs == stored, "the monitor holds exactly the store's regions")
+        #expect(pipeline.monitor.regionCount == 50_001)
+        #expect(pipeline.monitor.region(id: "imp7") == nil)
+        #expect(pipeline.monitor.region(id: "imp9999")?.dwell == 30, "a full definition came through whole")
+        #expect(pipeline.monitor.region(id: "late") != nil)
+        // Taken, with the next commit: none of them waits for the engine any more.
+        try pipeline.flush()
+        #expect(try store.regionCountsByStatus() == ["monitoring": 50_001])
+        #expect(try pipeline.syncRegions() == 0, "nothing new")
+    }
+}
