@@ -58,7 +58,9 @@ let package = Package(
         // End-to-end: runs the built `geofence` binary (hence the dependency on the executable).
         .testTarget(
             name: "GeofenceCLITests",
-            dependencies: ["GeofenceCLI", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport", "geofence"]),
+            dependencies: [
+                "GeofenceCLI", "GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport", "geofence",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

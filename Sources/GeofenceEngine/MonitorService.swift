@@ -52,6 +52,13 @@ actor MonitorService {
     private var retryRound = 0
     /// A reconciliation failed to write its statuses and must run again.
     private var reconcileOwed = false
+    /// Whether a region may be held back in the store (`pending`, `failed`, `suspended`): unknown at start,
+    /// false after a reconciliation that held nothing. While false and nothing holds regions back, a
+    /// reconciliation has nothing to write, and skips the store (a look at every region, with a million).
+    private var mayHoldRegions = true
+    /// When the next retry of a failed region is due (nil: no region is failed; unknown at start). Checked
+    /// only then, rather than every tick (the store finds due retries by looking at every region).
+    private var retryDue: Date? = .distantPast
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
@@ -126,10 +133,18 @@ actor MonitorService {
             // The region-status events are made inside the reconciler's transaction, with this actor's id
             // generator (lent for the synchronous call, then taken back, so ids stay ordered).
             let lent = LentIDs(ids)
-            let changes = try store.reconcile(inputs, retryAt: Date().addingTimeInterval(retryDelay())) {
-                MonitorService.statusEvents($0, ids: lent)
-            }
+            let retryAt = Date().addingTimeInterval(retryDelay())
+            let changes =
+                inputs.allClear && !mayHoldRegions
+                ? []
+                : try store.reconcile(inputs, retryAt: retryAt) { MonitorService.statusEvents($0, ids: lent) }
             ids = lent.ids
+            mayHoldRegions = !inputs.allClear
+            if inputs.allClear {
+                retryDue = nil
+            } else if changes.contains(where: { $0.status.kind == .failed }) {
+                retryDue = min(retryDue ?? retryAt, retryAt)
+            }
             let restricted = maxRegions != nil || !denied.isEmpty
             if restricted || membershipRestricted { try syncMembership() }
             membershipRestricted = restricted
@@ -292,8 +307,10 @@ actor MonitorService {
             }
             // Failed regions whose retry is due: count the attempt; the cause, if it cleared, was acted on
             // when it did.
-            if try store.countRetries(dueBy: Date(), next: Date().addingTimeInterval(retryDelay())) > 0 {
-                retryRound += 1
+            if let due = retryDue, due <= Date() {
+                let retries = try store.countRetries(dueBy: Date(), next: Date().addingTimeInterval(retryDelay()))
+                if retries.counted > 0 { retryRound += 1 }
+                retryDue = retries.nextDue
             }
             committed(try pipeline.expire(now: Date()))
             committed(try pipeline.flush())

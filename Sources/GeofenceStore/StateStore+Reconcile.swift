@@ -12,6 +12,9 @@ public struct ReconcileInputs: Sendable, Equatable {
     /// At most this many regions are active (nil: no limit); the oldest come first.
     public var maxRegions: Int?
 
+    /// Nothing holds any region back: every region not expired is to be `monitoring`.
+    public var allClear: Bool { servicesOn && locationAvailable && deniedOwners.isEmpty && maxRegions == nil }
+
     public init(servicesOn: Bool, locationAvailable: Bool, deniedOwners: Set<UInt32> = [], maxRegions: Int? = nil) {
         self.servicesOn = servicesOn
         self.locationAvailable = locationAvailable
@@ -41,8 +44,7 @@ extension StateStore {
         events: @Sendable ([RegionStatusChange]) -> [StateEvent] = { _ in [] }
     ) throws -> [RegionStatusChange] {
         let denied = JSONValue.array(inputs.deniedOwners.sorted().map { .number(Double($0)) }).serialized()
-        let allClear =
-            inputs.servicesOn && inputs.locationAvailable && inputs.deniedOwners.isEmpty && inputs.maxRegions == nil
+        let allClear = inputs.allClear
         return try queue.write { db in
             var changes: [RegionStatusChange] = []
             func collect(_ s: Statement) {
@@ -53,15 +55,9 @@ extension StateStore {
                         status: RegionStatus(kind, reason: s.optionalString(at: 3))))
             }
             if allClear {
-                // Nothing holds any region back: only those that were held change (a cheap pass even over a
-                // million regions, which the general statement below is not).
-                try db.forEachRow(
-                    """
-                    UPDATE regions SET status = 'monitoring', status_reason = NULL, attempts = 0, next_retry = NULL,
-                                       updated_at = ?
-                    WHERE status IN ('pending', 'failed', 'suspended')
-                    RETURNING seq, id, status, status_reason
-                    """, [now.timeIntervalSince1970], collect)
+                // Nothing holds any region back: only those that were held change (through `regions_held`, a
+                // look at the held regions only, which the general statement below is not).
+                try db.forEachRow(StateStore.releaseHeldSQL, [now.timeIntervalSince1970], collect)
                 try Self.insert(events(changes), into: db, now: now)
                 return changes
             }
@@ -105,24 +101,52 @@ extension StateStore {
         }
     }
 
-    /// The failed regions whose retry is due: counts the attempt and sets the next one. Returns how many.
-    @discardableResult
-    public func countRetries(dueBy now: Date, next: Date) throws -> Int {
+    // Statements the engine runs often. Only the owners' has an index (`regions_by_owner`; a test checks
+    // the plan): the other two scan the regions, so the engine runs them only when they can find
+    // something (MonitorService keeps track of whether a region may be held, and when a retry is due).
+
+    static let releaseHeldSQL = """
+        UPDATE regions SET status = 'monitoring', status_reason = NULL, attempts = 0, next_retry = NULL, updated_at = ?
+        WHERE status IN ('pending', 'failed', 'suspended')
+        RETURNING seq, id, status, status_reason
+        """
+
+    static let countRetriesSQL = """
+        UPDATE regions SET attempts = attempts + 1, next_retry = ?, updated_at = ?
+        WHERE status = 'failed' AND next_retry IS NOT NULL AND next_retry <= ?
+        """
+
+    static let ownersSQL = """
+        WITH RECURSIVE owners(uid) AS (
+            SELECT (SELECT min(created_by) FROM regions WHERE created_by IS NOT NULL)
+            UNION ALL
+            SELECT (SELECT min(created_by) FROM regions WHERE created_by > owners.uid)
+            FROM owners WHERE owners.uid IS NOT NULL
+        )
+        SELECT uid FROM owners WHERE uid IS NOT NULL
+        """
+
+    /// The failed regions whose retry is due: counts the attempt and sets the next one. Returns how many,
+    /// and when the next retry of any failed region is due (nil: none is failed).
+    public func countRetries(dueBy now: Date, next: Date) throws -> (counted: Int, nextDue: Date?) {
         try queue.write { db in
             try db.execute(
-                """
-                UPDATE regions SET attempts = attempts + 1, next_retry = ?, updated_at = ?
-                WHERE status = 'failed' AND next_retry IS NOT NULL AND next_retry <= ?
-                """, [next.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970])
-            return db.changes
+                StateStore.countRetriesSQL,
+                [next.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970])
+            let counted = db.changes
+            let nextDue = try db.scalar(
+                "SELECT min(next_retry) FROM regions WHERE status = 'failed' AND next_retry IS NOT NULL",
+                as: Double.self)
+            return (counted, nextDue.map { Date(timeIntervalSince1970: $0) })
         }
     }
 
-    /// The users who own regions (their creators), with how many each.
+    /// The users who own regions (their creators). One index probe per owner (a skip scan of
+    /// `regions_by_owner`), not a scan of every region: the reconciler asks at every change.
     public func regionOwners() throws -> [UInt32] {
         try queue.read { db in
             var owners: [UInt32] = []
-            try db.forEachRow("SELECT DISTINCT created_by FROM regions WHERE created_by IS NOT NULL") {
+            try db.forEachRow(StateStore.ownersSQL) {
                 owners.append(UInt32(truncatingIfNeeded: $0.int64(at: 0)))
             }
             return owners

@@ -1,5 +1,7 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
 import GeofenceTestSupport
 import Testing
 
@@ -99,6 +101,44 @@ struct ImportExportTests {
         #expect(again.stderr.contains("1000 regions already exist"))
         #expect(try cli.run("import", "--replace", file).status == 0)
         #expect(try cli.ids().count == 1000)
+    }
+
+    @Test("through a running engine: a file of several parts is stored and monitored; a bad part fails it all")
+    func throughTheEngine() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let file = cli.dir.file("many.json")
+        try ("{\"regions\":[" + goodRegions(20_000).joined(separator: ",\n") + "]}").write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let result = try cli.run("import", file)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Imported 20000 regions"), "\(result.stdout)")
+        #expect(await daemon.waitForLog("regions changed: 20000", timeout: 20), "\(daemon.log)")
+        let store = try StateStore(directory: cli.stateDir)
+        #expect(try store.regionCountsByStatus() == ["monitoring": 20_000])
+
+        // A client that sends a bad entry in its second part: the engine refuses the whole import, naming the
+        // entry by its place in the whole list, and stores none of it.
+        func part(_ ids: Range<Int>, final: Bool, bad: Int? = nil) -> String {
+            let entries = ids.map { i in
+                #"{"id":"x\#(i)","lat":1,"lon":2,"radius":\#(i == bad ? -1 : 30)}"#
+            }
+            return #"{"method":"import","params":{"final":\#(final),"regions":["#
+                + entries.joined(separator: ",") + "]}}"
+        }
+        let answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false), part(100..<200, final: false, bad: 150), part(200..<300, final: true),
+        ])
+        #expect(answers.count == 3)
+        guard case .failure(let error) = answers.last?.result else {
+            Issue.record("the import must fail: \(answers)")
+            return
+        }
+        #expect(error.message.contains("regions[150].radius"), "\(error.message)")
+        #expect(try store.regionCount() == 20_000, "nothing of the bad import was stored")
+        _ = await daemon.stop()
     }
 
     @Test("--dry-run checks and stores nothing")

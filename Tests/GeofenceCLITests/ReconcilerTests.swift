@@ -146,6 +146,13 @@ struct ReconcilerTests {
         let shown = try cli.run("show", "r1", "--json")
         let r1 = try JSON.parse(shown.stdout)
         #expect(r1["nextRetry"]?.stringValue != nil, "a failed region shows its next retry")
+        // Retries are counted when due (1 s doubling, with jitter): the engine does not lose track of them.
+        var attempts = 0
+        for _ in 0..<50 where attempts < 2 {
+            attempts = try JSON.parse(try cli.run("show", "r1", "--json").stdout)["attempts"]?.intValue ?? 0
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(attempts >= 2, "retries of a failed region are counted")
 
         try await gpsd.start()
         let back = try await Self.waitFor(cli, timeout: 40) { s in s.values.allSatisfy { $0 == "monitoring" } }

@@ -1,8 +1,9 @@
 import Foundation
 import GeofenceCore
-import GeofenceStore
 import Glibc
 import Testing
+
+@testable import GeofenceStore
 
 // "Waiting for the engine" is the engine's mark against a region's seq, not a stored status: an engine's
 // start writes one row however many regions wait. A real SQLite file, nothing mocked.
@@ -85,6 +86,36 @@ private func shown(_ store: StateStore) throws -> [String] {
                 try db.scalar("SELECT count(*) FROM regions WHERE status = 'pending'", as: Int.self)
             }
             #expect(stored == 0, "no waiting status is stored any more")
+        }
+    }
+
+    @Test func theReconcilersOwnerQueryProbesAnIndexInsteadOfScanning() throws {
+        try withStore { store, _ in
+            func plan(_ sql: String) throws -> String {
+                try store.queue.read { db in
+                    let parameters = sql.filter { $0 == "?" }.count
+                    return try db.query(
+                        "EXPLAIN QUERY PLAN " + sql, StatementArguments(Array(repeating: Int64(1), count: parameters))
+                    ).map { row in
+                        if case .text(let detail) = row[3] { detail } else { "" }
+                    }
+                    .joined(separator: "\n")
+                }
+            }
+            let owners = try plan(StateStore.ownersSQL)
+            #expect(!owners.contains("SCAN regions"), "\(owners)")
+            #expect(owners.contains("INDEX regions_by_owner"), "\(owners)")
+        }
+    }
+
+    @Test func ownersAreEveryDistinctCreator() throws {
+        try withStore { store, _ in
+            let owners: [UInt32?] = [1000, nil, 0, 1000, 1001, 0, 4_000_000_000]
+            for (i, owner) in owners.enumerated() {
+                try store.addRegion(
+                    Region(id: "o\(i)", center: Coordinate(latitude: 1, longitude: 1), radius: 10, createdBy: owner))
+            }
+            #expect(try store.regionOwners().sorted() == [0, 1000, 1001, 4_000_000_000])
         }
     }
 }
