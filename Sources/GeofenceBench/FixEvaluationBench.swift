@@ -178,17 +178,11 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         let regions = Country.regions(n, seed: 1)
         let exact = ExactCheck(regions)
 
-        var monitor = RegionMonitor()
-        monitor.reserveCapacity(n)
-        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
-        monitor.compactIndex()
+        var monitor = indexedMonitor(regions)
         let indexed = monitorNanosecondsPerFix(
             &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
         monitor = RegionMonitor()
-        var driving = RegionMonitor()
-        driving.reserveCapacity(n)
-        for (i, region) in regions.enumerated() { driving.insert(region, seq: Int64(i + 1)) }
-        driving.compactIndex()
+        var driving = indexedMonitor(regions)
         let moving = monitorNanosecondsPerFix(
             &driving, fixes: movingFixes, warmUp: 2 * subjects, rounds: 9,
             perRound: (movingFixes.count - 2 * subjects) / 9)
@@ -259,11 +253,8 @@ func runMemory(n: Int, report: Report) {
     // The regions stay alive throughout: freed while the monitor is built, they would hide its growth.
     let (before, after, monitor) = withExtendedLifetime(regions) {
         let before = residentBytes()
-        var monitor = RegionMonitor()
-        monitor.reserveCapacity(n)
-        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
         // As `FixPipeline.load()` leaves it.
-        monitor.compactIndex()
+        let monitor = indexedMonitor(regions)
         return (before, residentBytes(), monitor)
     }
     report.add(
@@ -305,11 +296,17 @@ func runMonitorChild(n: Int) {
     let subjects = 1000
     let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
     let regions = Country.regions(n, seed: 1)
-    var monitor = RegionMonitor()
-    monitor.reserveCapacity(n)
-    for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
-    monitor.compactIndex()
+    var monitor = indexedMonitor(regions)
     let ns = monitorNanosecondsPerFix(
         &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
     print(ns)
+}
+
+/// A monitor holding `regions` (seqs from 1), its index packed as after a daemon's start.
+func indexedMonitor(_ regions: [Region]) -> RegionMonitor {
+    var monitor = RegionMonitor()
+    monitor.reserveCapacity(regions.count)
+    for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+    monitor.compactIndex()
+    return monitor
 }

@@ -65,12 +65,7 @@ public final class FixPipeline {
         let reader = SnapshotReader(store: store, upTo: mark.lastSeq)
         monitor.reserveCapacity(monitor.regionCount + mark.count)
         while let chunk = try reader.next() {
-            for (seq, definition) in chunk {
-                switch definition {
-                case .compact(let region): monitor.insert(region, seq: seq)
-                case .full(let region): monitor.insert(region, seq: seq)
-                }
-            }
+            for (seq, definition) in chunk { insert(definition, seq: seq) }
         }
         monitor.compactIndex()
         for subject in try store.subjects() {
@@ -78,6 +73,13 @@ public final class FixPipeline {
         }
         takenSeq = max(takenSeq, mark.lastSeq)
         try flush()
+    }
+
+    private func insert(_ definition: MonitoringDefinition, seq: Int64) {
+        switch definition {
+        case .compact(let region): monitor.insert(region, seq: seq)
+        case .full(let region): monitor.insert(region, seq: seq)
+        }
     }
 
     /// Takes regions out of monitoring (their states stay in the store).
@@ -127,21 +129,15 @@ public final class FixPipeline {
             monitor.insert(stored.region, seq: stored.seq)
             touched += 1
         }
-        // An import: read lean, as at start, in chunks (its regions still there are exactly the range's).
+        // An import: read lean, as at start (its regions still there are exactly the range's).
         var imported = 0
         for range in ranges {
-            var after = range.lowerBound - 1
-            while true {
-                let chunk = try store.monitoringSnapshot(after: after, upTo: range.upperBound, limit: 32_768)
+            let reader = SnapshotReader(store: store, after: range.lowerBound - 1, upTo: range.upperBound)
+            while let chunk = try reader.next() {
                 for (seq, definition) in chunk where !removed.contains(seq) {
-                    switch definition {
-                    case .compact(let region): monitor.insert(region, seq: seq)
-                    case .full(let region): monitor.insert(region, seq: seq)
-                    }
+                    insert(definition, seq: seq)
                     imported += 1
                 }
-                guard chunk.count == 32_768, let last = chunk.last?.seq else { break }
-                after = last
             }
         }
         if imported >= 4096 { monitor.compactIndex() }
@@ -257,9 +253,10 @@ private final class SnapshotReader: @unchecked Sendable {
     private var finished = false
     private var failure: (any Error)?
 
-    init(store: StateStore, upTo lastSeq: Int64, chunkSize: Int = 32_768, ahead: Int = 4) {
+    /// The regions with sequence numbers after `first` and up to `lastSeq`.
+    init(store: StateStore, after first: Int64 = 0, upTo lastSeq: Int64, chunkSize: Int = 32_768, ahead: Int = 4) {
         let thread = Thread { [self] in
-            var after: Int64 = 0
+            var after = first
             do {
                 while true {
                     let chunk = try store.monitoringSnapshot(after: after, upTo: lastSeq, limit: chunkSize)

@@ -331,9 +331,10 @@ struct ImportParts: Sequence, IteratorProtocol {
         var size = 0
         while position < regions.count {
             let entry = JSONValue.object(RegionJSON.encode(regions[position])).serialized()
-            if size + entry.utf8.count + 1 > limit, !entries.isEmpty { break }
+            let bytes = entry.utf8.count + 1
+            if size + bytes > limit, !entries.isEmpty { break }
             entries.append(entry)
-            size += entry.utf8.count + 1
+            size += bytes
             position += 1
         }
         let final = position >= regions.count

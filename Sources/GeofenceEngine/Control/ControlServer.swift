@@ -279,28 +279,16 @@ public struct ControlClient: Sendable {
         return fd
     }
 
-    /// Sends requests on one connection and returns their responses, in order.
+    /// Sends requests on one connection and returns their responses, in order, each read before the next
+    /// is sent (an answer may be large: `export`).
     public func call(_ requests: [ControlRequest]) throws(ControlError) -> [ControlResponse] {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
         var responses: [ControlResponse] = []
         var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         for request in requests {
-            var bytes = Array(request.line.utf8)
-            bytes.append(10)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
-                offset += n
-            }
-            guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-                throw ControlError(.unavailable, "the engine closed the connection without an answer")
-            }
-            responses.append(response)
+            try ControlClient.send(request.line, to: fd)
+            responses.append(try ControlClient.response(from: &reader))
         }
         return responses
     }
@@ -314,28 +302,36 @@ public struct ControlClient: Sendable {
         defer { close(fd) }
         var sent = 0
         for line in lines {
-            var bytes = Array(line.utf8)
-            bytes.append(10)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
-                offset += n
-            }
+            try ControlClient.send(line, to: fd)
             sent += 1
         }
         var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         var responses: [ControlResponse] = []
-        for _ in 0..<sent {
-            guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-                throw ControlError(.unavailable, "the engine closed the connection without an answer")
-            }
-            responses.append(response)
-        }
+        for _ in 0..<sent { responses.append(try ControlClient.response(from: &reader)) }
         return responses
+    }
+
+    /// Writes one request line and its newline, whole.
+    private static func send(_ line: String, to fd: Int32) throws(ControlError) {
+        var bytes = Array(line.utf8)
+        bytes.append(10)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
+            offset += n
+        }
+    }
+
+    /// Reads the next answer.
+    private static func response(from reader: inout LineReader) throws(ControlError) -> ControlResponse {
+        guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
+            throw ControlError(.unavailable, "the engine closed the connection without an answer")
+        }
+        return response
     }
 
     /// Sends one request and calls `body` with each line the engine streams back, until it returns false
