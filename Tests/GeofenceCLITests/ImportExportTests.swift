@@ -119,6 +119,20 @@ struct ImportExportTests {
         let store = try StateStore(directory: cli.stateDir)
         #expect(try store.regionCountsByStatus() == ["monitoring": 20_000])
 
+        // Bad entries in a later part: the CLI stops sending at the first, still reports every one, and the
+        // engine stores nothing of the parts it was sent.
+        var entries = (0..<20_000).map { i in #"{"id":"y\#(i)","lat":1,"lon":2,"radius":30}"# }
+        entries[15_000] = #"{"id":"y15000","lat":1,"lon":2,"radius":-3}"#
+        entries[19_999] = #"{"id":"y0","lat":1,"lon":2,"radius":30}"#
+        let bad = cli.dir.file("bad.json")
+        try ("[" + entries.joined(separator: ",\n") + "]").write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try cli.run("import", bad)
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("Error: nothing imported from \(bad): 2 problems"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("regions[15000].radius (id \"y15000\")"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("regions[19999].id: \"y0\" repeats the id of regions[0]"))
+        #expect(try store.regionCount() == 20_000, "nothing of the refused file was stored")
+
         // A client that sends a bad entry in its second part: the engine refuses the whole import, naming the
         // entry by its place in the whole list, and stores none of it.
         func part(_ ids: Range<Int>, final: Bool, bad: Int? = nil) -> String {
