@@ -186,6 +186,7 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         let moving = monitorNanosecondsPerFix(
             &driving, fixes: movingFixes, warmUp: 2 * subjects, rounds: 9,
             perRound: (movingFixes.count - 2 * subjects) / 9)
+        let neighbourhoods = driving.neighbourhoods
         driving = RegionMonitor()
 
         var index = SpatialRegionIndex()
@@ -215,6 +216,12 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         report.add(
             section, "RegionMonitor.process, spatial index, a fleet driving", "\(grouped(moving)) ns/fix",
             "1000 vehicles at 8-30 m/s, taking turns")
+        report.add(
+            section, "neighbourhoods kept by the driving vehicles (per-subject state)",
+            "\(grouped(Double(neighbourhoods.bytes) / Double(max(1, neighbourhoods.subjects)))) B/vehicle",
+            "\(neighbourhoods.subjects) vehicles, "
+                + "\(grouped(Double(neighbourhoods.regions) / Double(max(1, neighbourhoods.subjects)), decimals: 1)) "
+                + "regions each")
         report.add(
             section, "RegionMonitor.process, spatial index, random jumps", "\(grouped(indexed)) ns/fix",
             "every fix at a new random place: the worst case")
@@ -291,10 +298,14 @@ func hugePageFixEvaluation(n: Int) -> Double? {
     return String(decoding: data, as: UTF8.self).split(separator: "\n").last.flatMap { Double($0) }
 }
 
-/// The child of `hugePageFixEvaluation`: the same fixes and regions as `runFixEvaluation`.
-func runMonitorChild(n: Int) {
+/// The child of `hugePageFixEvaluation`: the same fixes (random jumps, or the fleet driving) and regions as
+/// `runFixEvaluation`.
+func runMonitorChild(n: Int, driving: Bool) {
     let subjects = 1000
-    let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
+    let fixes =
+        driving
+        ? makeMovingFixes(count: 60_000, subjects: subjects, seed: 3)
+        : makeFixes(count: 60_000, subjects: subjects, seed: 2)
     let regions = Country.regions(n, seed: 1)
     var monitor = indexedMonitor(regions)
     let ns = monitorNanosecondsPerFix(

@@ -13,8 +13,10 @@ var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--monitor-child":
-        // The fix evaluation of `runHugePages`, in a process of its own (see there).
-        runMonitorChild(n: arguments.popFirst().flatMap(Int.init) ?? 1_000_000)
+        // The fix evaluation of `hugePageFixEvaluation`, in a process of its own (see there); also a way to
+        // profile it alone: `perf record geofence-bench --monitor-child 1000000 driving`.
+        let n = arguments.popFirst().flatMap(Int.init) ?? 1_000_000
+        runMonitorChild(n: n, driving: arguments.first == "driving")
         exit(0)
     case "--quick":
         quick = true

@@ -416,6 +416,166 @@ struct SpatialIndexTests {
         }
     }
 
+    @Test("slow, parked and jumping vehicles: the same outputs with their neighbourhoods as with the linear scan")
+    func neighbourhoodEquivalence() throws {
+        var rng = SeededGenerator(seed: 67)
+        var indexed = RegionMonitor(
+            ids: EventIDGenerator(rng: SeededGenerator(seed: 3)), candidateSearch: .spatialIndex)
+        var scanned = RegionMonitor(ids: EventIDGenerator(rng: SeededGenerator(seed: 3)), candidateSearch: .linearScan)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        // Each vehicle near an awkward place, among regions of every size packed around it (small ones
+        // close, so that accuracy-limited statuses flip as the accuracy changes).
+        let homes = [
+            Coordinate(latitude: 89.995, longitude: 10), Coordinate(latitude: -89.99, longitude: 100),
+            Coordinate(latitude: -33, longitude: 179.998), Coordinate(latitude: 51.5, longitude: -0.1),
+            Coordinate(latitude: 51.501, longitude: -0.1),
+        ]
+        var seq: Int64 = 0
+        var ids: [String] = []
+        func addRegion(near c: Coordinate) throws {
+            seq += 1
+            let spread = Double.random(in: 0...1500, using: &rng)
+            let center = offset(
+                c, north: Double.random(in: -spread...spread, using: &rng),
+                east: Double.random(in: -spread...spread, using: &rng))
+            let radius =
+                Int.random(in: 0..<3, using: &rng) == 0
+                ? Double.random(in: 1...40, using: &rng)
+                : (Int.random(in: 0..<6, using: &rng) == 0
+                    ? randomRadius(using: &rng) : Double.random(in: 40...800, using: &rng))
+            let subjects: [String]? = Int.random(in: 0..<10, using: &rng) == 0 ? ["v0", "v3"] : nil
+            let region = try Region(id: "n\(seq)", center: center, radius: radius, subjects: subjects)
+            indexed.insert(region, seq: seq)
+            scanned.insert(region, seq: seq)
+            ids.append(region.id)
+        }
+        for home in homes {
+            for _ in 0..<60 { try addRegion(near: home) }
+        }
+        var positions = homes
+        var events = 0
+        for second in 0..<600 {
+            for k in positions.indices {
+                // Parked (jitter), crawling, driving, and now and then a jump far beyond any neighbourhood.
+                let mode = (second / 50 + k) % 4
+                let speed = [0.0, 3, 25, 0][mode]
+                let bearing = Double.random(in: 0..<(2 * .pi), using: &rng)
+                positions[k] = offset(positions[k], north: speed * cos(bearing), east: speed * sin(bearing))
+                if mode == 3 && second % 17 == 0 {
+                    positions[k] = offset(
+                        homes[k], north: Double.random(in: -1200...1200, using: &rng),
+                        east: Double.random(in: -1200...1200, using: &rng))
+                }
+                let jitter = offset(
+                    positions[k], north: Double.random(in: -2...2, using: &rng),
+                    east: Double.random(in: -2...2, using: &rng))
+                let accuracy = Double.random(in: 2...45, using: &rng)
+                let time = start.addingTimeInterval(Double(second))
+                let fix = Fix(
+                    subject: "v\(k)", time: time, mode: .threeD, latitude: jitter.latitude,
+                    longitude: jitter.longitude, horizontalAccuracy: accuracy)
+                let weighted = WeightedFix(
+                    fix: fix, time: time, coordinate: jitter, accuracy: accuracy, accuracyEstimated: false)
+                let a = indexed.process(weighted, now: time)
+                let b = scanned.process(weighted, now: time)
+                #expect(a == b, "second \(second), v\(k)")
+                events += a.events.count
+            }
+            // Regions come and go around the vehicles, often right next to one.
+            if second % 7 == 0 {
+                try addRegion(near: positions[Int.random(in: 0..<positions.count, using: &rng)])
+                if let id = ids.randomElement(using: &rng) {
+                    #expect(indexed.remove(id: id) == scanned.remove(id: id))
+                }
+            }
+        }
+        #expect(events > 200, "the scenario exercises the state machine")
+        let kept = indexed.neighbourhoods
+        #expect(kept.subjects > 0, "vehicles kept neighbourhoods")
+    }
+
+    @Test("a vehicle using its neighbourhood sees regions added, removed and re-marked around it")
+    func monitorNeighbourhoodFollowsChanges() throws {
+        var configuration = MonitorConfiguration()
+        configuration.vicinity = 1000
+        var indexed = RegionMonitor(
+            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 2)),
+            candidateSearch: .spatialIndex)
+        var scanned = RegionMonitor(
+            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 2)),
+            candidateSearch: .linearScan)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let parked = Coordinate(latitude: 48.2, longitude: 16.37)
+        var second = 0
+        var outputs: [MonitorOutput] = []
+        func fix(accuracy: Double = 5, north: Double = 0) {
+            let time = start.addingTimeInterval(Double(second))
+            second += 1
+            // A parked truck's jitter: a metre or two either way.
+            let at = offset(parked, north: north + Double(second % 3) - 1, east: Double(second % 2))
+            let weighted = WeightedFix(
+                fix: Fix(
+                    subject: "truck", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+                    horizontalAccuracy: accuracy),
+                time: time, coordinate: at, accuracy: accuracy, accuracyEstimated: false)
+            let a = indexed.process(weighted, now: time)
+            let b = scanned.process(weighted, now: time)
+            #expect(a == b, "second \(second)")
+            outputs.append(a)
+        }
+        func insert(_ region: Region, seq: Int64) {
+            indexed.insert(region, seq: seq)
+            scanned.insert(region, seq: seq)
+        }
+        // Regions around, none containing the truck.
+        insert(try Region(id: "far", center: offset(parked, north: 1500, east: 0), radius: 200), seq: 1)
+        for _ in 0..<10 { fix() }
+        // Added on top of the parked truck, and into the very slot a removed region leaves.
+        insert(try Region(id: "depot", center: offset(parked, north: 0, east: 30), radius: 100), seq: 2)
+        for _ in 0..<5 { fix() }
+        #expect(indexed.state(subject: "truck", regionID: "depot") == .inside)
+        #expect(
+            outputs.flatMap(\.events).contains { $0.type == .determined && $0.state == .inside && $0.region == "depot" }
+        )
+        _ = indexed.remove(id: "depot")
+        _ = scanned.remove(id: "depot")
+        insert(try Region(id: "gate", center: offset(parked, north: 400, east: 0), radius: 20), seq: 3)
+        for _ in 0..<5 { fix() }
+        #expect(indexed.state(subject: "truck", regionID: "gate") == .outside)
+        // A small region next to the truck becomes accuracy-limited (which marks it) and recovers.
+        insert(try Region(id: "bay", center: offset(parked, north: 60, east: 0), radius: 20), seq: 4)
+        for _ in 0..<3 { fix() }
+        outputs.removeAll()
+        for _ in 0..<3 { fix(accuracy: 40) }
+        #expect(outputs.flatMap(\.statusChanges).map(\.status) == [.accuracyLimited])
+        for _ in 0..<3 { fix(accuracy: 5) }
+        // Then drives into it.
+        for _ in 0..<3 { fix(accuracy: 5, north: 60) }
+        #expect(indexed.state(subject: "truck", regionID: "bay") == .inside)
+
+        // A neighbourhood taken for a precise fix does not serve a poorer one as far as its spare distance
+        // alone: the poorer fix reaches farther. "edge" is 310 m north of the van: out of a neighbourhood
+        // taken there (40 + 5 + 250 m), in reach of a 45 m fix 240 m north (70 m < 40 + 45 m).
+        let home = Coordinate(latitude: 47.5, longitude: 8.5)
+        insert(try Region(id: "edge", center: offset(home, north: 310, east: 0), radius: 40), seq: 5)
+        func van(north: Double, accuracy: Double) -> MonitorOutput {
+            let time = start.addingTimeInterval(Double(second))
+            second += 1
+            let at = offset(home, north: north, east: 0)
+            let weighted = WeightedFix(
+                fix: Fix(
+                    subject: "van", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+                    horizontalAccuracy: accuracy),
+                time: time, coordinate: at, accuracy: accuracy, accuracyEstimated: false)
+            let a = indexed.process(weighted, now: time)
+            #expect(a == scanned.process(weighted, now: time), "second \(second)")
+            return a
+        }
+        _ = van(north: 0, accuracy: 5)
+        _ = van(north: 0, accuracy: 5)
+        #expect(van(north: 240, accuracy: 45).statusChanges.map(\.regionID) == ["edge"])
+    }
+
     @Test("regions come back out as they went in, and ids and sequence numbers find them")
     func compactStorage() throws {
         var monitor = RegionMonitor()

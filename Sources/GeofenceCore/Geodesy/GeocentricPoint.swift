@@ -22,6 +22,13 @@ public struct GeocentricPoint: Sendable, Equatable {
         z = primeVerticalRadius * (1 - WGS84.eccentricitySquared) * sinLat
     }
 
+    /// A point from its coordinates (metres), on the surface or not.
+    public init(x: Double, y: Double, z: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+    }
+
     /// The straight-line (through the earth) distance to `other`, in metres.
     public func chord(to other: GeocentricPoint) -> Double {
         let dx = x - other.x

@@ -223,7 +223,12 @@ struct RegionTable: Sendable {
     }
 
     func applies(slot: Int32, to subject: String) -> Bool {
-        guard records[Int(slot)].flags.contains(.hasSubjects) else { return true }
+        applies(records[Int(slot)], slot: slot, to: subject)
+    }
+
+    /// The same, given the slot's record (or a copy of it).
+    func applies(_ record: Record, slot: Int32, to subject: String) -> Bool {
+        guard record.flags.contains(.hasSubjects) else { return true }
         return details[slot]?.applies(to: subject) ?? true
     }
 

@@ -139,6 +139,49 @@ public struct RegionMonitor: Sendable {
         var pairs = PairTable()
         /// The next fix comes after an unseen stretch (see `beginGap`).
         var gapPending = false
+        /// Where the last fix was, and the regions around the recent fixes when the subject moves slowly
+        /// enough for one list to serve several fixes (see `findCandidates`).
+        var lastPoint: GeocentricPoint?
+        var neighbourhood = Neighbourhood()
+    }
+
+    /// The regions around one place, with copies of their records, taken with `reach` metres to spare:
+    /// what a vehicle's next fixes need, since each is a few metres from the last. Good only while the
+    /// monitor's `regionGeneration` is what it was taken at (any region added, removed or changed makes
+    /// the subject take a new one).
+    ///
+    /// Why it gives what the linear scan gives: it holds every region whose centre's chord from `origin`
+    /// is under `radius + reach` (and a few more). For a point `P` at chord `d` from `origin` and an
+    /// extra distance `e` with `d + e <= reach`, a centre within chord `radius + e` of `P` is within
+    /// `radius + e + d <= radius + reach` of `origin` (the triangle inequality), so it is in the list; the
+    /// list is then filtered with the linear scan's own test.
+    private struct Neighbourhood: Sendable {
+        struct Neighbour: Sendable {
+            var record: RegionTable.Record
+            var slot: Int32
+        }
+
+        var origin = GeocentricPoint(x: 0, y: 0, z: 0)
+        /// −∞ when there is none.
+        var reach = -Double.infinity
+        var generation: UInt64 = 0
+        var neighbours: [Neighbour] = []
+
+        func covers(_ point: GeocentricPoint, extra: Double, generation: UInt64) -> Bool {
+            generation == self.generation && extra >= 0 && point.chord(to: origin) + extra <= reach
+        }
+
+        func record(slot: Int32) -> RegionTable.Record? {
+            for n in neighbours where n.slot == slot { return n.record }
+            return nil
+        }
+
+        /// Appends the slots the linear scan returns for `point` and `extra`, which `covers`.
+        func append(near point: GeocentricPoint, extra: Double, into slots: inout [Int32]) {
+            for n in neighbours where point.chord(to: n.record.center) < n.record.radius + extra + 1e-6 {
+                slots.append(n.slot)
+            }
+        }
     }
 
     /// A subject's pairs by slot. A subject is inside or near a handful of regions, so two small arrays
@@ -218,6 +261,12 @@ public struct RegionMonitor: Sendable {
     private var ids: EventIDGenerator
     private var scratch: [Int32] = []
     private var nearbyScratch: [NearbyRegion] = []
+    /// The distance a subject's neighbourhood is taken with beyond what its fix asks for (metres): a
+    /// vehicle at 30 m/s uses one for 8 fixes or more, a parked one until a region changes.
+    static let neighbourhoodReach = 250.0
+    /// Counts changes to the regions (added, removed, accuracy-limited or not): neighbourhoods taken
+    /// before the last change are stale.
+    private var regionGeneration: UInt64 = 0
 
     public init(
         configuration: MonitorConfiguration = MonitorConfiguration(),
@@ -240,6 +289,18 @@ public struct RegionMonitor: Sendable {
     public var regionMemoryFootprint: Int {
         regions.memoryFootprint + spatialIndex.memoryFootprint + linearIndex.memoryFootprint
             + expiries.capacity * MemoryLayout<Expiry>.stride
+    }
+
+    /// Subjects that keep a neighbourhood (see `findCandidates`), the regions in them, and the bytes they
+    /// hold: per-subject state, apart from `regionMemoryFootprint`.
+    public var neighbourhoods: (subjects: Int, regions: Int, bytes: Int) {
+        tracks.reduce(into: (0, 0, 0)) { sum, track in
+            let capacity = track.neighbourhood.neighbours.capacity
+            guard capacity > 0 else { return }
+            sum.0 += 1
+            sum.1 += track.neighbourhood.neighbours.count
+            sum.2 += capacity * MemoryLayout<Neighbourhood.Neighbour>.stride
+        }
     }
 
     /// Makes room for `count` regions in all, so that loading them grows nothing step by step.
@@ -287,6 +348,7 @@ public struct RegionMonitor: Sendable {
 
     private mutating func index(_ slot: Int32, seq: Int64) {
         maxSeq = max(maxSeq, seq)
+        regionGeneration &+= 1
         let record = regions.records[Int(slot)]
         switch candidateSearch {
         case .spatialIndex:
@@ -301,6 +363,7 @@ public struct RegionMonitor: Sendable {
     @discardableResult
     public mutating func remove(id: String) -> Region? {
         guard let slot = regions.slot(id: id) else { return nil }
+        regionGeneration &+= 1
         let region = regions.region(slot: slot)
         let record = regions.records[Int(slot)]
         switch candidateSearch {
@@ -406,10 +469,20 @@ public struct RegionMonitor: Sendable {
         let margin = c.margin(accuracy: fix.accuracy)
         let point = GeocentricPoint(fix.coordinate)
 
+        // The vicinity matters only for regions this subject has never been evaluated against (to report
+        // `determined outside` near them); once every region is known, a region farther than its band is
+        // outside and stays so, and the query can be the band alone: a much smaller box to read.
+        let allKnown = track.baselineSeq >= maxSeq
+        let extra = allKnown ? margin : margin + c.vicinity
+        let nearby =
+            candidateSearch == .spatialIndex
+            && track.neighbourhood.covers(point, extra: extra, generation: regionGeneration)
+
         // The subject's pairs are usually with regions near its previous fix, whose records may have left
-        // the cache since: their loads are started now, to overlap with the index's own.
+        // the cache since: unless its neighbourhood has them, their loads are started now, to overlap with
+        // the index's own.
         var touched: UInt16 = 0
-        if !track.pairs.isEmpty {
+        if !track.pairs.isEmpty && !nearby {
             regions.records.withUnsafeBufferPointer { records in
                 for slot in track.pairs.slots { touched &+= records[Int(slot)].flags.rawValue }
             }
@@ -417,13 +490,9 @@ public struct RegionMonitor: Sendable {
         var slots = scratch
         scratch = []
         slots.removeAll(keepingCapacity: true)
-        // The vicinity matters only for regions this subject has never been evaluated against (to report
-        // `determined outside` near them); once every region is known, a region farther than its band is
-        // outside and stays so, and the query can be the band alone: a much smaller box to read.
-        let allKnown = track.baselineSeq >= maxSeq
         findCandidates(
-            near: point, extra: allKnown ? margin : margin + c.vicinity, margin: margin, settledIf: allKnown,
-            pairs: track.pairs, into: &slots)
+            near: point, extra: extra, margin: margin, settledIf: allKnown, nearby: nearby, track: &track,
+            into: &slots)
         slots.append(contentsOf: track.pairs.slots)
         // One order, whoever found the regions and whatever the pair table's hash order: the index and the
         // linear scan then give identical outputs, event for event.
@@ -440,15 +509,19 @@ public struct RegionMonitor: Sendable {
         // Uses the loads above so they stay; reserving no capacity changes nothing.
         if touched == 0x5A5A { out.events.reserveCapacity(0) }
 
+        // Records from the neighbourhood when it is current (it was just used or taken), else scattered
+        // over memory.
+        let copies = candidateSearch == .spatialIndex && track.neighbourhood.generation == regionGeneration
         for slot in slots {
-            guard regions.applies(slot: slot, to: fix.subject) else { continue }
-            let record = regions.records[Int(slot)]
+            let record = (copies ? track.neighbourhood.record(slot: slot) : nil) ?? regions.records[Int(slot)]
+            guard regions.applies(record, slot: slot, to: fix.subject) else { continue }
             let r = record.radius
 
             // A region no fix of this accuracy can ever be conclusively inside.
             let limited = r <= margin
             if limited != record.flags.contains(.accuracyLimited) {
                 regions.setAccuracyLimited(limited, slot: slot)
+                regionGeneration &+= 1
                 if candidateSearch == .spatialIndex {
                     spatialIndex.setMark(
                         regions.needsAttention(slot), slot: slot, center: record.center, radius: record.radius)
@@ -494,23 +567,56 @@ public struct RegionMonitor: Sendable {
     /// Appends, in no particular order, the slots `LinearRegionIndex` returns (regions whose centre's chord
     /// from `point` is under `radius + extra`, plus a micrometre) that this fix could change.
     ///
-    /// With the index, most of them are settled from what it knows alone (bounds on distance and radius):
-    /// when every region is known to the subject (`allKnown`), and the subject has no pair with the region,
-    /// and the fix is conclusively outside it, and its accuracy-limited status stays as it is, and it
-    /// monitors every subject, then `step` would change nothing. Skipping those saves reading their
-    /// records, which are scattered over memory: at a million regions, that is most of a fix's cost.
+    /// A subject that moves little from one fix to the next (a vehicle, a few to a few dozen metres a
+    /// second) keeps the regions around it in its track (`Neighbourhood`, taken with `neighbourhoodReach`
+    /// to spare, with copies of their records) and answers from that short list while it covers the fix
+    /// (`nearby`): a few dozen contiguous bytes instead of the index's and the records' scattered pools.
+    ///
+    /// Otherwise, with the index, most regions are settled from what it knows alone (bounds on distance
+    /// and radius): when every region is known to the subject (`allKnown`), and the subject has no pair
+    /// with the region, and the fix is conclusively outside it, and its accuracy-limited status stays as it
+    /// is, and it monitors every subject, then `step` would change nothing. Skipping those saves reading
+    /// their records, which are scattered over memory: at a million regions, that is most of a fix's cost.
     private mutating func findCandidates(
-        near point: GeocentricPoint, extra: Double, margin: Double, settledIf allKnown: Bool, pairs: PairTable,
-        into slots: inout [Int32]
+        near point: GeocentricPoint, extra: Double, margin: Double, settledIf allKnown: Bool, nearby: Bool,
+        track: inout Track, into slots: inout [Int32]
     ) {
+        defer { track.lastPoint = point }
         switch candidateSearch {
         case .linearScan:
             linearIndex.candidates(near: point, extra: extra, into: &slots)
+        case .spatialIndex where nearby:
+            track.neighbourhood.append(near: point, extra: extra, into: &slots)
+        case .spatialIndex
+        where allKnown && track.lastPoint.map { $0.chord(to: point) < Self.neighbourhoodReach } ?? false:
+            // Slow enough for a neighbourhood to serve the next fixes too (and asking for the band alone:
+            // one taken with the vicinity, right after regions were added, would hold many more).
+            let reach = extra + Self.neighbourhoodReach
+            let first = slots.count
+            spatialIndex.candidates(near: point, extra: reach, into: &slots)
+            var neighbours = track.neighbourhood.neighbours
+            track.neighbourhood = Neighbourhood()
+            neighbours.removeAll(keepingCapacity: true)
+            regions.records.withUnsafeBufferPointer { records in
+                for slot in slots[first...] {
+                    let record = records[Int(slot)]
+                    if record.flags.contains(.live) && point.chord(to: record.center) < record.radius + reach + 1e-5 {
+                        neighbours.append(Neighbourhood.Neighbour(record: record, slot: slot))
+                    }
+                }
+            }
+            slots.removeSubrange(first...)
+            track.neighbourhood = Neighbourhood(
+                origin: point, reach: reach, generation: regionGeneration, neighbours: neighbours)
+            track.neighbourhood.append(near: point, extra: extra, into: &slots)
         case .spatialIndex:
             var near = nearbyScratch
             nearbyScratch = []
             near.removeAll(keepingCapacity: true)
+            // Jumping about (or a first fix): a neighbourhood would not serve the next fix.
+            if track.neighbourhood.neighbours.capacity > 0 { track.neighbourhood = Neighbourhood() }
             spatialIndex.nearby(point, extra: extra, into: &near)
+            let pairs = track.pairs
             defer { nearbyScratch = near }
             var unsettled = 0
             for region in near {
