@@ -56,6 +56,11 @@ public final class Daemon: Sendable {
         let store = try StateStore(directory: c.stateDirectory)
         let lock = try DaemonLock(directory: c.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
+        // An engine on another state directory may hold the socket: said now, before loading what may be a
+        // million regions only to fail (`ControlServer.start` checks again, for one started meanwhile).
+        if let path = c.socketPath, ControlClient.isListening(path) {
+            throw ControlSocketError(description: "another geofence engine is listening on \(path)")
+        }
 
         let source: any FixSource
         switch c.source {
@@ -82,9 +87,6 @@ public final class Daemon: Sendable {
         try store.setSetting(DaemonSettings.pid, String(getpid()))
         try store.setSetting(DaemonSettings.started, TimestampParser.format(started))
         try store.setSetting(DaemonSettings.sourceAddress, source.label)
-        logger.notice(
-            "geofence \(version) running: \(regions) regions from \(c.stateDirectory), fixes from \(source.label)"
-                + String(format: " (started in %.2f s)", Date().timeIntervalSince(started)))
 
         var server: ControlServer?
         if let path = c.socketPath {
@@ -103,6 +105,10 @@ public final class Daemon: Sendable {
             server = s
             logger.info("control socket at \(path)")
         }
+        // Said once everything that can fail at start has not: the socket answers from now on.
+        logger.notice(
+            "geofence \(version) running: \(regions) regions from \(c.stateDirectory), fixes from \(source.label)"
+                + String(format: " (started in %.2f s)", Date().timeIntervalSince(started)))
         watchers.start()
         defer {
             watchers.stop()

@@ -79,6 +79,15 @@ struct DaemonTests {
         let second = try cli.run("run", "--gpsd", "127.0.0.1:\(gpsd.port)")
         #expect(second.status == 75)
         #expect(second.stderr.contains("already running"), "\(second.stderr)")
+        // So is one on another state directory but the same control socket: at once, with one error and
+        // without loading its regions or saying it runs first.
+        let elsewhere = try CLI()
+        defer { elsewhere.dir.remove() }
+        let third = try elsewhere.run(
+            ["run", "--gpsd", "127.0.0.1:\(gpsd.port)"], environment: ["GEOFENCE_SOCKET": cli.socket])
+        #expect(third.status != 0)
+        #expect(third.stderr.contains("another geofence engine is listening on \(cli.socket)"), "\(third.stderr)")
+        #expect(!third.stderr.contains("running:"), "\(third.stderr)")
 
         let stopped = await daemon.stop()
         let took = try #require(stopped, "the daemon did not stop on SIGTERM")
