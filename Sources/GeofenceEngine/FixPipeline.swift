@@ -20,6 +20,10 @@ public final class FixPipeline {
     /// The highest region seq the monitor has taken (loaded or followed): the engine's mark in the store,
     /// written with the next commit.
     public private(set) var takenSeq: Int64 = 0
+    /// The store keeps no region change before this generation (see `pruneFollowedChanges`).
+    private var prunedBefore: Int64 = 0
+    /// Followed region changes forgotten per sync, at most.
+    public var pruneBatch = 50_000
     private var recordedTakenSeq: Int64 = 0
     private var pending: [MonitorOutput] = []
     private var urgent = false
@@ -104,7 +108,10 @@ public final class FixPipeline {
     @discardableResult
     public func syncRegions() throws -> Int {
         let (latest, changes) = try store.regionChanges(after: generation)
-        guard latest != generation else { return 0 }
+        guard latest != generation else {
+            pruneFollowedChanges()
+            return 0
+        }
         var removed = Set<Int64>()
         var inserted: [Int64] = []
         var ranges: [ClosedRange<Int64>] = []
@@ -147,7 +154,19 @@ public final class FixPipeline {
         let newest = max(inserted.max() ?? 0, ranges.map(\.upperBound).max() ?? 0)
         takenSeq = max(takenSeq, newest)
         generation = latest
+        pruneFollowedChanges()
         return touched
+    }
+
+    /// Forgets the region changes this engine has followed (keeping the latest), a batch at a time: the
+    /// store would otherwise keep a row for every region ever added or removed, for as long as it runs.
+    /// A new engine loads the regions themselves and follows only later changes, and only one engine runs
+    /// on a store (`DaemonLock`), so no one needs them. Housekeeping: a failed write is tried again at the
+    /// next sync.
+    private func pruneFollowedChanges() {
+        guard prunedBefore < generation else { return }
+        guard let gone = try? store.pruneRegionChanges(before: generation, limit: pruneBatch) else { return }
+        if gone < pruneBatch { prunedBefore = generation }
     }
 
     /// What one step decided: the verdict on every report it settled (in order), and the events it committed.

@@ -30,6 +30,26 @@ extension StateStore {
         }
     }
 
+    /// Forgets region changes before `generation` (ones an engine has followed), at most `limit` of them: a
+    /// short write however long the history. The change at `generation` stays, so that the latest
+    /// generation never goes back. Returns how many went.
+    @discardableResult
+    public func pruneRegionChanges(before generation: Int64, limit: Int = 50_000) throws -> Int {
+        try queue.write { db in
+            try db.execute(
+                """
+                DELETE FROM region_changes WHERE generation IN (
+                    SELECT generation FROM region_changes WHERE generation < ? ORDER BY generation LIMIT ?)
+                """, [generation, Int64(clamping: limit)])
+            return db.changes
+        }
+    }
+
+    /// How many region changes are kept.
+    public func regionChangeCount() throws -> Int {
+        try queue.read { db in try db.scalar("SELECT count(*) FROM region_changes", as: Int.self) ?? 0 }
+    }
+
     /// The regions to monitor with sequence numbers after `first` and up to `lastSeq`, at most `limit` of
     /// them, in insertion order, for a daemon's start: the same regions and definitions `regions()` returns
     /// (without the expired ones), read lean. A million `Region`s would each be validated and built, a

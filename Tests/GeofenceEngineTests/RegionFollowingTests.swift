@@ -47,5 +47,36 @@ import Testing
         try pipeline.flush()
         #expect(try store.regionCountsByStatus() == ["monitoring": 50_001])
         #expect(try pipeline.syncRegions() == 0, "nothing new")
+        // What it followed is forgotten; the latest change stays, and later ones are still followed.
+        #expect(try store.regionChangeCount() == 1)
+        #expect(try store.regionGeneration() == latest)
+        try store.addRegion(Region(id: "later", center: Coordinate(latitude: -20, longitude: 10), radius: 100))
+        #expect(try pipeline.syncRegions() == 1)
+        #expect(pipeline.monitor.region(id: "later") != nil)
+        #expect(try store.regionChangeCount() == 1)
+    }
+
+    @Test func aLongHistoryOfChangesIsForgottenInBatches() throws {
+        let dir = try TemporaryDirectory("geofence-following")
+        defer { dir.remove() }
+        let store = try StateStore(directory: dir.file("state"))
+        // 600 single changes before the engine starts (as an older store, or a busy CLI, leaves them).
+        for i in 0..<300 {
+            try store.addRegion(Self.region(i))
+            #expect(try store.removeRegion(id: "imp\(i)"))
+        }
+        #expect(try store.regionChangeCount() == 600)
+        let pipeline = FixPipeline(store: store)
+        pipeline.pruneBatch = 500
+        try pipeline.load()
+        #expect(try pipeline.syncRegions() == 0)
+        #expect(try store.regionChangeCount() == 100, "one batch at a time")
+        #expect(try pipeline.syncRegions() == 0)
+        #expect(try store.regionChangeCount() == 1)
+        // Nothing the engine has not followed is ever forgotten.
+        try store.addRegion(Region(id: "new", center: Coordinate(latitude: 1, longitude: 1), radius: 100))
+        #expect(try store.pruneRegionChanges(before: pipeline.generation) == 0)
+        #expect(try pipeline.syncRegions() == 1)
+        #expect(pipeline.monitor.region(id: "new") != nil)
     }
 }
