@@ -220,8 +220,8 @@ enum RegionCommands {
             try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
             progress.finish()
         } else {
-            // Through the engine, in parts under the 1 MiB request limit, committed all at once by the last;
-            // each part is made while the engine checks the one before.
+            // Through the engine, in parts under the 1 MiB request limit: the engine checks and stores each
+            // part while the next is made, and commits them all with the last.
             guard let path = c.engineSocket() else {
                 throw CommandFailure("the engine stopped", exitCode: .unavailable)
             }
@@ -309,7 +309,7 @@ enum RegionCommands {
 }
 
 /// The request lines of an import sent to the engine: each region serialized once, packed into parts of at
-/// most `limit` bytes of regions, the last marked `final`.
+/// most `limit` bytes of regions, the last marked `final`, every one with the import's `replace`.
 struct ImportParts: Sequence, IteratorProtocol {
     let regions: [Region]
     let replace: Bool
@@ -340,8 +340,8 @@ struct ImportParts: Sequence, IteratorProtocol {
         let final = position >= regions.count
         done = final
         progress(position)
-        var params = "{\"final\":\(final)"
-        if final { params += ",\"replace\":\(replace)" }
+        // The flag goes with every part: the engine takes it from the first, as it stores from the first.
+        var params = "{\"final\":\(final),\"replace\":\(replace)"
         params += ",\"regions\":[" + entries.joined(separator: ",") + "]}"
         return "{\"method\":\"\(ControlMethod.importRegions.rawValue)\",\"params\":\(params)}"
     }
