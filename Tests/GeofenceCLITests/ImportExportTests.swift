@@ -5,6 +5,8 @@ import GeofenceStore
 import GeofenceTestSupport
 import Testing
 
+@testable import GeofenceCLI
+
 @Suite("geofence import and export")
 struct ImportExportTests {
     private func goodRegions(_ count: Int) -> [String] {
@@ -296,6 +298,60 @@ struct ImportExportTests {
         #expect(try store.regionCount() == 2000)
         #expect(try store.servicesOn() == false)
         #expect(try GeofenceStoreProbe.events(cli.stateDir).contains { $0.contains(#""type":"services""#) })
+        _ = await daemon.stop()
+    }
+
+    @Test("the parts sent to the engine carry the file's entries as written, one line each")
+    func partsCutFromTheFile() throws {
+        let entries = (0..<40).map { i in
+            """
+            {
+              "id": "p\(i)", "lat": 1.5, "lon": -2,
+              "radius": \(10 + i), "hooks": {"enter": "echo \\"[{\\" \\\\n"}
+            }
+            """
+        }
+        for (text, cut) in [
+            ("{\"note\": [\"]\"],\n \"regions\": [\n" + entries.joined(separator: ",\n") + "\n]}\n", true),
+            ("{\"regi\\u006fns\": [" + entries.joined(separator: ",") + "]}", false),
+        ] {
+            let bytes = Array(text.utf8)
+            let regions = try RegionJSON.decodeFile(bytes, now: Date()).get()
+            #expect(regions.count == 40)
+            #expect((RegionJSON.entryRanges(in: bytes) != nil) == cut)
+            let lines = Array(ImportParts(file: bytes, regions: regions, replace: true, limit: 400) { _ in })
+            #expect(lines.count >= 8, "\(lines.count)")
+            var sent: [JSONValue] = []
+            for (i, line) in lines.enumerated() {
+                #expect(!line.contains("\n"))
+                #expect(line.utf8.count < 400 + 100)
+                let request = try #require(try? ControlRequest.parse(Array(line.utf8)).get())
+                #expect(request.method == .importRegions)
+                #expect(request.params["final"]?.boolValue == (i == lines.count - 1))
+                #expect(request.params["replace"]?.boolValue == true)
+                sent += request.params["regions"]?.arrayValue ?? []
+            }
+            let decoded = try RegionJSON.decodeEntries(sent, now: Date()).get()
+            #expect(decoded.map(\.id) == regions.map(\.id))
+            #expect(decoded.map(\.hooks) == regions.map(\.hooks))
+        }
+    }
+
+    @Test("through a running engine: an exported (pretty-printed) file imports into another store identically")
+    func exportImportThroughTheEngine() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        #expect(try cli.run("import", repo.appendingPathComponent("regions.example.json").path).status == 0)
+        let exported = try cli.run("export")
+        let other = try CLI()
+        defer { other.dir.remove() }
+        let daemon = try other.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let imported = try other.run(["import", "-"], stdin: exported.stdout)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try other.run("export").stdout == exported.stdout)
         _ = await daemon.stop()
     }
 
