@@ -139,67 +139,20 @@ public final class StateStore: Sendable {
     /// Adds many regions in one transaction: all or nothing. Without `replace`, any existing id refuses the
     /// whole batch. `progress` is called with the number written so far, now and then.
     ///
-    /// Built for a million regions in seconds: statements prepared once and bound column by column, the
-    /// duplicate check folded into the insertion (a unique-constraint failure is a duplicate; ids that
-    /// existed before are all reported, as a separate probe of every id would), and a larger page cache
-    /// for the duration (the id index is written in no particular order). Durability is unchanged: one
-    /// transaction, committed as any other.
+    /// A larger page cache for the duration (the id index is written in no particular order); durability is
+    /// unchanged: one transaction, committed as any other. An import that arrives in parts (the engine's)
+    /// uses `RegionImport` instead, which stores each part as it comes.
     public func importRegions(
         _ regions: [Region], replace: Bool = false, now: Date = Date(),
         progress: (@Sendable (Int) -> Void)? = nil
     ) throws {
         try queue.write { db in
             let cacheSize = try db.scalar("PRAGMA cache_size", as: Int.self) ?? -2000
-            try db.execute("PRAGMA cache_size = -65536")
+            try db.execute("PRAGMA cache_size = \(RegionInserter.cacheSize)")
             defer { try? db.execute("PRAGMA cache_size = \(cacheSize)") }
-            let lastSeq = try db.scalar("SELECT coalesce(max(seq), 0) FROM regions", as: Int64.self) ?? 0
-            let insert = try db.makeStatement(StateStore.insertRegionSQL)
-            let delete = replace ? try db.makeStatement("DELETE FROM regions WHERE id = ?") : nil
-            let seqOfID = try db.makeStatement("SELECT seq FROM regions WHERE id = ?")
-            var existing: [String] = []
-            var repeated: String?
-            var notifyTexts: [Set<NotifyKind>: String] = [:]
-            for (i, region) in regions.enumerated() {
-                if let delete {
-                    delete.reset()
-                    try delete.bind(region.id, at: 1)
-                    while try delete.step() {}
-                }
-                let notify =
-                    notifyTexts[region.notify]
-                    ?? {
-                        let text = StateStore.notifyText(region.notify)
-                        notifyTexts[region.notify] = text
-                        return text
-                    }()
-                insert.reset()
-                try StateStore.bindInsert(insert, region, notify: notify, now: now)
-                do {
-                    while try insert.step() {}
-                } catch let error as DatabaseError where error.isUniqueConstraintViolation {
-                    // Existed before this import, or came earlier in it?
-                    seqOfID.reset()
-                    try seqOfID.bind(region.id, at: 1)
-                    let seq = try seqOfID.step() ? seqOfID.int64(at: 0) : lastSeq + 1
-                    seqOfID.reset()
-                    if seq <= lastSeq {
-                        existing.append(region.id)
-                    } else if repeated == nil {
-                        repeated = region.id
-                    }
-                }
-                if i % 10_000 == 9_999 { progress?(i + 1) }
-            }
-            insert.reset()
-            // The error a probe of every id first, then the insertions, would give.
-            if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
-            if let repeated { throw StoreError.duplicateRegions([repeated]) }
-            // One change for the whole import: every region after `lastSeq` is one of its own.
-            try db.execute(
-                """
-                INSERT INTO region_changes (seq, op, last_seq)
-                SELECT min(seq), 'insert', max(seq) FROM regions WHERE seq > ? HAVING count(*) > 0
-                """, [lastSeq])
+            let inserter = try RegionInserter(db: db, replace: replace, now: now)
+            try inserter.add(regions, progress: progress)
+            try inserter.finish()
             progress?(regions.count)
         }
     }

@@ -5,6 +5,8 @@ import GeofenceStore
 import GeofenceTestSupport
 import Testing
 
+@testable import GeofenceCLI
+
 @Suite("geofence import and export")
 struct ImportExportTests {
     private func goodRegions(_ count: Int) -> [String] {
@@ -152,6 +154,204 @@ struct ImportExportTests {
         }
         #expect(error.message.contains("regions[150].radius"), "\(error.message)")
         #expect(try store.regionCount() == 20_000, "nothing of the bad import was stored")
+        _ = await daemon.stop()
+    }
+
+    /// One request line of an import in parts: regions `x<i>` (radius 30, or -1 for `bad`).
+    private func part(
+        _ ids: Range<Int>, final: Bool, bad: Int? = nil, prefix: String = "x", flags: String = ""
+    ) -> String {
+        let entries = ids.map { i in #"{"id":"\#(prefix)\#(i)","lat":1,"lon":2,"radius":\#(i == bad ? -1 : 30)}"# }
+        return #"{"method":"import","params":{"final":\#(final)\#(flags),"regions":["#
+            + entries.joined(separator: ",") + "]}}"
+    }
+
+    private func failure(_ response: ControlResponse?) -> ControlError? {
+        if case .failure(let error)? = response?.result { return error }
+        return nil
+    }
+
+    @Test("through a running engine: a client gone mid-import leaves nothing stored, and the next import works")
+    func clientGoneMidImport() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let client = try RawClient(cli.socket)
+        for range in [0..<500, 500..<1000] {
+            let answer = try JSON.parse(try client.exchange(part(range, final: false)))
+            #expect(answer["result"]?["staged"]?.intValue == range.upperBound, "\(answer)")
+        }
+        client.close()
+        // The engine let go of the import (and the store's write lock with it): the next import is stored at
+        // once, where a lock still held would make it wait and fail (busy).
+        let file = cli.dir.file("next.json")
+        try ("[" + goodRegions(3000).joined(separator: ",") + "]").write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let started = Date()
+        let result = try cli.run("import", file)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 4)
+        let store = try StateStore(directory: cli.stateDir)
+        #expect(try store.regionCount() == 3000)
+        #expect(try store.region(id: "x1") == nil)
+        #expect(try cli.run("add", "--id", "later", "--lat", "1", "--lon", "1", "--radius", "9").status == 0)
+        #expect(daemon.isRunning)
+        _ = await daemon.stop()
+    }
+
+    @Test("through a running engine: a later part that breaks the protocol fails the whole import")
+    func malformedLaterPart() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let store = try StateStore(directory: cli.stateDir)
+        // A part without regions: it used to be answered with an error and skipped, and the rest committed.
+        var answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false), #"{"method":"import","params":{"final":false}}"#,
+            part(100..<200, final: true),
+        ])
+        #expect(failure(answers[1])?.message.contains("params.regions") == true, "\(answers)")
+        #expect(failure(answers.last)?.code == .badRequest, "\(answers)")
+        #expect(try store.regionCount() == 0)
+        // A part whose flags differ from the first's: the import takes them from the first, so it says so.
+        answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false), part(100..<200, final: false),
+            part(200..<300, final: true, flags: #","replace":true"#),
+        ])
+        let refused = try #require(failure(answers.last), "\(answers)")
+        #expect(refused.code == .badRequest)
+        #expect(refused.message.contains("replace"), "\(refused.message)")
+        #expect(refused.message.contains("every part"), "\(refused.message)")
+        #expect(try store.regionCount() == 0)
+        // A bad entry in a later part of a large import: nothing of it is stored.
+        answers = try ControlClient(path: cli.socket).call(
+            lines: (0..<10).map { i in part(i * 2000..<(i + 1) * 2000, final: i == 9, bad: 17_345) })
+        #expect(failure(answers.last)?.message.contains("regions[17345].radius") == true, "\(answers.last!)")
+        #expect(try store.regionCount() == 0)
+        _ = await daemon.stop()
+    }
+
+    @Test("through a running engine: --replace, and replace and dryRun taken from the first part")
+    func replaceAndDryRunThroughTheEngine() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let store = try StateStore(directory: cli.stateDir)
+        let file = cli.dir.file("some.json")
+        try ("[" + goodRegions(15_000).joined(separator: ",\n") + "]").write(
+            toFile: file, atomically: true, encoding: .utf8)
+        #expect(try cli.run("import", file).status == 0)
+        let again = try cli.run("import", file)
+        #expect(again.status == 65)
+        #expect(again.stderr.contains("15000 regions already exist"), "\(again.stderr)")
+        // The same ids, wider: replaced through the engine, in parts.
+        try
+            ("[" + (0..<15_000).map { #"{"id":"r\#($0)","lat":1,"lon":2,"radius":777}"# }.joined(separator: ",\n")
+            + "]").write(toFile: file, atomically: true, encoding: .utf8)
+        let replaced = try cli.run("import", "--replace", file)
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try store.regionCount() == 15_000)
+        #expect(try store.region(id: "r14999")?.region.radius == 777)
+
+        // A client that gives replace with its first part only: it holds for the whole import.
+        var answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false, prefix: "r", flags: #","replace":true"#),
+            part(100..<200, final: true, prefix: "r"),
+        ])
+        #expect(failure(answers.last) == nil, "\(answers)")
+        #expect(try store.region(id: "r150")?.region.radius == 30)
+
+        // A dry run in parts checks everything and stores nothing.
+        answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false, prefix: "d", flags: #","dryRun":true"#),
+            part(100..<200, final: true, prefix: "d"),
+        ])
+        #expect(answers.last?.result == .success(["checked": 200, "imported": 0]), "\(answers)")
+        #expect(try store.region(id: "d1") == nil)
+        // The CLI's --dry-run with an engine running stores nothing either.
+        #expect(try cli.run("import", "--dry-run", file).status == 0)
+        #expect(try store.regionCount() == 15_000)
+        _ = await daemon.stop()
+    }
+
+    @Test("through a running engine: its own writes wait for an import in progress and are kept")
+    func engineWritesDuringAnImport() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let client = try RawClient(cli.socket)
+        defer { client.close() }
+        #expect(try JSON.parse(try client.exchange(part(0..<1000, final: false)))["result"]?["staged"] == 1000)
+        // The engine writes the switch and its event while the import holds the write lock...
+        let switching = Task { try cli.run("services", "off") }
+        try await Task.sleep(for: .seconds(1))
+        // ...they wait for it, and neither ends up in the other's transaction.
+        let answer = try JSON.parse(try client.exchange(part(1000..<2000, final: true)))
+        #expect(answer["result"]?["imported"] == 2000, "\(answer)")
+        let switched = try await switching.value
+        #expect(switched.status == 0, "\(switched.stderr)")
+        let store = try StateStore(directory: cli.stateDir)
+        #expect(try store.regionCount() == 2000)
+        #expect(try store.servicesOn() == false)
+        #expect(try GeofenceStoreProbe.events(cli.stateDir).contains { $0.contains(#""type":"services""#) })
+        _ = await daemon.stop()
+    }
+
+    @Test("the parts sent to the engine carry the file's entries as written, one line each")
+    func partsCutFromTheFile() throws {
+        let entries = (0..<40).map { i in
+            """
+            {
+              "id": "p\(i)", "lat": 1.5, "lon": -2,
+              "radius": \(10 + i), "hooks": {"enter": "echo \\"[{\\" \\\\n"}
+            }
+            """
+        }
+        for (text, cut) in [
+            ("{\"note\": [\"]\"],\n \"regions\": [\n" + entries.joined(separator: ",\n") + "\n]}\n", true),
+            ("{\"regi\\u006fns\": [" + entries.joined(separator: ",") + "]}", false),
+        ] {
+            let bytes = Array(text.utf8)
+            let regions = try RegionJSON.decodeFile(bytes, now: Date()).get()
+            #expect(regions.count == 40)
+            #expect((RegionJSON.entryRanges(in: bytes) != nil) == cut)
+            let lines = Array(ImportParts(file: bytes, regions: regions, replace: true, limit: 400) { _ in })
+            #expect(lines.count >= 8, "\(lines.count)")
+            var sent: [JSONValue] = []
+            for (i, line) in lines.enumerated() {
+                #expect(!line.contains("\n"))
+                #expect(line.utf8.count < 400 + 100)
+                let request = try #require(try? ControlRequest.parse(Array(line.utf8)).get())
+                #expect(request.method == .importRegions)
+                #expect(request.params["final"]?.boolValue == (i == lines.count - 1))
+                #expect(request.params["replace"]?.boolValue == true)
+                sent += request.params["regions"]?.arrayValue ?? []
+            }
+            let decoded = try RegionJSON.decodeEntries(sent, now: Date()).get()
+            #expect(decoded.map(\.id) == regions.map(\.id))
+            #expect(decoded.map(\.hooks) == regions.map(\.hooks))
+        }
+    }
+
+    @Test("through a running engine: an exported (pretty-printed) file imports into another store identically")
+    func exportImportThroughTheEngine() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        #expect(try cli.run("import", repo.appendingPathComponent("regions.example.json").path).status == 0)
+        let exported = try cli.run("export")
+        let other = try CLI()
+        defer { other.dir.remove() }
+        let daemon = try other.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let imported = try other.run(["import", "-"], stdin: exported.stdout)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try other.run("export").stdout == exported.stdout)
         _ = await daemon.stop()
     }
 

@@ -352,3 +352,58 @@ struct RegionEntryTests {
         }
     }
 }
+
+@Suite("Regions file entries as written")
+struct RegionEntryRangeTests {
+    /// The entries the ranges cut out, parsed, against the entries the file decodes to.
+    private func check(_ text: String, count: Int) throws {
+        let bytes = Array(text.utf8)
+        let ranges = try #require(RegionJSON.entryRanges(in: bytes), "\(text)")
+        #expect(ranges.count == count)
+        let cut = try ranges.map { try JSON.parse(Array(bytes[$0])) }
+        let root = try JSON.parse(bytes)
+        #expect(cut == (root.arrayValue ?? root["regions"]?.arrayValue), "\(text)")
+    }
+
+    @Test func entriesAreFoundWhereverTheFileSpellsThem() throws {
+        try check(#"[]"#, count: 0)
+        try check(#" { "regions" : [ ] } "#, count: 0)
+        try check(#"[{"id":"a","lat":1,"lon":2,"radius":3}]"#, count: 1)
+        try check(
+            """
+            {
+              "comment": {"regions": [1, 2, 3], "note": "a ] and a } and a \\" in a string"},
+              "version": 2, "flags": [true, null, -1.5e3],
+              "regions": [
+                {"id": "a]b}", "lat": 1, "lon": 2, "radius": 3, "name": "x\\\\", "notify": ["enter", "exit"]},
+                {"id": "c", "lat": -1.25, "lon": 2e1, "radius": 30,
+                 "hooks": {"enter": "echo \\"[{\\""}}
+              ],
+              "after": "regions"
+            }
+            """, count: 2)
+        try check(
+            "[\n\t{\"id\":\"a\",\"lat\":1,\"lon\":2,\"radius\":3}\r\n,\n{\"id\":\"b\",\"lat\":1,\"lon\":2,\"radius\":3}\n]",
+            count: 2)
+    }
+
+    @Test func aKeyWithEscapesOrAnotherShapeIsLeftToTheDecodedRegions() {
+        #expect(RegionJSON.entryRanges(in: Array(#"{"regi\u006fns": []}"#.utf8)) == nil)
+        #expect(RegionJSON.entryRanges(in: Array(#"{"other": []}"#.utf8)) == nil)
+        #expect(RegionJSON.entryRanges(in: Array(#""regions""#.utf8)) == nil)
+        #expect(RegionJSON.entryRanges(in: Array("".utf8)) == nil)
+        #expect(RegionJSON.entryRanges(in: Array(#"[{"id": "a""#.utf8)) == nil)
+    }
+
+    @Test func regionsTakenAreNotKeptByTheDecoder() throws {
+        func entry(_ id: String) -> JSONValue { .object(["id": .string(id), "lat": 1, "lon": 2, "radius": 50]) }
+        var decoder = RegionEntryDecoder(now: Date())
+        decoder.add([entry("a"), entry("b")])
+        #expect(decoder.takeRegions().map(\.id) == ["a", "b"])
+        decoder.add([entry("c"), entry("a")])
+        #expect(decoder.takeRegions().map(\.id) == ["c"])
+        #expect(decoder.takeRegions().isEmpty)
+        #expect(decoder.count == 4)
+        #expect(decoder.problems == ["regions[3].id: \"a\" repeats the id of regions[0]"])
+    }
+}

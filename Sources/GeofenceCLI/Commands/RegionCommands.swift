@@ -220,14 +220,14 @@ enum RegionCommands {
             try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
             progress.finish()
         } else {
-            // Through the engine, in parts under the 1 MiB request limit, committed all at once by the last;
-            // each part is made while the engine checks the one before.
+            // Through the engine, in parts under the 1 MiB request limit: the engine checks and stores each
+            // part while the next is made, and commits them all with the last.
             guard let path = c.engineSocket() else {
                 throw CommandFailure("the engine stopped", exitCode: .unavailable)
             }
             let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
             let total = regions.count
-            let parts = ImportParts(regions: regions, replace: replace, limit: 768 * 1024) { sent in
+            let parts = ImportParts(file: bytes, regions: regions, replace: replace, limit: 768 * 1024) { sent in
                 progress.update(sent)
                 guard sent == total, c.console.stderrIsTerminal else { return }
                 progress.finish()
@@ -308,18 +308,32 @@ enum RegionCommands {
     }
 }
 
-/// The request lines of an import sent to the engine: each region serialized once, packed into parts of at
-/// most `limit` bytes of regions, the last marked `final`.
+/// The request lines of an import sent to the engine: the entries packed into parts of at most `limit`
+/// bytes, the last marked `final`, every one with the import's `replace`. The entries are cut from the file
+/// as it was written when it can tell where each lies (`RegionJSON.entryRanges`): the file was checked
+/// whole already, and serializing a million regions again cost the CLI more than checking them. Else
+/// each region is serialized from its decoded form.
 struct ImportParts: Sequence, IteratorProtocol {
-    let regions: [Region]
+    private enum Entries {
+        case cut([UInt8], [Range<Int>])
+        case encoded([Region])
+    }
+
+    private let entries: Entries
+    private let count: Int
     let replace: Bool
     let limit: Int
     let progress: (Int) -> Void
     private var position = 0
     private var done = false
 
-    init(regions: [Region], replace: Bool, limit: Int, progress: @escaping (Int) -> Void) {
-        self.regions = regions
+    init(file: [UInt8], regions: [Region], replace: Bool, limit: Int, progress: @escaping (Int) -> Void) {
+        if let ranges = RegionJSON.entryRanges(in: file), ranges.count == regions.count {
+            entries = .cut(file, ranges)
+        } else {
+            entries = .encoded(regions)
+        }
+        count = regions.count
         self.replace = replace
         self.limit = limit
         self.progress = progress
@@ -327,22 +341,31 @@ struct ImportParts: Sequence, IteratorProtocol {
 
     mutating func next() -> String? {
         guard !done else { return nil }
-        var entries: [String] = []
-        var size = 0
-        while position < regions.count {
-            let entry = JSONValue.object(RegionJSON.encode(regions[position])).serialized()
-            let bytes = entry.utf8.count + 1
-            if size + bytes > limit, !entries.isEmpty { break }
-            entries.append(entry)
-            size += bytes
+        var line = Array(#"{"method":"\#(ControlMethod.importRegions.rawValue)","params":{"replace":\#(replace),"#.utf8)
+        line += #""regions":["#.utf8
+        let header = line.count
+        line.reserveCapacity(header + limit + 32)
+        while position < count {
+            let before = line.count
+            if before > header { line.append(UInt8(ascii: ",")) }
+            switch entries {
+            case .cut(let file, let ranges):
+                // A line break between tokens is whitespace to JSON but ends a request line; a checked file
+                // has none inside its strings.
+                line += file[ranges[position]].lazy.map { $0 == 10 ? 32 : $0 }
+            case .encoded(let regions):
+                line += JSONValue.object(RegionJSON.encode(regions[position])).serialized().utf8
+            }
+            if line.count - header > limit, before > header {
+                line.removeSubrange(before...)
+                break
+            }
             position += 1
         }
-        let final = position >= regions.count
+        let final = position >= count
         done = final
         progress(position)
-        var params = "{\"final\":\(final)"
-        if final { params += ",\"replace\":\(replace)" }
-        params += ",\"regions\":[" + entries.joined(separator: ",") + "]}"
-        return "{\"method\":\"\(ControlMethod.importRegions.rawValue)\",\"params\":\(params)}"
+        line += #"],"final":\#(final)}}"#.utf8
+        return String(decoding: line, as: UTF8.self)
     }
 }

@@ -262,7 +262,14 @@ public struct RegionEntryDecoder: Sendable {
         }
     }
 
-    /// Every region, or every problem.
+    /// The good regions decoded since the last call, handed over (so one storing them part by part does not
+    /// also keep them all here); `result` then holds only those not taken.
+    public mutating func takeRegions() -> [Region] {
+        defer { regions = [] }
+        return regions
+    }
+
+    /// Every region not taken, or every problem.
     public var result: Result<[Region], RegionFileError> {
         problems.isEmpty ? .success(regions) : .failure(RegionFileError(problems: problems))
     }

@@ -13,7 +13,7 @@ public final class ControlHandler: Sendable {
     public let store: StateStore
     public let policy: AccessPolicy
     /// Called after a change the running engine should apply at once (regions, the switch).
-    private let changed: @Sendable (Change) -> Void
+    let changed: @Sendable (Change) -> Void
     /// For `watch`: registers a subscriber; nil when no engine runs.
     private let subscribe: (@Sendable (ControlConnection) -> Void)?
     private let ids = EventIDSource()
@@ -218,50 +218,135 @@ public final class ControlHandler: Sendable {
     }
 
     /// `import`: all or nothing, in parts over one connection when the file is bigger than one request
-    /// line (`final: false` stages a part; the part with `final: true` commits everything). Each part is
-    /// checked as it arrives (positions count from the first part), its problems kept for the final answer:
-    /// one bad part fails the whole import, and nothing is stored.
+    /// line (`final: false` for every part but the last). Each part is checked as it arrives (positions count
+    /// from the first part) and, while every entry so far is good, stored at once in a transaction of the
+    /// import's own, which the final part commits; any problem, a refusal or the client going away rolls it
+    /// back, and the final part's answer says why. `replace` and `dryRun` are the first part's.
     private func importRegions(_ p: JSONObject, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
-        guard let part = p["regions"]?.arrayValue else {
-            throw ControlError(.badRequest, "import needs params.regions")
+        let final = p["final"]?.boolValue ?? true
+        if !final && connection == nil {
+            throw ControlError(.badRequest, "a partial import needs a connection")
         }
-        let key = "import.staged"
-        // Taken out of the connection first, so that adding this part does not copy what is staged.
-        var staged =
-            (connection?[key] as? RegionEntryDecoder) ?? RegionEntryDecoder(now: Date(), createdBy: peer.uid)
-        connection?[key] = nil
-        staged.add(part)
-        if p["final"]?.boolValue == false {
-            guard let connection else { throw ControlError(.badRequest, "a partial import needs a connection") }
-            connection[key] = staged
-            return ["staged": .number(Double(staged.count))]
+        // Taken out of the connection while this part is handled (one copy only, so that adding to what it
+        // holds copies nothing).
+        var state = try (connection?[ImportInProgress.key] as? ImportInProgress) ?? startImport(p, peer: peer)
+        connection?[ImportInProgress.key] = nil
+        state.receive(p, handler: self, peer: peer)
+        if !final {
+            if let connection { connection[ImportInProgress.key] = state }
+            if let refusal = state.refusal { throw refusal }
+            return ["staged": .number(Double(state.decoder.count))]
         }
-        let regions: [Region]
-        switch staged.result {
-        case .success(let decoded): regions = decoded
-        case .failure(let error):
-            throw ControlError(
-                .invalid,
-                error.problems.count == 1
-                    ? "nothing imported: \(error.problems[0])"
-                    : "nothing imported: \(error.problems.count) problems\n"
-                        + error.problems.prefix(50).map { "  \($0)" }.joined(separator: "\n")
-                        + (error.problems.count > 50 ? "\n  ... and \(error.problems.count - 50) more" : ""))
+        return try state.finish(handler: self, peer: peer)
+    }
+
+    private func startImport(_ p: JSONObject, peer: ControlPeer) throws -> ImportInProgress {
+        guard p["regions"]?.arrayValue != nil else { throw ControlError(.badRequest, "import needs params.regions") }
+        var state = ImportInProgress(
+            decoder: RegionEntryDecoder(now: Date(), createdBy: peer.uid), replace: p["replace"]?.boolValue ?? false,
+            dryRun: p["dryRun"]?.boolValue ?? false)
+        if !state.dryRun {
+            do {
+                state.storing = try RegionImport(store: store, replace: state.replace, now: state.decoder.now)
+            } catch {
+                state.refusal = ControlHandler.translate(error)
+            }
         }
-        if regions.contains(where: { !$0.hooks.isEmpty }) { try checkHookOwner(peer.uid) }
-        if p["dryRun"]?.boolValue == true {
-            return ["checked": .number(Double(regions.count)), "imported": 0]
+        return state
+    }
+
+    /// An import in parts, between its first part and its final one.
+    struct ImportInProgress: ControlConnectionState {
+        static let key = "import"
+        var decoder: RegionEntryDecoder
+        let replace: Bool
+        let dryRun: Bool
+        /// The open transaction the parts go into while all is well; nil once anything is wrong (or in a
+        /// dry run).
+        var storing: RegionImport?
+        /// What fails the import regardless of its entries (a part that breaks the protocol, the store
+        /// failing); the first one wins.
+        var refusal: ControlError?
+        /// A region with hooks from a client the engine takes none from: reported unless entries are bad.
+        var hookRefusal: ControlError?
+        var parts = 0
+
+        func connectionClosed() { storing?.rollback() }
+
+        /// Checks one part and stores its regions while everything so far is good.
+        mutating func receive(_ p: JSONObject, handler: ControlHandler, peer: ControlPeer) {
+            parts += 1
+            guard refusal == nil else { return }
+            guard let part = p["regions"]?.arrayValue else {
+                return refuse(ControlError(.badRequest, "import needs params.regions (part \(parts) has none)"))
+            }
+            for (flag, value) in [("replace", replace), ("dryRun", dryRun)] {
+                if let given = p[flag], given.boolValue != value {
+                    return refuse(
+                        ControlError(
+                            .badRequest,
+                            "import part \(parts) gives \(flag): \(given.serialized()), but the import began with "
+                                + "\(flag): \(value); send the same replace and dryRun with every part"))
+                }
+            }
+            decoder.add(part)
+            let regions = decoder.takeRegions()
+            if hookRefusal == nil, regions.contains(where: { !$0.hooks.isEmpty }) {
+                do { try handler.checkHookOwner(peer.uid) } catch { hookRefusal = ControlHandler.translate(error) }
+            }
+            guard let storing else { return }
+            guard decoder.problems.isEmpty, hookRefusal == nil else {
+                // It cannot succeed now: let go of the write lock at once, and only check the rest.
+                storing.rollback()
+                self.storing = nil
+                return
+            }
+            do {
+                try storing.add(regions)
+            } catch {
+                refuse(ControlHandler.translate(error))
+            }
         }
-        try store.importRegions(regions, replace: p["replace"]?.boolValue ?? false)
-        changed(.regions)
-        return ["checked": .number(Double(regions.count)), "imported": .number(Double(regions.count))]
+
+        private mutating func refuse(_ error: ControlError) {
+            if refusal == nil { refusal = error }
+            storing?.rollback()
+            storing = nil
+        }
+
+        /// The final part's answer: committed, or why nothing was stored.
+        func finish(handler: ControlHandler, peer: ControlPeer) throws -> JSONValue {
+            defer { storing?.rollback() }
+            if let refusal { throw refusal }
+            if !decoder.problems.isEmpty {
+                let problems = decoder.problems
+                throw ControlError(
+                    .invalid,
+                    problems.count == 1
+                        ? "nothing imported: \(problems[0])"
+                        : "nothing imported: \(problems.count) problems\n"
+                            + problems.prefix(50).map { "  \($0)" }.joined(separator: "\n")
+                            + (problems.count > 50 ? "\n  ... and \(problems.count - 50) more" : ""))
+            }
+            if let hookRefusal { throw hookRefusal }
+            let count = JSONValue.number(Double(decoder.count))
+            if dryRun { return ["checked": count, "imported": 0] }
+            guard let storing else { throw ControlError(.internalError, "the import was not being stored") }
+            do {
+                try storing.commit()
+            } catch {
+                throw ControlHandler.translate(error)
+            }
+            handler.changed(.regions)
+            return ["checked": count, "imported": count]
+        }
     }
 
     // MARK: Hooks
 
     /// Hooks run as whoever registered them when the engine runs as root; an engine that is not root can
     /// only run them as itself, so it takes hooks only from its own user.
-    private func checkHookOwner(_ uid: UInt32) throws {
+    func checkHookOwner(_ uid: UInt32) throws {
         let me = getuid()
         guard me != 0, uid != me, uid != 0 else { return }
         throw ControlError(

@@ -20,6 +20,13 @@ public struct ControlPeer: Sendable, Equatable {
     }
 }
 
+/// State a handler keeps on a connection that must be released when the client goes, whether or not it
+/// finished what it started (an import in parts holds the store's write lock).
+public protocol ControlConnectionState: Sendable {
+    /// Called once, on the connection's thread, after the client has gone.
+    func connectionClosed()
+}
+
 /// One client connection: write response lines to it; per-connection state lives in `userInfo`.
 public final class ControlConnection: @unchecked Sendable {
     // @unchecked: `fd` is fixed; `open` and `userInfo` are guarded by `lock`; writes are serialized by it.
@@ -36,7 +43,8 @@ public final class ControlConnection: @unchecked Sendable {
 
     public var isOpen: Bool { lock.withLock { open } }
 
-    /// State a handler keeps across requests of this connection (an import in several parts).
+    /// State a handler keeps across requests of this connection (an import in several parts); a value that
+    /// is a `ControlConnectionState` is told when the connection closes.
     public subscript(key: String) -> (any Sendable)? {
         get { lock.withLock { info[key] } }
         set { lock.withLock { info[key] = newValue } }
@@ -65,7 +73,15 @@ public final class ControlConnection: @unchecked Sendable {
         }
     }
 
-    func markClosed() { lock.withLock { open = false } }
+    /// Marks the connection closed and releases what handlers kept on it.
+    func markClosed() {
+        let kept = lock.withLock {
+            open = false
+            defer { info = [:] }
+            return info
+        }
+        for case let state as any ControlConnectionState in kept.values { state.connectionClosed() }
+    }
 }
 
 /// Why the control socket could not be set up.
