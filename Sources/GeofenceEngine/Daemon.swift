@@ -52,6 +52,11 @@ public final class Daemon: Sendable {
     /// Runs until SIGTERM or SIGINT (or the end of a file source). Throws only for what prevents starting:
     /// another daemon on the same state directory, a store that cannot be opened.
     public func run() async throws {
+        // First of all: a SIGTERM (systemd's stop, a Ctrl-C) that comes while the engine opens the store and
+        // loads its regions, which can take seconds, then stops it gracefully once it has, instead of
+        // killing it half-way.
+        let signals = ShutdownSignals()
+        let signalStream = signals.signals
         let c = configuration
         let store = try StateStore(directory: c.stateDirectory)
         let lock = try DaemonLock(directory: c.stateDirectory)
@@ -115,8 +120,6 @@ public final class Daemon: Sendable {
             server?.stop()
         }
 
-        let signals = ShutdownSignals()
-        let signalStream = signals.signals
         source.start()
         let logger = self.logger
         let interval = c.regionSyncInterval

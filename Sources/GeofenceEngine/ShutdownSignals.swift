@@ -23,6 +23,10 @@ public final class ShutdownSignals {
         var unblock = sigset_t()
         sigemptyset(&unblock)
         for number in numbers { sigaddset(&unblock, number) }
+        // One already pending (sent while blocked) would be discarded by SIG_IGN below: kept for the stream.
+        var pending = sigset_t()
+        sigpending(&pending)
+        let early = numbers.filter { sigismember(&pending, $0) == 1 }
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         for number in numbers {
             // The default action would end the process before the graceful stop could run.
@@ -33,6 +37,7 @@ public final class ShutdownSignals {
             made.append(source)
         }
         sources = made
+        for number in early { continuation.yield(number) }
     }
 
     deinit {

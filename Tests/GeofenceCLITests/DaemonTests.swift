@@ -114,6 +114,28 @@ struct DaemonTests {
         #expect(live.map(Self.essence) == replayed.map(Self.essence))
     }
 
+    @Test("a SIGTERM that arrives while the engine is still loading its regions stops it once it has")
+    func earlySIGTERM() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        // Enough regions that loading them takes a while (a debug build: about a second).
+        let store = try StateStore(directory: cli.stateDir)
+        try store.importRegions(
+            (0..<250_000).map { i in
+                try Region(
+                    id: "r\(i)",
+                    center: Coordinate(latitude: 40 + Double(i % 500) * 0.01, longitude: 2 + Double(i / 500) * 0.01),
+                    radius: 100)
+            })
+        // systemd's stop, or a Ctrl-C, while it starts: a graceful stop once loaded, not death by signal.
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!daemon.log.contains("running:"), "sent before it runs: \(daemon.log)")
+        let stopped = await daemon.stop(timeout: 30)
+        #expect(stopped != nil, "the SIGTERM was lost: \(daemon.log)")
+        #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+    }
+
     @Test("gpsd killed and restarted: lost, reconnect, restored, and no false event")
     func gpsdRestart() async throws {
         let gpsd = try await GPSDHarness()
