@@ -225,10 +225,15 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         report.add(
             section, "RegionMonitor.process, spatial index, random jumps", "\(grouped(indexed)) ns/fix",
             "every fix at a new random place: the worst case")
-        if n >= 100_000, let huge = hugePageFixEvaluation(n: n) {
+        if n >= 100_000, let huge = hugePageFixEvaluation(n: n, driving: false) {
             report.add(
-                section, "RegionMonitor.process, spatial index, huge pages", "\(grouped(huge)) ns/fix",
+                section, "RegionMonitor.process, spatial index, random jumps, huge pages", "\(grouped(huge)) ns/fix",
                 "the same, in a process run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1")
+        }
+        if n >= 1_000_000, let huge = hugePageFixEvaluation(n: n, driving: true) {
+            report.add(
+                section, "RegionMonitor.process, spatial index, a fleet driving, huge pages", "\(grouped(huge)) ns/fix",
+                "as `geofence run` runs by default (Docs/daemon.md)")
         }
         report.add(section, "RegionMonitor.process, linear scan", "\(grouped(linear)) ns/fix")
         report.add(
@@ -279,10 +284,10 @@ func runMemory(n: Int, report: Report) {
 /// The index's fix evaluation again, in a child process whose malloc asks for transparent huge pages
 /// (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, glibc 2.35 and later): at a million regions most of a fix's
 /// time is cache and TLB misses, and 2 MiB pages make the TLB cover the index. The child prints its median.
-func hugePageFixEvaluation(n: Int) -> Double? {
+func hugePageFixEvaluation(n: Int, driving: Bool) -> Double? {
     let child = Process()
     child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-    child.arguments = ["--monitor-child", String(n)]
+    child.arguments = ["--monitor-child", String(n)] + (driving ? ["driving"] : [])
     var environment = ProcessInfo.processInfo.environment
     environment["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
     child.environment = environment

@@ -212,9 +212,10 @@ struct RegionTable: Sendable {
         return Coordinate(latitude: c.latitude, longitude: c.longitude)
     }
 
-    /// The region's dwell time, if it has one.
-    func dwell(slot: Int32) -> Double? {
-        records[Int(slot)].flags.contains(.hasDetails) ? details[slot]?.dwell : nil
+    /// The region's dwell time, if it has one, given its record (or a copy of it): most regions have none,
+    /// which the record's flags say without a look at the details.
+    func dwell(_ record: Record, slot: Int32) -> Double? {
+        record.flags.contains(.hasDetails) ? details[slot]?.dwell : nil
     }
 
     /// Its expiry time, if it has one.
