@@ -722,7 +722,8 @@ public struct RegionMonitor: Sendable {
         _ pair: inout Pair, slot: Int32, record: RegionTable.Record, fix: WeightedFix, now: Date,
         into out: inout MonitorOutput
     ) {
-        guard let dwell = regions.dwell(record, slot: slot), !pair.record.dwellFired, let since = pair.record.since else {
+        guard let dwell = regions.dwell(record, slot: slot), !pair.record.dwellFired, let since = pair.record.since
+        else {
             return
         }
         guard fix.time.timeIntervalSince(since) >= dwell else { return }
