@@ -156,6 +156,9 @@ public final class Daemon: Sendable {
             }
             let why = await group.next() ?? "?"
             logger.notice("stopping (\(why))")
+            // No more requests, and no client keeps the store's write lock (an import in parts rolls back)
+            // while the engine commits its last state.
+            server?.stop()
             await source.stop()
             group.cancelAll()
         }

@@ -200,6 +200,27 @@ struct ImportExportTests {
         _ = await daemon.stop()
     }
 
+    @Test(
+        "an engine stopped in the middle of an import stops at once, with its last state committed, and stores none of it"
+    )
+    func stoppedMidImport() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let client = try RawClient(cli.socket)
+        defer { client.close() }
+        let answer = try JSON.parse(try client.exchange(part(0..<500, final: false)))
+        #expect(answer["result"]?["staged"]?.intValue == 500, "\(answer)")
+        // The client keeps the connection (and the import, and the store's write lock) open.
+        let took = await daemon.stop(timeout: 10)
+        #expect(took.map { $0 < 3 } == true, "took \(String(describing: took)) s: \(daemon.log)")
+        #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+        #expect(!daemon.log.contains("database is locked"), "\(daemon.log)")
+        let store = try StateStore(directory: cli.stateDir)
+        #expect(try store.regionCount() == 0)
+    }
+
     @Test("through a running engine: a later part that breaks the protocol fails the whole import")
     func malformedLaterPart() async throws {
         let cli = try CLI()
@@ -214,6 +235,20 @@ struct ImportExportTests {
         ])
         #expect(failure(answers[1])?.message.contains("params.regions") == true, "\(answers)")
         #expect(failure(answers.last)?.code == .badRequest, "\(answers)")
+        #expect(try store.regionCount() == 0)
+        // The same as the first part: the rest must not be taken for a new import and committed.
+        answers = try ControlClient(path: cli.socket).call(lines: [
+            #"{"method":"import","params":{"final":false}}"#, part(0..<100, final: false),
+            part(100..<200, final: true),
+        ])
+        #expect(failure(answers.last)?.message.contains("part 1 has none") == true, "\(answers)")
+        #expect(try store.regionCount() == 0)
+        // A line that is not a request at all, between parts: it may have been one, so nothing is imported.
+        answers = try ControlClient(path: cli.socket).call(lines: [
+            part(0..<100, final: false), #"{"method":"import","params":{"final":false,"regions":[{"id":"#,
+            part(100..<200, final: true),
+        ])
+        #expect(failure(answers.last)?.message.contains("could not be read") == true, "\(answers)")
         #expect(try store.regionCount() == 0)
         // A part whose flags differ from the first's: the import takes them from the first, so it says so.
         answers = try ControlClient(path: cli.socket).call(lines: [

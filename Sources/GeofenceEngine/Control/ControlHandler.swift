@@ -229,7 +229,7 @@ public final class ControlHandler: Sendable {
         }
         // Taken out of the connection while this part is handled (one copy only, so that adding to what it
         // holds copies nothing).
-        var state = try (connection?[ImportInProgress.key] as? ImportInProgress) ?? startImport(p, peer: peer)
+        var state = (connection?[ImportInProgress.key] as? ImportInProgress) ?? startImport(p, peer: peer)
         connection?[ImportInProgress.key] = nil
         state.receive(p, handler: self, peer: peer)
         if !final {
@@ -240,12 +240,14 @@ public final class ControlHandler: Sendable {
         return try state.finish(handler: self, peer: peer)
     }
 
-    private func startImport(_ p: JSONObject, peer: ControlPeer) throws -> ImportInProgress {
-        guard p["regions"]?.arrayValue != nil else { throw ControlError(.badRequest, "import needs params.regions") }
+    /// The import a first part begins. One that breaks the protocol (no `regions`) still begins one, refused
+    /// by `receive`: kept on the connection, it fails every later part and the final one, so that the rest
+    /// is not taken for a new import and committed without it.
+    private func startImport(_ p: JSONObject, peer: ControlPeer) -> ImportInProgress {
         var state = ImportInProgress(
             decoder: RegionEntryDecoder(now: Date(), createdBy: peer.uid), replace: p["replace"]?.boolValue ?? false,
             dryRun: p["dryRun"]?.boolValue ?? false)
-        if !state.dryRun {
+        if !state.dryRun && p["regions"]?.arrayValue != nil {
             do {
                 state.storing = try RegionImport(store: store, replace: state.replace, now: state.decoder.now)
             } catch {
@@ -272,6 +274,14 @@ public final class ControlHandler: Sendable {
         var parts = 0
 
         func connectionClosed() { storing?.rollback() }
+
+        /// A line of the connection could not be read: perhaps one of the import's parts, so the import
+        /// cannot be complete.
+        mutating func requestUnreadable() {
+            refuse(
+                ControlError(
+                    .badRequest, "a request line sent during the import could not be read: nothing is imported"))
+        }
 
         /// Checks one part and stores its regions while everything so far is good.
         mutating func receive(_ p: JSONObject, handler: ControlHandler, peer: ControlPeer) {

@@ -25,6 +25,13 @@ public struct ControlPeer: Sendable, Equatable {
 public protocol ControlConnectionState: Sendable {
     /// Called once, on the connection's thread, after the client has gone.
     func connectionClosed()
+    /// A line of this connection could not be read as a request: it may have been part of what this state
+    /// is for (an import's part), so it must not end as if it had not been sent.
+    mutating func requestUnreadable()
+}
+
+extension ControlConnectionState {
+    public mutating func requestUnreadable() {}
 }
 
 /// One client connection: write response lines to it; per-connection state lives in `userInfo`.
@@ -74,6 +81,17 @@ public final class ControlConnection: @unchecked Sendable {
     }
 
     /// Marks the connection closed and releases what handlers kept on it.
+    /// Tells every state kept on the connection that a line could not be read (see `ControlConnectionState`).
+    func requestUnreadable() {
+        lock.withLock {
+            for (key, value) in info {
+                guard var state = value as? any ControlConnectionState else { continue }
+                state.requestUnreadable()
+                info[key] = state
+            }
+        }
+    }
+
     func markClosed() {
         let kept = lock.withLock {
             open = false
@@ -109,6 +127,8 @@ public final class ControlServer: @unchecked Sendable {
     private let stopping = Atomic(false)
     private let active = Atomic(0)
     private let acceptExited = Atomic(false)
+    /// The connections being served, so that `stop()` can end them.
+    private let clients = Mutex<Set<Int32>>([])
 
     public init(path: String, logger: Logger, handler: @escaping Handler) {
         self.path = path
@@ -163,6 +183,13 @@ public final class ControlServer: @unchecked Sendable {
             close(listener)
             unlink(path)
         }
+        // Ends the clients' connections too: each thread then sees its client gone and lets go of what the
+        // connection held (an import in parts rolls back and frees the store's write lock) before the
+        // engine commits its last state. Waits a little for them.
+        clients.withLock { fds in
+            for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+        while active.load(ordering: .acquiring) > 0, Date() < deadline.addingTimeInterval(1) { usleep(5_000) }
     }
 
     private func prepare(_ path: String) throws {
@@ -204,7 +231,7 @@ public final class ControlServer: @unchecked Sendable {
             active.add(1, ordering: .relaxed)
             let thread = Thread { [self] in
                 serve(client)
-                active.subtract(1, ordering: .relaxed)
+                active.subtract(1, ordering: .releasing)
             }
             thread.name = "geofence.client"
             thread.start()
@@ -212,7 +239,11 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) {
-        defer { close(fd) }
+        clients.withLock { _ = $0.insert(fd) }
+        defer {
+            clients.withLock { _ = $0.remove(fd) }
+            close(fd)
+        }
         var timeout = timeval(tv_sec: Int(idleTimeout), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let peer = ControlServer.peerCredentials(fd) else { return }
@@ -227,6 +258,7 @@ public final class ControlServer: @unchecked Sendable {
                 if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { continue }
                 switch ControlRequest.parse(line) {
                 case .failure(let error):
+                    connection.requestUnreadable()
                     connection.send(ControlResponse(id: nil, result: .failure(error)).line)
                 case .success(let request):
                     if let response = handler(request, connection) { connection.send(response.line) }
