@@ -23,11 +23,18 @@ public final class ShutdownSignals {
         var unblock = sigset_t()
         sigemptyset(&unblock)
         for number in numbers { sigaddset(&unblock, number) }
-        // One already pending (sent while blocked) would be discarded by SIG_IGN below: kept for the stream.
+        // One already pending (sent while blocked) would kill the process when unblocked, or be discarded by
+        // SIG_IGN: taken now, while still blocked, and handed to the stream.
+        var early: [Int32] = []
         var pending = sigset_t()
         sigpending(&pending)
-        let early = numbers.filter { sigismember(&pending, $0) == 1 }
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        var now = timespec(tv_sec: 0, tv_nsec: 0)
+        for number in numbers where sigismember(&pending, number) == 1 {
+            var one = sigset_t()
+            sigemptyset(&one)
+            sigaddset(&one, number)
+            if sigtimedwait(&one, nil, &now) == number { early.append(number) }
+        }
         for number in numbers {
             // The default action would end the process before the graceful stop could run.
             signal(number, SIG_IGN)
@@ -37,6 +44,7 @@ public final class ShutdownSignals {
             made.append(source)
         }
         sources = made
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         for number in early { continuation.yield(number) }
     }
 
