@@ -117,8 +117,11 @@ public final class DaemonProcess: @unchecked Sendable {
     public let logPath: String
 
     /// `launcher` goes in front of the binary (e.g. `setpriv --reuid=UID ...` to run it as another user).
+    /// `blockingTermination` starts it with SIGTERM and SIGINT blocked, as a parent that spawns from a
+    /// thread blocking them passes them on.
     public init(
-        _ arguments: [String], logPath: String, environment: [String: String] = [:], launcher: [String] = []
+        _ arguments: [String], logPath: String, environment: [String: String] = [:], launcher: [String] = [],
+        blockingTermination: Bool = false
     ) throws {
         self.logPath = logPath
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -139,7 +142,18 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = log
         process.standardError = log
-        try GPSDHarness.withUnblockedSignals { try process.run() }
+        if blockingTermination {
+            var blocked = sigset_t()
+            var saved = sigset_t()
+            sigemptyset(&blocked)
+            sigaddset(&blocked, SIGTERM)
+            sigaddset(&blocked, SIGINT)
+            pthread_sigmask(SIG_BLOCK, &blocked, &saved)
+            defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+            try process.run()
+        } else {
+            try GPSDHarness.withUnblockedSignals { try process.run() }
+        }
     }
 
     deinit {

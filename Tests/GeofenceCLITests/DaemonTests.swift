@@ -115,7 +115,7 @@ struct DaemonTests {
     }
 
     @Test("a SIGTERM that arrives while the engine is still loading its regions stops it once it has")
-    func earlySIGTERM() async throws {
+    func earlySigterm() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
         // Enough regions that loading them takes a while (a debug build: about a second).
@@ -128,12 +128,31 @@ struct DaemonTests {
                     radius: 100)
             })
         // systemd's stop, or a Ctrl-C, while it starts: a graceful stop once loaded, not death by signal.
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        // Started with the signal blocked (see sigtermPendingAtStart), so that however early it comes, it is
+        // not the default action that ends the engine.
+        let daemon = try DaemonProcess(
+            ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
+            environment: cli.environment, blockingTermination: true)
         try await Task.sleep(for: .milliseconds(100))
         #expect(!daemon.log.contains("running:"), "sent before it runs: \(daemon.log)")
         let stopped = await daemon.stop(timeout: 30)
         #expect(stopped != nil, "the SIGTERM was lost: \(daemon.log)")
         #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+    }
+
+    @Test("a SIGTERM sent at once to an engine started with it blocked stops it gracefully, not dead by it")
+    func sigtermPendingAtStart() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        // A supervisor spawning from a thread that blocks the signal passes the mask on: the SIGTERM waits,
+        // pending, until the engine takes it, and must then neither kill it nor be lost.
+        let daemon = try DaemonProcess(
+            ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
+            environment: cli.environment, blockingTermination: true)
+        let stopped = await daemon.stop(timeout: 20)
+        #expect(stopped != nil, "the SIGTERM was lost: \(daemon.log)")
+        #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+        #expect(daemon.process.terminationReason == .exit, "\(daemon.log)")
     }
 
     @Test("gpsd killed and restarted: lost, reconnect, restored, and no false event")
