@@ -120,6 +120,14 @@ private func point(from c: Coordinate, bearing: Double, chord: Double) -> Coordi
     return destination(c, bearing: bearing, angle: low)
 }
 
+/// A 3D fix of `subject` at `at` with the stated accuracy, as the filter passes it to the monitor.
+private func measured(_ subject: String, at: Coordinate, accuracy: Double, time: Date) -> WeightedFix {
+    let fix = Fix(
+        subject: subject, time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+        horizontalAccuracy: accuracy)
+    return WeightedFix(fix: fix, time: time, coordinate: at, accuracy: accuracy, accuracyEstimated: false)
+}
+
 /// Checks one query: the index returns every slot the linear scan returns, each once, and anything more
 /// lies just beyond the reach (within the index's few metres of rounding).
 private func checkQuery(
@@ -388,11 +396,7 @@ struct SpatialIndexTests {
                 if subject == "south" && second % 70 == 0 { coordinate = Coordinate(latitude: -90, longitude: 77) }
                 let accuracy = Double.random(in: 1...100, using: &rng)
                 let time = start.addingTimeInterval(Double(second) + (second > 250 && k == 0 ? 120 : 0))
-                let fix = Fix(
-                    subject: subject, time: time, mode: .threeD, latitude: coordinate.latitude,
-                    longitude: coordinate.longitude, horizontalAccuracy: accuracy)
-                let weighted = WeightedFix(
-                    fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: false)
+                let weighted = measured(subject, at: coordinate, accuracy: accuracy, time: time)
                 let a = indexed.process(weighted, now: now)
                 let b = scanned.process(weighted, now: now)
                 #expect(a == b, "second \(second), \(subject)")
@@ -471,11 +475,7 @@ struct SpatialIndexTests {
                     east: Double.random(in: -2...2, using: &rng))
                 let accuracy = Double.random(in: 2...45, using: &rng)
                 let time = start.addingTimeInterval(Double(second))
-                let fix = Fix(
-                    subject: "v\(k)", time: time, mode: .threeD, latitude: jitter.latitude,
-                    longitude: jitter.longitude, horizontalAccuracy: accuracy)
-                let weighted = WeightedFix(
-                    fix: fix, time: time, coordinate: jitter, accuracy: accuracy, accuracyEstimated: false)
+                let weighted = measured("v\(k)", at: jitter, accuracy: accuracy, time: time)
                 let a = indexed.process(weighted, now: time)
                 let b = scanned.process(weighted, now: time)
                 #expect(a == b, "second \(second), v\(k)")
@@ -492,6 +492,38 @@ struct SpatialIndexTests {
         #expect(events > 200, "the scenario exercises the state machine")
         let kept = indexed.neighbourhoods
         #expect(kept.subjects > 0, "vehicles kept neighbourhoods")
+        #expect(indexed.fixesFromNeighbourhoods > 600, "of 3000 fixes, these many came from neighbourhoods")
+    }
+
+    @Test("amid more regions than a neighbourhood holds, the index answers, with the same outputs")
+    func crowdedNeighbourhood() throws {
+        var rng = SeededGenerator(seed: 68)
+        var indexed = RegionMonitor(
+            ids: EventIDGenerator(rng: SeededGenerator(seed: 4)), candidateSearch: .spatialIndex)
+        var scanned = RegionMonitor(ids: EventIDGenerator(rng: SeededGenerator(seed: 4)), candidateSearch: .linearScan)
+        let downtown = Coordinate(latitude: 40.75, longitude: -73.99)
+        // 400 regions within 500 m: far more than a neighbourhood's 64 within band + 250 m of any fix.
+        for i in 0..<400 {
+            let center = offset(
+                downtown, north: Double.random(in: -500...500, using: &rng),
+                east: Double.random(in: -500...500, using: &rng))
+            let region = try Region(id: "d\(i)", center: center, radius: Double.random(in: 10...150, using: &rng))
+            indexed.insert(region, seq: Int64(i + 1))
+            scanned.insert(region, seq: Int64(i + 1))
+        }
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var events = 0
+        for second in 0..<300 {
+            let at = offset(downtown, north: Double(second % 100) * 4 - 200, east: Double(second / 100) * 50 - 50)
+            let time = start.addingTimeInterval(Double(second))
+            let weighted = measured("cab", at: at, accuracy: Double.random(in: 3...12, using: &rng), time: time)
+            let a = indexed.process(weighted, now: time)
+            #expect(a == scanned.process(weighted, now: time), "second \(second)")
+            events += a.events.count
+        }
+        #expect(events > 20)
+        #expect(indexed.neighbourhoods.subjects == 0, "no list of more than 64 regions is kept")
+        #expect(indexed.fixesFromNeighbourhoods == 0)
     }
 
     @Test("a vehicle using its neighbourhood sees regions added, removed and re-marked around it")
@@ -513,11 +545,7 @@ struct SpatialIndexTests {
             second += 1
             // A parked truck's jitter: a metre or two either way.
             let at = offset(parked, north: north + Double(second % 3) - 1, east: Double(second % 2))
-            let weighted = WeightedFix(
-                fix: Fix(
-                    subject: "truck", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
-                    horizontalAccuracy: accuracy),
-                time: time, coordinate: at, accuracy: accuracy, accuracyEstimated: false)
+            let weighted = measured("truck", at: at, accuracy: accuracy, time: time)
             let a = indexed.process(weighted, now: time)
             let b = scanned.process(weighted, now: time)
             #expect(a == b, "second \(second)")
@@ -530,13 +558,14 @@ struct SpatialIndexTests {
         // Regions around, none containing the truck.
         insert(try Region(id: "far", center: offset(parked, north: 1500, east: 0), radius: 200), seq: 1)
         for _ in 0..<10 { fix() }
-        // Added on top of the parked truck, and into the very slot a removed region leaves.
+        // Added right next to the parked truck.
         insert(try Region(id: "depot", center: offset(parked, north: 0, east: 30), radius: 100), seq: 2)
         for _ in 0..<5 { fix() }
         #expect(indexed.state(subject: "truck", regionID: "depot") == .inside)
         #expect(
             outputs.flatMap(\.events).contains { $0.type == .determined && $0.state == .inside && $0.region == "depot" }
         )
+        // Removed, and its slot reused by the next region.
         _ = indexed.remove(id: "depot")
         _ = scanned.remove(id: "depot")
         insert(try Region(id: "gate", center: offset(parked, north: 400, east: 0), radius: 20), seq: 3)
@@ -562,11 +591,7 @@ struct SpatialIndexTests {
             let time = start.addingTimeInterval(Double(second))
             second += 1
             let at = offset(home, north: north, east: 0)
-            let weighted = WeightedFix(
-                fix: Fix(
-                    subject: "van", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
-                    horizontalAccuracy: accuracy),
-                time: time, coordinate: at, accuracy: accuracy, accuracyEstimated: false)
+            let weighted = measured("van", at: at, accuracy: accuracy, time: time)
             let a = indexed.process(weighted, now: time)
             #expect(a == scanned.process(weighted, now: time), "second \(second)")
             return a

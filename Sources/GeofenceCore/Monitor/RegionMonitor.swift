@@ -143,6 +143,8 @@ public struct RegionMonitor: Sendable {
         /// enough for one list to serve several fixes (see `findCandidates`).
         var lastPoint: GeocentricPoint?
         var neighbourhood = Neighbourhood()
+        /// Fixes to go before trying a neighbourhood again, after one came out too large.
+        var crowdedFixes: UInt8 = 0
     }
 
     /// The regions around one place, with copies of their records, taken with `reach` metres to spare:
@@ -264,6 +266,12 @@ public struct RegionMonitor: Sendable {
     /// The distance a subject's neighbourhood is taken with beyond what its fix asks for (metres): a
     /// vehicle at 30 m/s uses one for 8 fixes or more, a parked one until a region changes.
     static let neighbourhoodReach = 250.0
+    /// Regions a neighbourhood holds at most (56 bytes each, searched in order), and the fixes a subject
+    /// whose neighbourhood would hold more waits before it tries again.
+    static let neighbourhoodLimit = 64
+    static let crowdedPause: UInt8 = 32
+    /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
+    public private(set) var fixesFromNeighbourhoods = 0
     /// Counts changes to the regions (added, removed, accuracy-limited or not): neighbourhoods taken
     /// before the last change are stale.
     private var regionGeneration: UInt64 = 0
@@ -586,9 +594,11 @@ public struct RegionMonitor: Sendable {
         case .linearScan:
             linearIndex.candidates(near: point, extra: extra, into: &slots)
         case .spatialIndex where nearby:
+            fixesFromNeighbourhoods += 1
             track.neighbourhood.append(near: point, extra: extra, into: &slots)
         case .spatialIndex
-        where allKnown && track.lastPoint.map { $0.chord(to: point) < Self.neighbourhoodReach } ?? false:
+        where allKnown && track.lastPoint.map { $0.chord(to: point) < Self.neighbourhoodReach } ?? false
+            && track.crowdedFixes == 0:
             // Slow enough for a neighbourhood to serve the next fixes too (and asking for the band alone:
             // one taken with the vicinity, right after regions were added, would hold many more).
             let reach = extra + Self.neighbourhoodReach
@@ -606,10 +616,17 @@ public struct RegionMonitor: Sendable {
                 }
             }
             slots.removeSubrange(first...)
-            track.neighbourhood = Neighbourhood(
-                origin: point, reach: reach, generation: regionGeneration, neighbours: neighbours)
-            track.neighbourhood.append(near: point, extra: extra, into: &slots)
+            let taken = Neighbourhood(origin: point, reach: reach, generation: regionGeneration, neighbours: neighbours)
+            taken.append(near: point, extra: extra, into: &slots)
+            if neighbours.count <= Self.neighbourhoodLimit {
+                track.neighbourhood = taken
+            } else {
+                // Amid more regions than a list is worth copying (a dense city, and a change anywhere makes
+                // every list stale): the index answers this subject's next fixes, as for a jumping one.
+                track.crowdedFixes = Self.crowdedPause
+            }
         case .spatialIndex:
+            if track.crowdedFixes > 0 { track.crowdedFixes -= 1 }
             var near = nearbyScratch
             nearbyScratch = []
             near.removeAll(keepingCapacity: true)
