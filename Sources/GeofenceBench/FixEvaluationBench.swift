@@ -187,6 +187,7 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
             &driving, fixes: movingFixes, warmUp: 2 * subjects, rounds: 9,
             perRound: (movingFixes.count - 2 * subjects) / 9)
         let neighbourhoods = driving.neighbourhoods
+        let fromNeighbourhoods = Double(driving.fixesFromNeighbourhoods) / Double(movingFixes.count)
         driving = RegionMonitor()
 
         var index = SpatialRegionIndex()
@@ -221,7 +222,7 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
             "\(grouped(Double(neighbourhoods.bytes) / Double(max(1, neighbourhoods.subjects)))) B/vehicle",
             "\(neighbourhoods.subjects) vehicles, "
                 + "\(grouped(Double(neighbourhoods.regions) / Double(max(1, neighbourhoods.subjects)), decimals: 1)) "
-                + "regions each")
+                + "regions each; \(grouped(100 * fromNeighbourhoods, decimals: 0)) % of fixes answered from them")
         report.add(
             section, "RegionMonitor.process, spatial index, random jumps", "\(grouped(indexed)) ns/fix",
             "every fix at a new random place: the worst case")
