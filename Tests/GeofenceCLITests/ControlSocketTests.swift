@@ -175,8 +175,9 @@ struct ControlSocketTests {
         #expect(try e.cli.run("services", "off").status == 0)
         var uid: String?
         for _ in 0..<100 {
+            // The shell creates the file before `id` has written to it: wait for a whole line.
             uid = try? String(contentsOfFile: out + "/uid", encoding: .utf8)
-            if uid != nil { break }
+            if uid?.hasSuffix("\n") == true { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(uid?.trimmingCharacters(in: .whitespacesAndNewlines) == String(Self.stranger), "\(e.daemon.log)")
