@@ -109,8 +109,7 @@ struct ImportExportTests {
     func throughTheEngine() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let file = cli.dir.file("many.json")
         try ("{\"regions\":[" + goodRegions(20_000).joined(separator: ",\n") + "]}").write(
             toFile: file, atomically: true, encoding: .utf8)
@@ -175,8 +174,7 @@ struct ImportExportTests {
     func clientGoneMidImport() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let client = try RawClient(cli.socket)
         for range in [0..<500, 500..<1000] {
             let answer = try JSON.parse(try client.exchange(part(range, final: false)))
@@ -206,8 +204,7 @@ struct ImportExportTests {
     func stoppedMidImport() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let client = try RawClient(cli.socket)
         defer { client.close() }
         let answer = try JSON.parse(try client.exchange(part(0..<500, final: false)))
@@ -225,8 +222,7 @@ struct ImportExportTests {
     func malformedLaterPart() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let store = try StateStore(directory: cli.stateDir)
         // A part without regions: it used to be answered with an error and skipped, and the rest committed.
         var answers = try ControlClient(path: cli.socket).call(lines: [
@@ -272,8 +268,7 @@ struct ImportExportTests {
     func replaceAndDryRunThroughTheEngine() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let store = try StateStore(directory: cli.stateDir)
         let file = cli.dir.file("some.json")
         try ("[" + goodRegions(15_000).joined(separator: ",\n") + "]").write(
@@ -316,8 +311,7 @@ struct ImportExportTests {
     func engineWritesDuringAnImport() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let daemon = try await engine(cli)
         let client = try RawClient(cli.socket)
         defer { client.close() }
         #expect(try JSON.parse(try client.exchange(part(0..<1000, final: false)))["result"]?["staged"] == 1000)
@@ -401,4 +395,12 @@ struct ImportExportTests {
         #expect(result.stdout.contains("5 regions checked"))
         #expect(try cli.ids().isEmpty)
     }
+}
+
+/// `geofence run` for `cli`'s state directory and socket, once its control socket answers.
+private func engine(_ cli: CLI, sourceLocation: SourceLocation = #_sourceLocation) async throws -> DaemonProcess {
+    let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+    #expect(
+        await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)", sourceLocation: sourceLocation)
+    return daemon
 }
