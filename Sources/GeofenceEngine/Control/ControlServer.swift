@@ -62,21 +62,8 @@ public final class ControlConnection: @unchecked Sendable {
     public func send(_ line: String) -> Bool {
         lock.withLock {
             guard open else { return false }
-            var bytes = Array(line.utf8)
-            bytes.append(10)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    open = false
-                    return false
-                }
-                offset += n
-            }
-            return true
+            if !writeLine(line, to: fd) { open = false }
+            return open
         }
     }
 
@@ -100,6 +87,23 @@ public final class ControlConnection: @unchecked Sendable {
         }
         for case let state as any ControlConnectionState in kept.values { state.connectionClosed() }
     }
+}
+
+/// Writes `line` and its newline to a stream socket, whole (both ends of the control socket); false once
+/// the peer has gone.
+func writeLine(_ line: String, to fd: Int32) -> Bool {
+    var bytes = Array(line.utf8)
+    bytes.append(10)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes {
+            Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+        }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return false }
+        offset += n
+    }
+    return true
 }
 
 /// Why the control socket could not be set up.
@@ -223,8 +227,7 @@ public final class ControlServer: @unchecked Sendable {
             if active.load(ordering: .relaxed) >= maximumConnections {
                 let busy = ControlResponse(
                     id: nil, result: .failure(ControlError(.busy, "too many clients; try again")))
-                let line = Array((busy.line + "\n").utf8)
-                _ = line.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = writeLine(busy.line, to: client)
                 close(client)
                 continue
             }
@@ -361,17 +364,7 @@ public struct ControlClient: Sendable {
 
     /// Writes one request line and its newline, whole.
     private static func send(_ line: String, to fd: Int32) throws(ControlError) {
-        var bytes = Array(line.utf8)
-        bytes.append(10)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw ControlError(.unavailable, "the engine closed the connection") }
-            offset += n
-        }
+        guard writeLine(line, to: fd) else { throw ControlError(.unavailable, "the engine closed the connection") }
     }
 
     /// Reads the next answer.
@@ -387,8 +380,7 @@ public struct ControlClient: Sendable {
     public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
-        let bytes = Array((request.line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = writeLine(request.line, to: fd)
         var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         while let line = try? reader.next() {
             if !body(String(decoding: line, as: UTF8.self)) { return }
