@@ -35,14 +35,16 @@ extension CommandTree {
                 "--stale-after", valueName: "duration",
                 help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
             .value(
-                "--max-accuracy", valueName: "metres", help: "Refuse fixes whose horizontal accuracy is worse.",
-                default: "100"),
+                "--max-accuracy", valueName: "metres",
+                help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
+                default: "5000"),
             .value(
                 "--min-margin", valueName: "metres",
                 help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
             .value(
-                "--confirmations", valueName: "n",
-                help: "Consecutive conclusive fixes needed to change a region's state.", default: "2"),
+                "--acceleration", valueName: "m/s²",
+                help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
+                default: "4"),
             .value(
                 "--max-regions", valueName: "n",
                 help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),

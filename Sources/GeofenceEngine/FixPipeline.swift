@@ -212,13 +212,15 @@ public final class FixPipeline {
     private func judge(_ fix: Fix) -> FixVerdict {
         let verdict = filter.evaluate(fix)
         guard case .accepted(let weighted) = verdict else { return verdict }
-        let out = monitor.process(weighted, now: clock())
-        if !out.isEmpty {
-            pending.append(out)
-            pendingEvents += out.events.count
-            if !out.statusChanges.isEmpty { urgent = true }
-        }
+        queue(monitor.process(weighted, now: clock()))
         return verdict
+    }
+
+    private func queue(_ out: MonitorOutput) {
+        guard !out.isEmpty else { return }
+        pending.append(out)
+        pendingEvents += out.events.count
+        if !out.statusChanges.isEmpty { urgent = true }
     }
 
     /// Commits at once when events or status changes wait; bookkeeping goes in batches.

@@ -102,10 +102,13 @@ struct ReplayTests {
                 """),
         Placement(
             recording: "ublox-lea-4h", id: "site", lat: 49.12625, lon: -122.7101, radius: 100,
-            expected: ["determined:inside"],
+            expected: ["determined:outside", "~enter:inside"],
             why: """
-                Only 5 fixes pass (the first four claim 189 m); they sit within 30 m of each other, well inside \
-                a 100 m circle: determined inside and nothing more.
+                The first four fixes claim 189 m and sit 880 m north-west of the rest. Weighed rather than \
+                refused (the old 100 m cap dropped them), they say the receiver is outside this 100 m circle \
+                even at their stated accuracy: determined outside. The next fixes come 67 s later, within 30 m \
+                of each other and well inside: an enter, inferred across the gap (880 m in 67 s is 13 m/s, \
+                nothing a rule that believes stated accuracies could tell from a drive).
                 """),
         Placement(
             recording: "ublox-lea-4h", id: "edge", lat: 49.12675, lon: -122.7101, radius: 30,

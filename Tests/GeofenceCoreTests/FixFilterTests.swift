@@ -39,7 +39,8 @@ struct FixFilterTests {
         #expect(reason(filter.evaluate(fix(0, Coordinate(latitude: 0, longitude: 0)))) == .nullIsland)
         #expect(reason(filter.evaluate(fix(100, received: 90))) == .future)
         #expect(reason(filter.evaluate(fix(0, received: 31))) == .stale)
-        #expect(reason(filter.evaluate(fix(0, accuracy: 150))) == .tooInaccurate)
+        // Only a fix nothing can be learnt from is refused for accuracy: kilometres, not a city's 150 m.
+        #expect(reason(filter.evaluate(fix(0, accuracy: 6000))) == .tooInaccurate)
         #expect(reason(filter.evaluate(fix(0))) == nil)
         #expect(reason(filter.evaluate(fix(0))) == .duplicate)
         #expect(reason(filter.evaluate(fix(-1))) == .outOfOrder)

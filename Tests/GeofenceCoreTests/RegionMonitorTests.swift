@@ -119,12 +119,13 @@ struct RegionMonitorTests {
         let region = try Region(id: "gate", center: london, radius: 100, notify: [.exit])
         var pipeline = Pipeline(regions: [region])
         var receiver = SyntheticReceiver(seed: 3, start: start)
-        // Ten seconds between places: 300 m in 10 s is a plausible 30 m/s.
+        // Half a minute between places: 300 m from a standstill to a standstill in 30 s is a drive (in 10 s,
+        // as this test once had it, it takes 12 m/s² at both ends, which the motion check rightly refuses).
         for _ in 0..<3 { pipeline.feed(receiver.fix(at: offset(london, north: 300, east: 0))) }
-        receiver.time = receiver.time.addingTimeInterval(10)
+        receiver.time = receiver.time.addingTimeInterval(30)
         for _ in 0..<3 { pipeline.feed(receiver.fix(at: london)) }
         #expect(pipeline.monitor.state(subject: receiver.subject, regionID: "gate") == .inside)
-        receiver.time = receiver.time.addingTimeInterval(10)
+        receiver.time = receiver.time.addingTimeInterval(30)
         for _ in 0..<3 { pipeline.feed(receiver.fix(at: offset(london, north: 300, east: 0))) }
         #expect(pipeline.types() == [.determined, .exit])
     }
@@ -193,6 +194,9 @@ struct RegionMonitorTests {
             subject: receiver.subject, record: try #require(subject),
             pairs: pairs.map { (regionSeq: $0.key, record: $0.value) })
         #expect(second.monitor.state(subject: receiver.subject, regionID: "depot") == .inside)
+        // Half a minute later (500 m in one second would be a jump the motion check rightly refuses: the
+        // restored last fix is what the first fixes after a restart are judged against).
+        receiver.time = receiver.time.addingTimeInterval(30)
         for _ in 0..<3 { second.feed(receiver.fix(at: offset(london, north: 500, east: 0))) }
         #expect(second.types() == [.exit])
         #expect(second.events.first?.inferred == false)

@@ -578,7 +578,9 @@ struct SpatialIndexTests {
         for _ in 0..<3 { fix(accuracy: 40) }
         #expect(outputs.flatMap(\.statusChanges).map(\.status) == [.accuracyLimited])
         for _ in 0..<3 { fix(accuracy: 5) }
-        // Then drives into it.
+        // Then drives into it, in half a minute (60 m in the next second would be a jump the motion check
+        // rightly refuses).
+        second += 30
         for _ in 0..<3 { fix(accuracy: 5, north: 60) }
         #expect(indexed.state(subject: "truck", regionID: "bay") == .inside)
 
@@ -598,6 +600,8 @@ struct SpatialIndexTests {
         }
         _ = van(north: 0, accuracy: 5)
         _ = van(north: 0, accuracy: 5)
+        // 240 m on, 20 s later (a plausible drive, not a jump the motion check would refuse).
+        second += 19
         #expect(van(north: 240, accuracy: 45).statusChanges.map(\.regionID) == ["edge"])
     }
 

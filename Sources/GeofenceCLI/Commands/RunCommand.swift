@@ -82,12 +82,11 @@ enum RunCommand {
         configuration.liveness = .init(
             firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
             stalenessLimit: try c.positiveDuration("--stale-after", default: 10))
-        configuration.filter.maxAccuracy = try c.positiveNumber("--max-accuracy", default: 100)
+        configuration.filter.maxAccuracy = try c.positiveNumber(
+            "--max-accuracy", default: FixFilterConfiguration().maxAccuracy)
         configuration.monitor.minMargin = try c.positiveNumber("--min-margin", default: 5)
-        if let n = try c.arguments.integer("--confirmations") {
-            guard (1...10).contains(n) else { throw c.usage("invalid value for --confirmations: must be 1 to 10") }
-            configuration.monitor.confirmations = n
-        }
+        configuration.monitor.acceleration = try c.positiveNumber(
+            "--acceleration", default: MonitorConfiguration().acceleration)
         configuration.socketPath = ControlSocket.listenPath(
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)

@@ -43,8 +43,10 @@ public enum FixRejection: String, Sendable, CaseIterable, Codable {
 
 /// The filter's settings. Defaults suit a road vehicle with a consumer GNSS receiver.
 public struct FixFilterConfiguration: Sendable, Equatable {
-    /// Fixes whose horizontal accuracy is worse than this (metres) are refused.
-    public var maxAccuracy: Double = 100
+    /// Fixes whose horizontal accuracy is worse than this (metres) are refused: nothing can be learnt from
+    /// them. A merely poor fix is weighed by the hysteresis band (conclusive for regions whose boundary it
+    /// is far from), not refused.
+    public var maxAccuracy: Double = 5000
     /// Highest believable ground speed, m/s (100 m/s = 360 km/h).
     public var maxSpeed: Double = 100
     /// Accuracy assumed when the receiver reports none (metres); such fixes are marked estimated.

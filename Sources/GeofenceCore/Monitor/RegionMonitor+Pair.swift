@@ -1,0 +1,105 @@
+import Foundation
+
+extension RegionMonitor {
+    /// One (subject, region) pair as the monitor follows it.
+    struct Pair: Sendable {
+        var record: PairRecord
+        /// What the store holds for this pair (nil: no row).
+        var stored: PairRecord?
+    }
+
+    /// What one subject's state holds.
+    struct Track: Sendable {
+        var lastFixTime: Date?
+        var baselineSeq: Int64
+        var pairs = PairTable<Pair>()
+        /// The next fix comes after an unseen stretch (see `beginGap`).
+        var gapPending = false
+        /// Where the last fix was, and the regions around the recent fixes when the subject moves slowly
+        /// enough for one list to serve several fixes (see `findCandidates`).
+        var lastPoint: GeocentricPoint?
+        var neighbourhood = Neighbourhood()
+        /// Fixes to go before trying a neighbourhood again, after one came out too large.
+        var crowdedFixes: UInt8 = 0
+        /// What the subject's fixes say of its motion: the next fix is judged against it.
+        var motion: MotionConsistency.Track?
+
+        init(lastFixTime: Date?, baselineSeq: Int64) {
+            self.lastFixTime = lastFixTime
+            self.baselineSeq = baselineSeq
+        }
+    }
+
+    /// One pair, one fix: classify with the hysteresis band, transition, dwell.
+    mutating func step(
+        _ pair: inout Pair, slot: Int32, record: RegionTable.Record, bounds: (lower: Double, upper: Double),
+        fix: WeightedFix, margin: Double, acrossGap: Bool, now: Date, into out: inout MonitorOutput
+    ) {
+        let r = record.radius
+        let observed = configuration.band.classify(bounds: bounds, radius: r, margin: margin) {
+            Geodesic.distance(fix.coordinate, regions.center(slot: slot))
+        }
+
+        // Far beyond the boundary, an unknown pair is simply outside: nothing to report.
+        if pair.record.state == .unknown, observed == .outside,
+            HysteresisBand.isBeyondVicinity(
+                distanceLowerBound: bounds.lower, radius: r, margin: margin, vicinity: configuration.vicinity)
+        {
+            pair.record = PairRecord(state: .outside, since: fix.time)
+            return
+        }
+
+        guard let observed, observed != pair.record.state else {
+            if pair.record.state == .inside && observed != .outside {
+                checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out)
+            }
+            return
+        }
+
+        let previous = pair.record.state
+        pair.record = PairRecord(state: observed, since: fix.time, dwellFired: false)
+        let type: RegionEventType
+        if previous == .unknown {
+            type = .determined
+        } else {
+            type = observed == .inside ? .enter : .exit
+            let kind: NotifyKind = observed == .inside ? .enter : .exit
+            guard record.flags.contains(.notify(kind)) else {
+                if observed == .inside { checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out) }
+                return
+            }
+        }
+        out.events.append(
+            makeEvent(
+                type, slot: slot, record: record, fix: fix, state: observed, previous: previous,
+                inferred: type == .determined ? false : acrossGap, now: now))
+        if observed == .inside { checkDwell(&pair, slot: slot, record: record, fix: fix, now: now, into: &out) }
+    }
+
+    mutating func checkDwell(
+        _ pair: inout Pair, slot: Int32, record: RegionTable.Record, fix: WeightedFix, now: Date,
+        into out: inout MonitorOutput
+    ) {
+        guard let dwell = regions.dwell(record, slot: slot), !pair.record.dwellFired, let since = pair.record.since
+        else {
+            return
+        }
+        guard fix.time.timeIntervalSince(since) >= dwell else { return }
+        pair.record.dwellFired = true
+        guard record.flags.contains(.notifyDwell) else { return }
+        out.events.append(
+            makeEvent(
+                .dwell, slot: slot, record: record, fix: fix, state: .inside, previous: nil, inferred: false, now: now))
+    }
+
+    mutating func makeEvent(
+        _ type: RegionEventType, slot: Int32, record: RegionTable.Record, fix: WeightedFix, state: RegionState,
+        previous: RegionState?, inferred: Bool, now: Date
+    ) -> RegionEvent {
+        RegionEvent(
+            id: ids.next(now: now), type: type, region: regions.id(slot: slot), subject: fix.subject, time: fix.time,
+            state: state, previous: previous, inferred: inferred,
+            distance: Geodesic.distance(fix.coordinate, regions.center(slot: slot)), radius: record.radius,
+            fix: EventFix(fix))
+    }
+}
