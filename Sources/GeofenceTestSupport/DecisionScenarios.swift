@@ -1,0 +1,257 @@
+import Foundation
+import GeofenceCore
+
+/// A synthetic situation for the decision rule: regions, a subject's fixes, and the crossings that really
+/// happened (from the true path), so that a rule is judged on what it misses as much as on what it fires.
+public struct DecisionScenario: Sendable {
+    public var name: String
+    public var regions: [Region]
+    public var fixes: [Fix]
+    /// For each region id, the `enter`/`exit` sequence a rule must report (in order, each once).
+    public var required: [String: [RegionEventType]]
+    /// Regions whose crossings are too shallow for the fixes' accuracy to require: a rule may report the
+    /// real crossing or nothing, but never an event the path does not have.
+    public var optional: [String: [RegionEventType]] = [:]
+    /// The subject never moves: every `enter` or `exit` is false.
+    public var parked = false
+
+    public init(name: String, regions: [Region], fixes: [Fix], required: [String: [RegionEventType]]) {
+        self.name = name
+        self.regions = regions
+        self.fixes = fixes
+        self.required = required
+    }
+}
+
+/// A true path: where the subject is at each second.
+public struct TruePath: Sendable {
+    public var points: [Coordinate]
+
+    public init(points: [Coordinate]) { self.points = points }
+
+    /// Along a polyline of (north, east) metres from `origin`, at `speed` m/s, one point a second.
+    public static func polyline(
+        from origin: Coordinate, through corners: [(north: Double, east: Double)], speed: Double
+    ) -> TruePath {
+        var points: [Coordinate] = []
+        var travelled = 0.0
+        var legStart = corners[0]
+        var position = 0.0
+        for corner in corners.dropFirst() {
+            let dn = corner.north - legStart.north
+            let de = corner.east - legStart.east
+            let length = (dn * dn + de * de).squareRoot()
+            while position <= travelled + length {
+                let f = (position - travelled) / length
+                points.append(offset(origin, north: legStart.north + dn * f, east: legStart.east + de * f))
+                position += speed
+            }
+            travelled += length
+            legStart = corner
+        }
+        return TruePath(points: points)
+    }
+
+    /// Straight along a bearing (degrees from north) with a speed profile: one point a second, `speeds[i]`
+    /// the speed during second `i`.
+    public static func profile(
+        from origin: Coordinate, start: (north: Double, east: Double), bearing: Double, speeds: [Double]
+    ) -> TruePath {
+        let b = bearing * .pi / 180
+        var s = 0.0
+        var points = [offset(origin, north: start.north, east: start.east)]
+        for v in speeds {
+            s += v
+            points.append(offset(origin, north: start.north + s * cos(b), east: start.east + s * sin(b)))
+        }
+        return TruePath(points: points)
+    }
+
+    /// The crossings of a circle by the path with a margin: the subject counts as inside once it is deeper
+    /// than `margin` and as outside once it is farther out than `margin` (between, nothing changes), so
+    /// only crossings that clear the boundary by `margin` on both sides are listed.
+    public func crossings(of region: Region, margin: Double) -> [RegionEventType] {
+        var state: RegionState = .unknown
+        var out: [RegionEventType] = []
+        for p in points {
+            let d = Geodesic.distance(p, region.center)
+            let side: RegionState? =
+                d <= region.radius - margin ? .inside : (d >= region.radius + margin ? .outside : nil)
+            guard let side, side != state else { continue }
+            if state != .unknown { out.append(side == .inside ? .enter : .exit) }
+            state = side
+        }
+        return out
+    }
+}
+
+extension SyntheticReceiver {
+    /// Fixes along a path, one per point, each with an error within its stated accuracy.
+    public mutating func fixes(along path: TruePath) -> [Fix] {
+        path.points.map { fix(at: $0) }
+    }
+}
+
+/// The scenarios of Docs/events.md's comparison, each placed for a reason written beside it.
+public enum DecisionScenarios {
+    public static let origin = Coordinate(latitude: 48.8566, longitude: 2.3522)
+    public static let start = Date(timeIntervalSince1970: 1_795_000_000)
+
+    /// A motorway at 28 m/s, one fix a second, `eph` 16 m (actual errors up to half that, as a good
+    /// receiver's are), straight east through small regions (radius 28 m) centred on one fix each, 840 m
+    /// apart: at each, one fix is conclusively inside (within 12 m of the centre), the fixes either side are
+    /// in the band (28 ± 8 m from the centre, the band being 12-44 m), the ones two seconds away clearly
+    /// outside (56 ± 8 m). `beside`: the regions 90 m north of the road instead (never reached).
+    public static func motorway(passes: Int, beside: Bool = false, seed: UInt64 = 1) -> DecisionScenario {
+        let spacing = 840.0
+        let path = TruePath.polyline(
+            from: origin, through: [(0, -600), (0, spacing * Double(passes - 1) + 600)], speed: 28)
+        var regions: [Region] = []
+        var required: [String: [RegionEventType]] = [:]
+        for k in 0..<passes {
+            // A point of the path, so that a fix falls on the centre.
+            let centre = offset(origin, north: beside ? 90 : 0, east: Double(k * 30) * 28 - 600 + 28 * 22)
+            let id = "gate-\(k)"
+            regions.append(try! Region(id: id, center: centre, radius: 28))
+            required[id] = beside ? [] : [.enter, .exit]
+        }
+        var receiver = SyntheticReceiver(subject: "truck", seed: seed, start: start)
+        receiver.accuracy = 16...16
+        receiver.errorFraction = 0.5
+        return DecisionScenario(
+            name: beside ? "motorway, regions 90 m beside the road" : "motorway, \(passes) gates on the road",
+            regions: regions, fixes: receiver.fixes(along: path), required: required)
+    }
+
+    /// A city drive at 10 m/s on a zigzag of streets (90° corners), 1 800 fixes, through stretches of five
+    /// minutes where the receiver reports `eph` 100-350 m, between two-minute stretches of 5-15 m. Errors
+    /// are anywhere within the stated accuracy. Large regions (radius 700-1 100 m) sit in the middle of the
+    /// poor stretches, so that the vehicle is inside them only while its fixes are poor, and goes deeper
+    /// than twice the worst accuracy (the band's margin plus an error as large as the accuracy): every such
+    /// crossing is required, and a rule that refuses poor fixes never sees the vehicle inside. Small
+    /// regions (radius 60-200 m) are crossed in the good stretches by more than twice 15 m: required too.
+    /// Regions in the poor stretches too small for those fixes are optional (reported right or not at all).
+    public static func cityDrive(seed: UInt64 = 2) -> DecisionScenario {
+        // East 6 km, north 3 km, east 6 km, north 3 km: 18 km at 10 m/s.
+        let corners: [(north: Double, east: Double)] = [(0, 0), (0, 6000), (3000, 6000), (3000, 12000), (6000, 12000)]
+        let path = TruePath.polyline(from: origin, through: corners, speed: 10)
+        // Seconds 120-419, 540-839, 960-1259 and 1380-1679 are poor.
+        func poor(_ second: Int) -> Bool { second % 420 >= 120 }
+        var receiver = SyntheticReceiver(subject: "taxi", seed: seed, start: start)
+        var fixes: [Fix] = []
+        for (i, point) in path.points.enumerated() {
+            receiver.accuracy = poor(i) ? 100...350 : 5...15
+            fixes.append(receiver.fix(at: point))
+        }
+        var regions: [Region] = []
+        var required: [String: [RegionEventType]] = [:]
+        var optional: [String: [RegionEventType]] = [:]
+        func place(_ id: String, second: Int, radius: Double, north: Double = 0, east: Double = 0) {
+            let p = path.points[second]
+            let centre = offset(p, north: north, east: east)
+            let region = try! Region(id: id, center: centre, radius: radius)
+            regions.append(region)
+            // Required crossings clear the boundary by twice the worst accuracy where they happen: the
+            // path's crossings with that clearance are all of its crossings.
+            let crossings = path.crossings(of: region, margin: 0)
+            if poor(second) && radius < 700 {
+                optional[id] = crossings
+            } else {
+                precondition(
+                    path.crossings(of: region, margin: poor(second) ? 700 : 30) == crossings && !crossings.isEmpty,
+                    "\(id) is not crossed clearly")
+                required[id] = crossings
+            }
+        }
+        place("district", second: 270, radius: 1000, north: 50)
+        place("port", second: 720, radius: 800, east: 100)  // entered just after the corner at 600 s
+        place("zone", second: 1110, radius: 1100, east: 200)
+        place("estate", second: 1530, radius: 900, north: 100)
+        place("shop", second: 60, radius: 60, north: 10)
+        place("depot", second: 480, radius: 120)
+        place("yard", second: 900, radius: 200, north: -80)
+        place("school", second: 1320, radius: 90, east: 20)
+        place("clinic", second: 1740, radius: 150, north: 40)
+        place("kiosk", second: 200, radius: 100)
+        place("garage", second: 1000, radius: 250, north: 60)
+        place("market", second: 1600, radius: 400, north: -100)
+        var scenario = DecisionScenario(
+            name: "city drive, eph 100-350 m over stretches", regions: regions, fixes: fixes, required: required)
+        scenario.optional = optional
+        return scenario
+    }
+
+    /// Parked for an hour at 1 Hz, `distance` metres from the centre of a 100 m region, honest fixes of
+    /// 3-12 m jittering within their accuracy, and once a minute a burst of one, two or three lying fixes
+    /// (in turn), 30-80 m off in one direction (each burst's fixes within a few metres of each other, as
+    /// multipath gives), claiming 3-5 m. Bursts point toward the centre and away from it in turn, so that
+    /// each lie lands on the other side of the boundary.
+    public static func parked(distance: Double, seed: UInt64 = 3) -> DecisionScenario {
+        let region = try! Region(id: "depot", center: origin, radius: 100)
+        let spot = offset(origin, north: distance * 0.6, east: distance * 0.8)
+        var receiver = SyntheticReceiver(subject: "van", seed: seed, start: start)
+        var fixes: [Fix] = []
+        var second = 0
+        var burst = 0
+        while second < 3600 {
+            if second % 60 == 30 {
+                burst += 1
+                let size = (burst - 1) % 3 + 1
+                let away = burst % 2 == 0
+                let magnitude = Double.random(in: 30...80, using: &receiver.rng)
+                let radial = atan2(0.8, 0.6) + (away ? 0 : .pi) + Double.random(in: -0.2...0.2, using: &receiver.rng)
+                for _ in 0..<size {
+                    let m = magnitude + Double.random(in: -3...3, using: &receiver.rng)
+                    let lie = offset(spot, north: m * cos(radial), east: m * sin(radial))
+                    fixes.append(
+                        receiver.outlier(at: lie, error: 0, stated: Double.random(in: 3...5, using: &receiver.rng)))
+                    second += 1
+                }
+            } else {
+                fixes.append(receiver.fix(at: spot))
+                second += 1
+            }
+        }
+        var scenario = DecisionScenario(
+            name: "parked \(Int(distance)) m from the centre of a 100 m region, lying bursts", regions: [region],
+            fixes: fixes, required: ["depot": []])
+        scenario.parked = true
+        return scenario
+    }
+
+    /// Parked for an hour 20 m inside a 200 m region with a receiver that reports `eph` 150 m (a basement,
+    /// an urban canyon), its fixes anywhere within that.
+    public static func parkedPoor(seed: UInt64 = 4) -> DecisionScenario {
+        let region = try! Region(id: "block", center: origin, radius: 200)
+        let spot = offset(origin, north: 180, east: 0)
+        var receiver = SyntheticReceiver(subject: "van", seed: seed, start: start)
+        receiver.accuracy = 150...150
+        var scenario = DecisionScenario(
+            name: "parked 20 m inside a 200 m region, eph 150 m", regions: [region],
+            fixes: (0..<3600).map { _ in receiver.fix(at: spot) }, required: ["block": []])
+        scenario.parked = true
+        return scenario
+    }
+
+    /// A van that drives in at 10 m/s, brakes at 2 m/s² to a stop at the centre of a 30 m region (a fuel
+    /// pump), stays 20 s and pulls away at 2 m/s² to 10 m/s; fixes of 3-6 m.
+    public static func briefStop(seed: UInt64 = 5) -> DecisionScenario {
+        let region = try! Region(id: "pump", center: origin, radius: 30)
+        // 200 m at 10 m/s, 25 m braking (5 s), 20 s still, 25 m pulling away, 200 m on.
+        let speeds =
+            Array(repeating: 10.0, count: 20) + [9, 7, 5, 3, 1] + Array(repeating: 0.0, count: 20) + [1, 3, 5, 7, 9]
+            + Array(repeating: 10.0, count: 20)
+        let path = TruePath.profile(from: origin, start: (0, -225), bearing: 90, speeds: speeds)
+        var receiver = SyntheticReceiver(subject: "van", seed: seed, start: start)
+        receiver.accuracy = 3...6
+        return DecisionScenario(
+            name: "20 s stop in a 30 m region", regions: [region], fixes: receiver.fixes(along: path),
+            required: ["pump": [.enter, .exit]])
+    }
+
+    /// Every scenario of the comparison, with its parked variants.
+    public static var all: [DecisionScenario] {
+        [motorway(passes: 1), motorway(passes: 10), motorway(passes: 10, beside: true), cityDrive(), briefStop()]
+            + [100.0, 97, 103, 92, 108].map { parked(distance: $0) } + [parkedPoor()]
+    }
+}
