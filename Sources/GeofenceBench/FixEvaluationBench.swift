@@ -2,15 +2,17 @@ import Foundation
 import GeofenceCore
 import GeofenceStore
 
-/// Fixes for the monitor: random points of the country, `subjects` vehicles taking turns, one second
-/// apart per vehicle, with a stated accuracy of 3 to 15 m.
+/// Fixes for the monitor: random points of the country, `subjects` vehicles taking turns, with a stated
+/// accuracy of 3 to 15 m. A vehicle's fixes are a day apart, so that each jump is one it could have made:
+/// a fix hundreds of kilometres from one a second before is an outlier, which the monitor drops at once
+/// (cheaply); the worst case is a fix it must evaluate.
 func makeFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
     var rng = BenchRandom(seed: seed)
     let names = (0..<subjects).map { "veh-\(String($0).leftPadded(to: 5))" }
     let start = Date(timeIntervalSince1970: 1_800_000_000)
     return (0..<count).map { i in
         let point = Country.randomPoint(using: &rng)
-        let time = start.addingTimeInterval(Double(i / subjects))
+        let time = start.addingTimeInterval(Double(i / subjects) * 86_400)
         let accuracy = Double.random(in: 3...15, using: &rng)
         let fix = Fix(
             subject: names[i % subjects], time: time, mode: .threeD, latitude: point.latitude,

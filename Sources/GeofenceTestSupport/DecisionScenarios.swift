@@ -255,3 +255,22 @@ public enum DecisionScenarios {
             + [100.0, 97, 103, 92, 108].map { parked(distance: $0) } + [parkedPoor()]
     }
 }
+
+extension DecisionScenario {
+    /// The fixes as gpsd TPV lines (what `geofence replay` reads), one per fix.
+    public var tpvLines: String {
+        fixes.map { fix in
+            let time = TimestampParser.format(fix.time ?? DecisionScenarios.start)
+            return
+                #"{"class":"TPV","device":"\#(fix.subject)","mode":3,"time":"\#(time)","lat":\#(fix.latitude ?? 0),"lon":\#(fix.longitude ?? 0),"eph":\#(fix.horizontalAccuracy ?? 0)}"#
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// The regions as a regions file (`geofence import`).
+    public var regionsFile: String {
+        let entries = regions.map { r in
+            #"{"id":"\#(r.id)","lat":\#(r.center.latitude),"lon":\#(r.center.longitude),"radius":\#(r.radius)}"#
+        }
+        return #"{"regions":["# + entries.joined(separator: ",") + "]}\n"
+    }
+}

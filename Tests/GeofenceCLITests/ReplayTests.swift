@@ -146,4 +146,30 @@ struct ReplayTests {
             #expect(try store.hasEvent(id: try #require(event["id"]?.stringValue)))
         }
     }
+
+    @Test("replay --stats of a city drive with eph 100-350 m refuses none of its fixes, and reports its crossings")
+    func cityDriveStats() throws {
+        let scenario = DecisionScenarios.cityDrive()
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let regions = cli.dir.file("regions.json")
+        let drive = cli.dir.file("drive.json")
+        try scenario.regionsFile.write(toFile: regions, atomically: true, encoding: .utf8)
+        try scenario.tpvLines.write(toFile: drive, atomically: true, encoding: .utf8)
+        let imported = try cli.run("import", regions)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let result = try cli.run("replay", "--stats", "--json", drive)
+        #expect(result.status == 0, "\(result.stderr)")
+        let stats = try JSON.parse(try #require(result.stderr.split(separator: "\n").last.map(String.init)))
+        #expect(stats["rejected"]?["too-inaccurate"]?.intValue == 0)
+        #expect(stats["accepted"]?.intValue == scenario.fixes.count)
+        var got: [String: [String]] = [:]
+        for event in try events(result) {
+            guard let type = event["type"]?.stringValue, type == "enter" || type == "exit" else { continue }
+            got[event["region"]?.stringValue ?? "?", default: []].append(type)
+        }
+        for (id, expected) in scenario.required {
+            #expect(got[id, default: []] == expected.map(\.rawValue), "\(id)")
+        }
+    }
 }

@@ -111,6 +111,8 @@ enum ReplayCommand {
                 "malformed": .number(Double(malformed)),
                 "accepted": .number(Double(stats.accepted)), "resynchronized": .number(Double(stats.resynchronized)),
                 "rejected": .object(rejected), "events": .number(Double(events)),
+                "outliers": .number(Double(pipeline.monitor.outliers)),
+                "motionResynchronized": .number(Double(pipeline.monitor.resynchronized)),
             ]
             c.console.message(JSONValue.object(o).serialized())
             return
@@ -121,6 +123,8 @@ enum ReplayCommand {
             ("  after resynchronizing", stats.resynchronized),
         ]
         for reason in FixRejection.allCases { rows.append(("rejected: \(reason.label)", stats[reason])) }
+        rows.append(("outliers (against the motion)", pipeline.monitor.outliers))
+        rows.append(("  motion started over", pipeline.monitor.resynchronized))
         rows.append(("events", events))
         let width = rows.map(\.0.count).max() ?? 0
         for (label, count) in rows {
