@@ -80,6 +80,32 @@ func monitorNanosecondsPerFix(
     return result
 }
 
+/// Median nanoseconds per `MotionConsistency.update` on these fixes (one track per subject): the motion
+/// check's own share of a fix's evaluation.
+func motionCheckNanoseconds(fixes: [WeightedFix], subjects: Int) -> Double {
+    let motion = MonitorConfiguration().motion
+    var tracks = [MotionConsistency.Track?](repeating: nil, count: subjects)
+    let points = fixes.map { GeocentricPoint($0.coordinate) }
+    let times = fixes.map(\.time.timeIntervalSince1970)
+    let accuracies = fixes.map(\.accuracy)
+    var next = 0
+    var agreed = 0
+    let ns = medianNanosecondsPerOperation(rounds: 9, warmUp: 1) {
+        let end = min(fixes.count, next + 5000)
+        let count = end - next
+        while next < end {
+            let verdict = motion.update(
+                &tracks[next % subjects], point: points[next], time: times[next], accuracy: accuracies[next])
+            if verdict == .agrees { agreed += 1 }
+            next += 1
+        }
+        if next >= fixes.count { next = 0 }
+        return count
+    }
+    consume(agreed)
+    return ns
+}
+
 /// The regions' centres and radii, for the exact test every candidate finder ends with.
 struct ExactCheck {
     let centers: [GeocentricPoint]
@@ -219,6 +245,12 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         report.add(
             section, "RegionMonitor.process, spatial index, a fleet driving", "\(grouped(moving)) ns/fix",
             "1000 vehicles at 8-30 m/s, taking turns")
+        if n == sizes.first {
+            report.add(
+                section, "the motion check alone (MotionConsistency.update), a fleet driving",
+                "\(grouped(motionCheckNanoseconds(fixes: movingFixes, subjects: subjects))) ns/fix",
+                "part of every fix's evaluation, whatever the number of regions")
+        }
         report.add(
             section, "neighbourhoods kept by the driving vehicles (per-subject state)",
             "\(grouped(Double(neighbourhoods.bytes) / Double(max(1, neighbourhoods.subjects)))) B/vehicle",

@@ -49,35 +49,40 @@ public struct MotionConsistency: Sendable, Equatable {
     static let runSpeed = 60.0
     /// Velocity variance of a track with no velocity yet: (40 m/s)².
     static let unknownSpeedVariance = 1600.0
-    /// Switching rates between the models, per second: steady to manoeuvring, and back.
+    /// Switching rates between the models, per second: steady to manoeuvring, and back (a chance of
+    /// `rate · dt` between two fixes `dt` apart, at most one half).
     static let toManoeuvre = 0.05
     static let toSteady = 0.1
 
-    /// One model's estimate: position and velocity (earth-centred axes, a fix being a point on the
-    /// ellipsoid), and their covariance along any one axis (the axes share it): p², pv, v².
-    struct Estimate: Sendable, Equatable {
-        var position: GeocentricPoint
-        var velocity: GeocentricPoint
+    /// One model's uncertainty: the covariance of position and velocity along any one axis (the axes share
+    /// it): p², pv, v².
+    struct Covariance: Sendable, Equatable {
         var pp: Double
         var pv: Double
         var vv: Double
 
-        /// The estimate `dt` seconds on, with random accelerations of variance `q`.
-        func predicted(dt: Double, q: Double) -> Estimate {
-            Estimate(
-                position: GeocentricPoint(
-                    x: position.x + velocity.x * dt, y: position.y + velocity.y * dt, z: position.z + velocity.z * dt),
-                velocity: velocity,
-                pp: pp + 2 * dt * pv + dt * dt * vv + q * dt * dt * dt / 3,
-                pv: pv + dt * vv + q * dt * dt / 2,
+        /// The covariance `dt` seconds on, with random accelerations of variance `q`.
+        @inline(__always)
+        func predicted(dt: Double, q: Double) -> Covariance {
+            Covariance(
+                pp: pp + 2 * dt * pv + dt * dt * vv + q * dt * dt * dt / 3, pv: pv + dt * vv + q * dt * dt / 2,
                 vv: vv + q * dt)
+        }
+
+        @inline(__always)
+        static func blend(_ a: Covariance, _ b: Covariance, weight w: Double) -> Covariance {
+            Covariance(
+                pp: w * a.pp + (1 - w) * b.pp, pv: w * a.pv + (1 - w) * b.pv, vv: w * a.vv + (1 - w) * b.vv)
         }
     }
 
-    /// One subject's filter.
+    /// One subject's filter: one estimate of position and velocity (earth-centred axes, a fix being a point
+    /// on the ellipsoid), seen by both models, each with its own uncertainty.
     public struct Track: Sendable, Equatable {
-        var steady: Estimate
-        var manoeuvre: Estimate
+        var position: GeocentricPoint
+        var velocity: GeocentricPoint
+        var steady: Covariance
+        var manoeuvre: Covariance
         /// Probability that the subject moves as the steady model says.
         var steadyWeight: Double
         /// Fix time of the last fix taken in (seconds since 1970).
@@ -101,12 +106,13 @@ public struct MotionConsistency: Sendable, Equatable {
 
     /// A track that starts at `point`, with an unknown velocity.
     public func start(at point: GeocentricPoint, time: Double, accuracy: Double) -> Track {
-        let estimate = Estimate(
-            position: point, velocity: GeocentricPoint(x: 0, y: 0, z: 0), pp: measurementVariance(accuracy), pv: 0,
-            vv: Self.unknownSpeedVariance)
-        return Track(steady: estimate, manoeuvre: estimate, steadyWeight: 0.5, time: time, runLast: point)
+        let covariance = Covariance(pp: measurementVariance(accuracy), pv: 0, vv: Self.unknownSpeedVariance)
+        return Track(
+            position: point, velocity: GeocentricPoint(x: 0, y: 0, z: 0), steady: covariance, manoeuvre: covariance,
+            steadyWeight: 0.5, time: time, runLast: point)
     }
 
+    @inline(__always)
     func measurementVariance(_ accuracy: Double) -> Double {
         let sigma = max(minimumError, accuracy / 2)
         return sigma * sigma
@@ -114,120 +120,87 @@ public struct MotionConsistency: Sendable, Equatable {
 
     /// Judges a fix against the track and, when it agrees (or resynchronizes), takes it in.
     public func update(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
-        guard var t = track else {
+        guard track != nil else {
             track = start(at: point, time: time, accuracy: accuracy)
             return .first
         }
-        let dt = time - t.time
+        let dt = time - track!.time
         guard dt > 0 else { return .agrees }
 
-        // Mixing: each model starts from a blend of both, weighted by how likely a switch was.
-        let toManoeuvre = 1 - exp(-Self.toManoeuvre * dt)
-        let toSteady = 1 - exp(-Self.toSteady * dt)
-        let mu = t.steadyWeight
+        // The chance that the subject switched model since the last fix (rate · dt, at most one half).
+        let toManoeuvre = min(0.5, Self.toManoeuvre * dt)
+        let toSteady = min(0.5, Self.toSteady * dt)
+        let mu = track!.steadyWeight
         let steadyNext = mu * (1 - toManoeuvre) + (1 - mu) * toSteady
-        let fromSteadyIntoSteady = steadyNext > 0 ? mu * (1 - toManoeuvre) / steadyNext : 0.5
-        let fromSteadyIntoManoeuvre = (1 - steadyNext) > 0 ? mu * toManoeuvre / (1 - steadyNext) : 0.5
-        let steadyStart = Self.mix(t.steady, t.manoeuvre, weight: fromSteadyIntoSteady)
-        let manoeuvreStart = Self.mix(t.steady, t.manoeuvre, weight: fromSteadyIntoManoeuvre)
-
-        let steady = steadyStart.predicted(dt: dt, q: steadyAcceleration * steadyAcceleration)
-        let manoeuvre = manoeuvreStart.predicted(dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration)
+        // Each model starts from a blend of both uncertainties, weighted by how likely a switch was.
+        let intoSteady = mu * (1 - toManoeuvre) / steadyNext
+        let intoManoeuvre = mu * toManoeuvre / (1 - steadyNext)
+        let t = track!
+        let steady = Covariance.blend(t.steady, t.manoeuvre, weight: intoSteady).predicted(
+            dt: dt, q: steadyAcceleration * steadyAcceleration)
+        let manoeuvre = Covariance.blend(t.steady, t.manoeuvre, weight: intoManoeuvre).predicted(
+            dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration)
         let r = measurementVariance(accuracy)
 
-        // The gate, on the blend of both predictions.
-        let expected = Self.mix(steady, manoeuvre, weight: steadyNext)
-        let s = expected.pp + r
-        let squared = Self.squaredDistance(point, expected.position)
-        guard squared <= gate * gate * s else {
-            return reject(&track, &t, point: point, time: time, accuracy: accuracy)
+        // The gate, on the blend of both models' uncertainty.
+        let dx = point.x - (t.position.x + t.velocity.x * dt)
+        let dy = point.y - (t.position.y + t.velocity.y * dt)
+        let dz = point.z - (t.position.z + t.velocity.z * dt)
+        let squared = dx * dx + dy * dy + dz * dz
+        let sSteady = steady.pp + r
+        let sManoeuvre = manoeuvre.pp + r
+        guard squared <= gate * gate * (steadyNext * sSteady + (1 - steadyNext) * sManoeuvre) else {
+            return reject(&track, point: point, time: time, accuracy: accuracy)
         }
 
-        // Each model takes the fix in; their weights follow how likely each made it.
-        let (steadyAfter, steadyLikelihood) = Self.correct(steady, point: point, r: r)
-        let (manoeuvreAfter, manoeuvreLikelihood) = Self.correct(manoeuvre, point: point, r: r)
-        let steadyMass = steadyNext * steadyLikelihood
-        let total = steadyMass + (1 - steadyNext) * manoeuvreLikelihood
-        t.steadyWeight = total > 0 ? min(max(steadyMass / total, 1e-6), 1 - 1e-6) : steadyNext
-        t.steady = steadyAfter
-        t.manoeuvre = manoeuvreAfter
-        t.time = time
-        t.run = 0
-        track = t
+        // The weights follow how likely each model made the fix (a ratio of two planar Gaussians: one
+        // exponential), and the estimate moves by the blend of both models' gains.
+        let inverseSteady = 1 / sSteady
+        let inverseManoeuvre = 1 / sManoeuvre
+        let exponent = min(max(squared / 2 * (inverseSteady - inverseManoeuvre), -700), 700)
+        let ratio = sSteady * inverseManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
+        let weight = steadyNext / (steadyNext + (1 - steadyNext) * ratio)
+        let w = min(max(weight, 1e-6), 1 - 1e-6)
+        let kpSteady = steady.pp * inverseSteady
+        let kpManoeuvre = manoeuvre.pp * inverseManoeuvre
+        let kvSteady = steady.pv * inverseSteady
+        let kvManoeuvre = manoeuvre.pv * inverseManoeuvre
+        let kp = w * kpSteady + (1 - w) * kpManoeuvre
+        let kv = w * kvSteady + (1 - w) * kvManoeuvre
+        track!.position = GeocentricPoint(
+            x: point.x - dx + kp * dx, y: point.y - dy + kp * dy, z: point.z - dz + kp * dz)
+        track!.velocity = GeocentricPoint(
+            x: t.velocity.x + kv * dx, y: t.velocity.y + kv * dy, z: t.velocity.z + kv * dz)
+        track!.steady = Covariance(
+            pp: (1 - kpSteady) * steady.pp, pv: (1 - kpSteady) * steady.pv, vv: steady.vv - kvSteady * steady.pv)
+        track!.manoeuvre = Covariance(
+            pp: (1 - kpManoeuvre) * manoeuvre.pp, pv: (1 - kpManoeuvre) * manoeuvre.pv,
+            vv: manoeuvre.vv - kvManoeuvre * manoeuvre.pv)
+        track!.steadyWeight = w
+        track!.time = time
+        track!.run = 0
         return .agrees
     }
 
-    private func reject(
-        _ track: inout Track?, _ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double
-    ) -> Verdict {
+    private func reject(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
         // A run of outliers that agree with each other (each within reach of the one before at a vehicle's
         // speeds) may be the truth the track lost.
+        let t = track!
         let reach = 2 * (accuracy + t.runAccuracy) + Self.runSpeed * (time - t.runTime)
-        if t.run > 0, point.chord(to: t.runLast) <= reach {
-            t.run += 1
-        } else {
-            t.run = 1
-        }
-        if t.run >= Self.resyncRun {
+        let run: UInt8 = t.run > 0 && point.chord(to: t.runLast) <= reach ? t.run + 1 : 1
+        if run >= Self.resyncRun {
             let span = max(time - t.runTime, 1e-3)
             var fresh = start(at: point, time: time, accuracy: accuracy)
-            let velocity = GeocentricPoint(
+            fresh.velocity = GeocentricPoint(
                 x: (point.x - t.runLast.x) / span, y: (point.y - t.runLast.y) / span,
                 z: (point.z - t.runLast.z) / span)
-            fresh.steady.velocity = velocity
-            fresh.manoeuvre.velocity = velocity
             track = fresh
             return .resynchronized
         }
-        t.runLast = point
-        t.runTime = time
-        t.runAccuracy = accuracy
-        track = t
+        track!.run = run
+        track!.runLast = point
+        track!.runTime = time
+        track!.runAccuracy = accuracy
         return .outlier
-    }
-
-    /// The blend of two estimates, `weight` of the first: their mean, and a covariance that includes their
-    /// spread (shared out over the two axes of the plane).
-    static func mix(_ a: Estimate, _ b: Estimate, weight w: Double) -> Estimate {
-        func blend(_ p: GeocentricPoint, _ q: GeocentricPoint) -> GeocentricPoint {
-            GeocentricPoint(x: w * p.x + (1 - w) * q.x, y: w * p.y + (1 - w) * q.y, z: w * p.z + (1 - w) * q.z)
-        }
-        let position = blend(a.position, b.position)
-        let velocity = blend(a.velocity, b.velocity)
-        let spreadA = squaredDistance(a.position, position) / 2
-        let spreadB = squaredDistance(b.position, position) / 2
-        let speedSpreadA = squaredDistance(a.velocity, velocity) / 2
-        let speedSpreadB = squaredDistance(b.velocity, velocity) / 2
-        return Estimate(
-            position: position, velocity: velocity,
-            pp: w * (a.pp + spreadA) + (1 - w) * (b.pp + spreadB),
-            pv: w * a.pv + (1 - w) * b.pv,
-            vv: w * (a.vv + speedSpreadA) + (1 - w) * (b.vv + speedSpreadB))
-    }
-
-    /// A model's estimate after a fix, and the likelihood of that fix under the model (in the plane).
-    static func correct(_ e: Estimate, point: GeocentricPoint, r: Double) -> (Estimate, Double) {
-        let s = e.pp + r
-        let kp = e.pp / s
-        let kv = e.pv / s
-        let innovation = GeocentricPoint(
-            x: point.x - e.position.x, y: point.y - e.position.y, z: point.z - e.position.z)
-        let after = Estimate(
-            position: GeocentricPoint(
-                x: e.position.x + kp * innovation.x, y: e.position.y + kp * innovation.y,
-                z: e.position.z + kp * innovation.z),
-            velocity: GeocentricPoint(
-                x: e.velocity.x + kv * innovation.x, y: e.velocity.y + kv * innovation.y,
-                z: e.velocity.z + kv * innovation.z),
-            pp: (1 - kp) * e.pp, pv: (1 - kp) * e.pv, vv: e.vv - kv * e.pv)
-        let squared = innovation.x * innovation.x + innovation.y * innovation.y + innovation.z * innovation.z
-        return (after, exp(-squared / (2 * s)) / (2 * Double.pi * s))
-    }
-
-    static func squaredDistance(_ a: GeocentricPoint, _ b: GeocentricPoint) -> Double {
-        let dx = a.x - b.x
-        let dy = a.y - b.y
-        let dz = a.z - b.z
-        return dx * dx + dy * dy + dz * dz
     }
 }
