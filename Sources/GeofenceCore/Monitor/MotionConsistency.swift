@@ -125,7 +125,13 @@ public struct MotionConsistency: Sendable, Equatable {
             return .first
         }
         let dt = time - track!.time
-        guard dt > 0 else { return .agrees }
+        guard dt > 0 else {
+            // The same time again says nothing new; an earlier one means the clock stepped back (the fix
+            // filter follows such a step after a consistent run): the motion starts over from here.
+            if dt == 0 { return .agrees }
+            track = start(at: point, time: time, accuracy: accuracy)
+            return .resynchronized
+        }
 
         // The chance that the subject switched model since the last fix (rate · dt, at most one half).
         let toManoeuvre = min(0.5, Self.toManoeuvre * dt)

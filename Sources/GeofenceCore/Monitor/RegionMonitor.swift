@@ -315,7 +315,8 @@ public struct RegionMonitor: Sendable {
     }
 
     /// Marks every subject as coming back from a gap: the next change of each is reported `inferred`
-    /// (after Location Services were off, the engine did not see what happened meanwhile).
+    /// (after Location Services were off, the engine did not see what happened meanwhile), and its next
+    /// fix is not judged against its motion before the gap.
     public mutating func beginGap() {
         for i in tracks.indices { tracks[i].gapPending = true }
     }
@@ -363,7 +364,9 @@ public struct RegionMonitor: Sendable {
         let point = GeocentricPoint(fix.coordinate)
 
         // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
-        // time the next fix's gap is measured from.
+        // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
+        // Services off), the motion starts over: what the subject did meanwhile is unknown.
+        if track.gapPending { track.motion = nil }
         switch c.motion.update(
             &track.motion, point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
         {

@@ -1,0 +1,84 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+@Suite("Motion check")
+struct MotionConsistencyTests {
+    let motion = MonitorConfiguration().motion
+    let here = Coordinate(latitude: 52.52, longitude: 13.405)
+
+    private func point(north: Double, east: Double = 0) -> GeocentricPoint {
+        GeocentricPoint(offset(here, north: north, east: east))
+    }
+
+    /// A minute parked at `here`, fixes of 5 m jittering a few metres: the track it leaves.
+    private func parkedMinute() -> MotionConsistency.Track? {
+        var track: MotionConsistency.Track?
+        var rng = SeededGenerator(seed: 1)
+        for second in 0..<60 {
+            let verdict = motion.update(
+                &track,
+                point: point(
+                    north: Double.random(in: -3...3, using: &rng), east: Double.random(in: -3...3, using: &rng)),
+                time: Double(second), accuracy: 5)
+            #expect(verdict == (second == 0 ? .first : .agrees), "second \(second)")
+        }
+        return track
+    }
+
+    @Test("a parked track refuses a 30 m lie claiming 4 m, and takes the next honest fix")
+    func parkedLie() {
+        var track = parkedMinute()
+        #expect(motion.update(&track, point: point(north: 30), time: 60, accuracy: 4) == .outlier)
+        #expect(motion.update(&track, point: point(north: 1), time: 61, accuracy: 5) == .agrees)
+    }
+
+    @Test("a burst of three lies is refused; a run of five that agree with each other is the new truth")
+    func burstsAndResync() {
+        var track = parkedMinute()
+        for (i, t) in (60..<63).enumerated() {
+            #expect(
+                motion.update(&track, point: point(north: 45 + Double(i)), time: Double(t), accuracy: 4) == .outlier)
+        }
+        #expect(motion.update(&track, point: point(north: 0), time: 63, accuracy: 5) == .agrees)
+        var verdicts: [MotionConsistency.Verdict] = []
+        for t in 64..<69 {
+            verdicts.append(motion.update(&track, point: point(north: 200), time: Double(t), accuracy: 4))
+        }
+        #expect(verdicts == [.outlier, .outlier, .outlier, .outlier, .resynchronized])
+        #expect(motion.update(&track, point: point(north: 200.5), time: 69, accuracy: 4) == .agrees)
+    }
+
+    @Test("after ten minutes unseen, a fix 5 km away is a drive, not a lie")
+    func gap() {
+        var track = parkedMinute()
+        #expect(motion.update(&track, point: point(north: 5000), time: 660, accuracy: 5) == .agrees)
+    }
+
+    @Test("a vehicle braking hard and turning stays within the gate")
+    func manoeuvres() {
+        var track: MotionConsistency.Track?
+        var north = 0.0
+        var east = 0.0
+        var speed = 25.0
+        var heading = 0.0
+        for second in 0..<120 {
+            if (40..<46).contains(second) { speed -= 4 }  // 4 m/s² braking
+            if (50..<60).contains(second) { heading += .pi / 20 }  // a 90° turn at 1 m/s... 5 m/s
+            if (70..<80).contains(second) { speed += 2 }
+            north += speed * cos(heading)
+            east += speed * sin(heading)
+            let verdict = motion.update(
+                &track, point: point(north: north, east: east), time: Double(second), accuracy: 4)
+            #expect(verdict == (second == 0 ? .first : .agrees), "second \(second)")
+        }
+    }
+
+    @Test("a clock that steps back starts the motion over")
+    func clockStepsBack() {
+        var track = parkedMinute()
+        #expect(motion.update(&track, point: point(north: 900), time: 10, accuracy: 5) == .resynchronized)
+        #expect(motion.update(&track, point: point(north: 900), time: 11, accuracy: 5) == .agrees)
+    }
+}
