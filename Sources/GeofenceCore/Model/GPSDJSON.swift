@@ -6,8 +6,27 @@ public enum GPSDJSONReport: Sendable, Equatable {
     case tpv(Fix)
     /// Any other class (`SKY`, `VERSION`, `DEVICES`, `WATCH`, ...), by name.
     case other(String)
-    /// Not a gpsd report: the reason, for one clear log line.
-    case malformed(String)
+    /// Not a gpsd report: why, for counting and one clear log line.
+    case malformed(MalformedLine)
+}
+
+/// Why a line is not a usable gpsd report: a kind to count by, and the words for a log line.
+public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, CaseIterable {
+        case tooLong = "too-long"
+        case notJSON = "not-json"
+        case noClass = "no-class"
+        case wrongType = "wrong-type"
+        case badTime = "bad-time"
+    }
+
+    public var kind: Kind
+    public var description: String
+
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
 }
 
 /// Decodes gpsd JSON reports (TPV into `Fix`); used by `replay` and fleet ingest (`--source json:`).
@@ -26,7 +45,9 @@ public enum GPSDJSON {
     public static func decode(
         _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
     ) -> GPSDJSONReport {
-        if line.count > maximumLineLength { return .malformed("line of \(line.count) bytes is too long") }
+        if line.count > maximumLineLength {
+            return .malformed(.init(.tooLong, "line of \(line.count) bytes is too long"))
+        }
         // Raw NMEA (`gpspipe -r`, or interleaved as in gpsd's regression logs) and comments are not reports.
         switch line.first {
         case UInt8(ascii: "$"), UInt8(ascii: "!"): return .other("NMEA")
@@ -84,16 +105,16 @@ public enum GPSDJSON {
                 }
             }
         } catch {
-            return .malformed("not a JSON object: \(error)")
+            return .malformed(.init(.notJSON, "not a JSON object: \(error)"))
         }
-        guard let klass else { return .malformed("no \"class\" member") }
+        guard let klass else { return .malformed(.init(.noClass, "no \"class\" member")) }
         guard klass == "TPV" else { return .other(klass) }
-        if let badField { return .malformed("TPV field \"\(badField)\" has the wrong type") }
+        if let badField { return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type")) }
 
         var fixTime: Date?
         if let time {
             guard let parsed = try? TimestampParser.parse(time) else {
-                return .malformed("TPV time \"\(time.prefix(40))\" is not a timestamp")
+                return .malformed(.init(.badTime, "TPV time \"\(time.prefix(40))\" is not a timestamp"))
             }
             fixTime = parsed
         }

@@ -1,0 +1,147 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fleet source (`--source json:PATH`) answers the four questions in its own terms: open or not, lines
+/// read, usable fixes, the last one and its age; and its silence is reported as gpsd's is.
+@Suite("fleet source: status, silence, a missing file")
+struct FleetSourceTests {
+    /// A fleet line at the depot `seconds` after a fixed start; without `position` it spells `lat` and `lon`
+    /// out (`latitude`), as a producer that gets the format wrong does.
+    static func line(_ seconds: Int, device: String = "truck-1", position: Bool = true) -> String {
+        let time = TimestampParser.format(Date(timeIntervalSince1970: 1_796_000_000 + Double(seconds)))
+        let key = position ? ("lat", "lon") : ("latitude", "longitude")
+        return
+            #"{"class":"TPV","device":"\#(device)","mode":3,"time":"\#(time)","\#(key.0)":48.85,"\#(key.1)":2.35,"eph":5}"#
+    }
+
+    /// An address where nothing listens, so that a `status` that still asked gpsd would never reach a
+    /// gpsd of the system's.
+    static func deadGPSD() throws -> [String: String] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        return ["GEOFENCE_GPSD": "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"]
+    }
+
+    /// `status --json` until `done` holds for it (the engine writes its source's account every 0.5 s).
+    static func status(_ cli: CLI, until done: (JSONValue) -> Bool) async throws -> JSONValue {
+        var last = JSONValue.null
+        for _ in 0..<40 {
+            let result = try cli.run(["status", "--json", "--wait", "1s"], environment: try deadGPSD())
+            last = (try? JSON.parse(result.stdout)) ?? .null
+            if done(last) { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return last
+    }
+
+    @Test("status answers for a JSON fleet stream: open, lines read, usable fixes, unusable by reason, last fix")
+    func statusAnswersForTheStream() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try cli.daemon(["--source", "json:" + fifo])
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        feed.send((0..<5).map { Self.line($0) } + (5..<8).map { Self.line($0, position: false) } + ["not json"])
+
+        let json = try await Self.status(cli) { $0["data"]?["lines"]?.intValue == 9 }
+        #expect(json["hardware"]?["source"]?.stringValue == "json", "\(json)")
+        #expect(json["hardware"]?["path"]?.stringValue == fifo)
+        #expect(json["hardware"]?["open"] == true)
+        #expect(json["hardware"]?["ok"] == true)
+        #expect(json["data"]?["ok"] == true, "\(json)")
+        #expect(json["data"]?["usableFixes"]?.intValue == 5)
+        #expect(json["data"]?["unusable"]?["no-position"]?.intValue == 3)
+        #expect(json["data"]?["unusable"]?["not-json"]?.intValue == 1)
+        #expect(json["data"]?["lastFixTime"]?.stringValue == "2026-11-30T00:53:24.000Z")
+        #expect((json["data"]?["age"]?.doubleValue ?? 99) < 10)
+
+        let text = try cli.run(["status", "--wait", "1s"], environment: try Self.deadGPSD())
+        #expect(!text.stdout.contains("gpsd"), "\(text.stdout)")
+        #expect(
+            text.stdout.contains("4 Data        ok       fixes arriving: 9 lines read, 5 usable fixes"),
+            "\(text.stdout)")
+        #expect(text.stdout.contains("3 no-position, 1 not-json"))
+        #expect(text.stdout.contains("\(fifo): open"))
+        // The first unusable line of each kind is logged, the others only counted.
+        #expect(daemon.log.components(separatedBy: "skipped a line (no-position)").count == 2, "\(daemon.log)")
+        #expect(daemon.log.contains("skipped a line (not-json)"))
+        feed.close()
+        _ = await daemon.stop()
+    }
+
+    @Test("a stream of only unusable lines is silent at its deadline; usable ones restore it; their end is lost")
+    func silenceIsReported() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try cli.daemon(["--source", "json:" + fifo, "--first-fix-deadline", "1s", "--stale-after", "1s"])
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        feed.send((0..<4).map { Self.line($0, position: false) })
+        #expect(await daemon.waitForLog("source silent", timeout: 5), "\(daemon.log)")
+        #expect(daemon.log.contains("4 line(s) read from \(fifo), none a usable fix (4 no-position)"), "\(daemon.log)")
+        let silent = try await Self.status(cli) { $0["data"]?["liveness"]?.stringValue == "silent" }
+        #expect(silent["data"]?["ok"] == false, "\(silent)")
+        #expect(silent["data"]?["unusable"]?["no-position"]?.intValue == 4)
+        let regions = try cli.regions()
+        #expect(regions.first?["status"]?.stringValue == "failed", "\(regions)")
+
+        feed.send((4..<6).map { Self.line($0) })
+        #expect(await daemon.waitForLog("source restored", timeout: 5), "\(daemon.log)")
+        #expect(await daemon.waitForLog("source lost", timeout: 5), "\(daemon.log)")
+        feed.close()
+        _ = await daemon.stop()
+        let store = try StateStore(directory: cli.stateDir)
+        let states = try store.events(after: 0, limit: 100).filter { $0.type == "source" }.map {
+            try JSON.parse($0.body)["state"]?.stringValue ?? ""
+        }
+        #expect(states == ["silent", "restored", "lost"])
+    }
+
+    @Test("a fleet source that cannot be opened at start: exit 66, one line naming the file, not gpsd")
+    func missingFile() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let missing = cli.dir.file("no-such.fifo")
+        let result = try cli.run("run", "--source", "json:" + missing)
+        #expect(result.status == 66, "\(result.stderr)")
+        #expect(result.stderr == "Error: cannot open the fleet source \(missing): No such file or directory\n")
+    }
+
+    @Test("gpsd unreachable at start: silent says the daemon is unreachable, not that the sky is hidden")
+    func silentBecauseGPSDIsUnreachable() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let gpsd = try Self.deadGPSD()["GEOFENCE_GPSD"]!
+        let daemon = try cli.daemon(["--gpsd", gpsd, "--first-fix-deadline", "1s"])
+        #expect(await daemon.waitForLog("source silent", timeout: 5), "\(daemon.log)")
+        _ = await daemon.stop()
+        let store = try StateStore(directory: cli.stateDir)
+        let reason = try store.events(after: 0, limit: 100).first { $0.type == "source" }.map {
+            try JSON.parse($0.body)["reason"]?.stringValue ?? ""
+        }
+        #expect(reason?.contains("gpsd is not reachable at \(gpsd)") == true, "\(reason ?? "no source event")")
+        #expect(reason?.contains("view of the sky") == false)
+    }
+}
