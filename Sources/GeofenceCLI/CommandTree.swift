@@ -47,7 +47,10 @@ enum CommandTree {
             .value("--radius", valueName: "metres", help: "Radius in metres, more than 0.", required: true),
             .value(
                 "--id", valueName: "id",
-                help: "Unique id, 1 to 128 bytes, no control characters. Generated when not given."),
+                help: """
+                    Unique id, 1 to 128 bytes, no control, bidi control or invisible characters; compared in \
+                    Unicode NFC (café is café however typed). Generated when not given.
+                    """),
             .value("--name", valueName: "text", help: "A name for people."),
             .value(
                 "--notify", valueName: "events",

@@ -75,6 +75,9 @@ public struct Region: Sendable, Equatable {
         createdAt: Date? = nil,
         limits: RegionLimits = .default
     ) throws(RegionValidationError) {
+        // One spelling per id (NFC), whichever way it was typed: add, import, the store and the control
+        // socket all build a Region, so they all compare ids the same way.
+        let id = VisibleName.normalized(id)
         try Region.validateID(id, limits: limits)
         if let name {
             if name.utf8.count > limits.maxNameBytes {
@@ -143,7 +146,8 @@ public struct Region: Sendable, Equatable {
         self.createdAt = createdAt
     }
 
-    /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control characters.
+    /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control, bidi control or invisible
+    /// characters (`VisibleName`). Ids are compared in NFC: check `VisibleName.normalized(id)`.
     public static func validateID(_ id: String, limits: RegionLimits = .default) throws(RegionValidationError) {
         if id.isEmpty { throw RegionValidationError(field: "id", message: "is empty") }
         if id.utf8.count > limits.maxIDBytes {
@@ -152,11 +156,7 @@ public struct Region: Sendable, Equatable {
         }
         // Printable ASCII, by far the usual case, needs no look-up of Unicode properties.
         if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return }
-        if let bad = id.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
-            throw RegionValidationError(
-                field: "id",
-                message: "contains a control character (U+\(String(bad.value, radix: 16, uppercase: true)))")
-        }
+        if let problem = VisibleName.problem(id) { throw RegionValidationError(field: "id", message: problem) }
     }
 
     /// Whether this region applies to a subject.
