@@ -91,10 +91,20 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
     }
 
     /// Checks, before the engine starts, that the source can be opened at all: a missing file is a
-    /// mistake to say at once (exit 66), not a source that stays quiet. A FIFO is opened without waiting
-    /// for a writer.
+    /// mistake to say at once (exit 66), not a source that stays quiet. A FIFO is only looked at, never
+    /// opened here: a reader that came and went would let a waiting writer in, only to die of SIGPIPE.
     public static func checkOpenable(_ path: String) throws(SourceOpenError) {
         guard path != "-" else { return }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw SourceOpenError(path: path, reason: String(cString: strerror(errno)))
+        }
+        if (info.st_mode & S_IFMT) == S_IFIFO {
+            guard access(path, R_OK) == 0 else {
+                throw SourceOpenError(path: path, reason: String(cString: strerror(errno)))
+            }
+            return
+        }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw SourceOpenError(path: path, reason: String(cString: strerror(errno))) }
         close(descriptor)
