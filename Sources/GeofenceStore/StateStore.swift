@@ -93,6 +93,7 @@ public final class StateStore: Sendable {
         l.maxIDBytes = 1 << 20
         l.maxNameBytes = 1 << 20
         l.maxCommandBytes = 1 << 24
+        l.checksNames = false
         return l
     }()
 

@@ -145,3 +145,72 @@ struct FleetSourceTests {
         #expect(reason?.contains("view of the sky") == false)
     }
 }
+
+/// Vehicle names: refused and counted when they break the rule, the same text in events, hooks' environment
+/// and stdin, and percent-encoded for topics.
+@Suite("fleet vehicle names")
+struct VehicleNameTests {
+    static func line(device: String, _ seconds: Int) -> String {
+        let time = TimestampParser.format(Date(timeIntervalSince1970: 1_796_000_000 + Double(seconds)))
+        return #"{"class":"TPV","device":\#(device),"mode":3,"time":"\#(time)","lat":48.85,"lon":2.35,"eph":5}"#
+    }
+
+    @Test("NUL, newline, ESC and bidi names are refused and counted; a number is refused, not renamed fleet")
+    func namesRefusedAndEscapedForTopics() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        let out = cli.dir.file("hook.out")
+        let hook = try cli.run(
+            "hook", "add", "--on", "determined", "--command",
+            #"printf '%s|%s|%s\n' "$GEOFENCE_SUBJECT" "$GEOFENCE_SUBJECT_TOPIC" "$GEOFENCE_REGION_TOPIC" >> \#(out)"#)
+        #expect(hook.status == 0, "\(hook.stderr)")
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try cli.daemon(["--source", "json:" + fifo])
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        // Two fixes each: enough for an event, had they been taken.
+        let refused = [
+            "17", #""a\u0000b""#, #""line\nbreak""#, #""\u001b[31mred""#, #""gpj\u202Eexe""#, #""""#,
+        ]
+        feed.send(
+            refused.enumerated().flatMap { [Self.line(device: $1, 2 * $0), Self.line(device: $1, 2 * $0 + 1)] }
+                + (10..<13).map {
+                    Self.line(device: #""fleet/+#1 caf\u00e9""#, $0)
+                })
+
+        let json = try await FleetSourceTests.status(cli) { $0["data"]?["lines"]?.intValue == 15 }
+        #expect(json["data"]?["unusable"]?["bad-device"]?.intValue == 10, "\(json)")
+        #expect(json["data"]?["unusable"]?["wrong-type"]?.intValue == 2, "\(json)")
+        #expect(json["data"]?["usableFixes"]?.intValue == 3)
+        #expect(await daemon.waitForLog("event determined", timeout: 10), "\(daemon.log)")
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").hasSuffix("\n") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        feed.close()
+        _ = await daemon.stop()
+        #expect(
+            (try? String(contentsOfFile: out, encoding: .utf8)) == "fleet/+#1 café|fleet%2F%2B%231%20caf%C3%A9|depot\n")
+        let store = try StateStore(directory: cli.stateDir)
+        let subjects = Set(
+            try store.events(after: 0, limit: 100).compactMap { try JSON.parse($0.body)["subject"]?.stringValue })
+        #expect(subjects == ["fleet/+#1 café"], "\(subjects)")
+
+        // replay holds lines to the same rule.
+        let replay = try cli.run(
+            ["replay", "-"],
+            stdin: refused.enumerated().flatMap { [Self.line(device: $1, 2 * $0), Self.line(device: $1, 2 * $0 + 1)] }
+                .joined(separator: "\n") + "\n")
+        #expect(replay.stdout.isEmpty, "\(replay.stdout)")
+        #expect(replay.stderr.contains(#"TPV "device" contains a control character (U+0000)"#), "\(replay.stderr)")
+        #expect(replay.stderr.contains(#"TPV field "device" has the wrong type"#), "\(replay.stderr)")
+
+        // A region's subject filter is held to the same rule.
+        let filter = try cli.run(
+            "add", "--id", "x", "--lat", "1", "--lon", "2", "--radius", "5", "--subject", "a\u{1B}b")
+        #expect(filter.status == 64, "\(filter.stderr)")
+        #expect(filter.stderr.hasPrefix("Error: invalid value for --subject: contains a control character (U+001B)"))
+    }
+}

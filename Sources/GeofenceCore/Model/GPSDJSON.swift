@@ -6,7 +6,7 @@ public enum GPSDJSONReport: Sendable, Equatable {
     case tpv(Fix)
     /// Any other class (`SKY`, `VERSION`, `DEVICES`, `WATCH`, ...), by name.
     case other(String)
-    /// Not a gpsd report: why, for counting and one clear log line.
+    /// Not a gpsd report, or a TPV whose vehicle name is refused: why, for counting and one clear log line.
     case malformed(MalformedLine)
 }
 
@@ -18,6 +18,8 @@ public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
         case noClass = "no-class"
         case wrongType = "wrong-type"
         case badTime = "bad-time"
+        /// The `device` (the vehicle's name, the subject of its events) breaks `SubjectName`'s rule.
+        case badDevice = "bad-device"
     }
 
     public var kind: Kind
@@ -83,7 +85,13 @@ public enum GPSDJSON {
                 }
                 switch key {
                 case .class: klass = value.stringValue
-                case .device: device = value.stringValue
+                case .device:
+                    // A vehicle named by a number (or anything but a string) is refused, not renamed `fleet`.
+                    if case .string(let s) = value {
+                        device = s
+                    } else if !value.isNull {
+                        badField = badField ?? key.rawValue
+                    }
                 case .mode: mode = number()
                 case .time:
                     if case .string(let s) = value {
@@ -110,6 +118,9 @@ public enum GPSDJSON {
         guard let klass else { return .malformed(.init(.noClass, "no \"class\" member")) }
         guard klass == "TPV" else { return .other(klass) }
         if let badField { return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type")) }
+        if let device, let problem = SubjectName.problem(device) {
+            return .malformed(.init(.badDevice, "TPV \"device\" \(problem)"))
+        }
 
         var fixTime: Date?
         if let time {
@@ -122,7 +133,8 @@ public enum GPSDJSON {
         let fixMode = modeValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
         return .tpv(
             Fix(
-                subject: device ?? defaultSubject, time: fixTime, receivedAt: receivedAt, mode: fixMode,
+                subject: device.map(VisibleName.normalized) ?? defaultSubject, time: fixTime, receivedAt: receivedAt,
+                mode: fixMode,
                 latitude: finite(lat), longitude: finite(lon), altitudeHAE: finite(altHAE),
                 altitudeMSL: finite(altMSL ?? alt),
                 horizontalAccuracy: Fix.horizontalAccuracy(eph: eph, epx: epx, epy: epy),

@@ -38,6 +38,40 @@ public enum VisibleName {
     }
 }
 
+/// The rule for a vehicle's name (a fleet line's `device`, a region's `subjects`, the subject of events).
+///
+/// A name is taken in NFC; a name that breaks the rule is refused, never escaped or renamed: a fleet line
+/// with one is counted (`bad-device`) and skipped, so what reaches events, hooks' environment and their
+/// stdin is the same text everywhere. For the one place where even a clean name is not safe as it is, an
+/// MQTT or NATS topic (`/`, `+`, `#`, `.`, `*`, `>` mean something there), hooks get it percent-encoded too.
+public enum SubjectName {
+    /// The longest name taken, in bytes of UTF-8.
+    public static let maximumBytes = 256
+
+    /// What is wrong with a vehicle name, or nil: empty, too long, or breaking `VisibleName`'s rule.
+    public static func problem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name.utf8.count > maximumBytes { return "is longer than \(maximumBytes) bytes" }
+        return VisibleName.problem(name)
+    }
+
+    /// `text` as one topic level: every byte but `A-Z a-z 0-9 - _ ~` as `%XX`, so no MQTT (`/ + #`) or NATS
+    /// (`. * >`) wildcard or separator and no space survives, and `%` itself is encoded.
+    public static func topicLevel(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+}
+
 extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
