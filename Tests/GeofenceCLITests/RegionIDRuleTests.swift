@@ -114,3 +114,47 @@ struct RegionIDRuleTests {
         _ = await daemon.stop()
     }
 }
+
+/// An expiry in the past: one rule for `add` and `import` (stored, expires at once, said on stderr).
+@Suite("an expiry in the past")
+struct PastExpiryTests {
+    @Test("add and import take a past expiry alike: stored, a warning, expired by the engine; the backup restores")
+    func oneRule() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let past = "2020-01-01T00:00:00.000Z"
+        let added = try cli.run("add", "--id", "old", "--lat", "1", "--lon", "2", "--radius", "5", "--expires", past)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(
+            added.stderr
+                == "warning: region \"old\" expires at \(past), in the past: it expires at once (geofence add --replace with a later --expires to keep it)\n"
+        )
+        let file = cli.dir.file("regions.json")
+        try
+            #"{"regions":[{"id":"older","lat":1,"lon":2,"radius":5,"expires":"\#(past)"},{"id":"new","lat":1,"lon":2,"radius":5}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let imported = try cli.run("import", file)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr == "warning: 1 region(s) have an expiry in the past and expire at once: \"older\"\n")
+        let regions = try cli.regions()
+        #expect(
+            regions.filter { $0["expires"]?.stringValue?.hasPrefix("2020-01-01T00:00:00") == true }.count == 2,
+            "\(regions)")
+
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try cli.daemon(["--source", "json:" + fifo])
+        #expect(await daemon.waitForLog("event expired region=\"older\"", timeout: 10), "\(daemon.log)")
+        #expect(daemon.log.contains("event expired region=\"old\""), "\(daemon.log)")
+        _ = await daemon.stop()
+        let statuses = try cli.regions().map { "\($0["id"]?.stringValue ?? ""): \($0["status"]?.stringValue ?? "")" }
+        #expect(statuses.sorted() == ["new: monitoring", "old: expired", "older: expired"], "\(statuses)")
+
+        let exported = try cli.run("export")
+        let backup = cli.dir.file("backup.json")
+        try exported.stdout.write(toFile: backup, atomically: true, encoding: .utf8)
+        let restored = try cli.run("import", "--replace", backup)
+        #expect(restored.status == 0, "a store with expired regions restores: \(restored.stderr)")
+        #expect(try cli.run("export").stdout == exported.stdout)
+    }
+}
