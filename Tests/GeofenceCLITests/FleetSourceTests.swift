@@ -88,6 +88,35 @@ struct FleetSourceTests {
         _ = await daemon.stop()
     }
 
+    @Test(
+        "a granted user who cannot read the store gets the stream's answers from the engine",
+        .enabled(if: getuid() == 0, "needs root to run status as another user"))
+    func statusThroughTheSocket() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        chmod(cli.dir.path, 0o755)  // the socket's directory; the state directory stays 0700
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try cli.daemon(["--source", "json:" + fifo])
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        feed.send((0..<3).map { Self.line($0) } + [Self.line(3, position: false)])
+        #expect(try cli.run("permission", "grant", String(ControlSocketTests.stranger)).status == 0)
+        _ = try await Self.status(cli) { $0["data"]?["lines"]?.intValue == 4 }
+
+        let result = try GeofenceBinary.runAs(
+            uid: ControlSocketTests.stranger, ["status", "--json", "--wait", "1s", "--socket", cli.socket],
+            environment: try Self.deadGPSD().merging(["HOME": "/tmp", "GEOFENCE_STATE_DIR": cli.stateDir]) { $1 })
+        let json = try JSON.parse(result.stdout)
+        #expect(json["hardware"]?["source"]?.stringValue == "json", "\(result.stdout) \(result.stderr)")
+        #expect(json["hardware"]?["ok"] == true)
+        #expect(json["data"]?["ok"] == true, "\(json)")
+        #expect(json["data"]?["usableFixes"]?.intValue == 3)
+        #expect(json["data"]?["unusable"]?["no-position"]?.intValue == 1)
+        feed.close()
+        _ = await daemon.stop()
+    }
+
     @Test("a stream of only unusable lines is silent at its deadline; usable ones restore it; their end is lost")
     func silenceIsReported() async throws {
         let cli = try CLI()

@@ -99,14 +99,18 @@ enum StatusCommand {
         }
 
         // An engine fed by a fleet stream answers for that stream: gpsd is asked only when it is the source.
-        let fleet = settings[DaemonSettings.sourceStatus].flatMap { try? JSON.parse($0) }.flatMap(
-            SourceStatus.init(json:))
+        // From the store, else (a user who may not read it) from the engine's answer.
+        let fleet =
+            settings[DaemonSettings.sourceStatus].flatMap { try? JSON.parse($0) }.flatMap(SourceStatus.init(json:))
+            ?? engine?["source"].flatMap(SourceStatus.init(json:))
+        // A user who cannot see the lock file still knows the engine runs when it answered.
+        let engineRunning = daemonPID != nil || engine != nil
         let probe = fleet == nil ? try waitFor { await ask(address, wait: wait) } : Probe()
 
         // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])
         if let fleet {
-            if daemonPID == nil {
+            if !engineRunning {
                 hardware = (false, "the engine is not running; it last read \(fleet.label)", [])
             } else if fleet.open {
                 hardware = (true, "\(fleet.label): open", [])
@@ -171,7 +175,7 @@ enum StatusCommand {
                     + DurationParser.format(max(0, c.now.timeIntervalSince(read).rounded())) + " ago"
             }
             switch fleet.liveness {
-            case _ where daemonPID == nil: data = (false, "the engine is not running: \(counts)")
+            case _ where !engineRunning: data = (false, "the engine is not running: \(counts)")
             case "receiving": data = (true, "fixes arriving: \(counts)")
             case "silent": data = (false, "silent: \(fleet.silenceReason); \(counts)")
             case "lost": data = (false, "lost: usable fixes stopped arriving; \(counts)")
