@@ -15,9 +15,11 @@ extension CommandTree {
             to stderr (with syslog priority prefixes under systemd). SIGTERM or SIGINT stop it cleanly \
             within two seconds. Only one engine may run on a state directory at a time.
 
-            When gpsd is absent, dies or restarts, the engine keeps retrying with backoff; a source that \
-            gives no usable fix within the first-fix deadline is reported `silent`, one that stops giving \
-            them for the staleness limit `lost`, and `restored` when fixes return.
+            When gpsd is absent, dies or restarts, the engine keeps retrying with backoff; a source (gpsd or \
+            JSON lines) that gives no usable fix within the first-fix deadline is reported `silent`, one \
+            that stops giving them for the staleness limit `lost`, and `restored` when fixes return. JSON \
+            lines that give no usable fix are counted by reason (`status` shows the counts) and the first of \
+            each kind is logged. A JSON source that cannot be opened at start is an error (exit 66).
             """,
         options: [
             gpsd,
@@ -87,7 +89,10 @@ extension CommandTree {
             Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
             answer): is it reachable, which devices does it have and what can they report, is data \
             arriving. Then what the engine (if running) sees, and the regions by status. Each problem comes \
-            with the command that fixes it.
+            with the command that fixes it. When the engine reads JSON lines (--source json:PATH), the \
+            answers are that stream's own, as the engine last recorded them (every half second): open or \
+            not, lines read, usable fixes, unusable lines by reason, the last fix and its age; gpsd is not \
+            asked.
             """,
         options: [
             gpsd,

@@ -99,12 +99,26 @@ extension CommandTree {
             .value(
                 "--limit", short: "-n", valueName: "n", help: "Show at most this many events (the newest).",
                 default: "50"),
+            .value("--region", valueName: "id", help: "Only events of this region."),
+            .value("--subject", valueName: "name", help: "Only events of this subject (a gpsd device or vehicle)."),
+            .value(
+                "--type", valueName: "types",
+                help: """
+                    Only events of these comma-separated types: determined, enter, exit, dwell, expired, source, \
+                    device, services, authorization, region-status.
+                    """),
+            .value(
+                "--since", valueName: "duration|timestamp",
+                help: "Only events that happened this long ago or later (e.g. 1h), or at or after this time."),
         ],
         subcommands: [eventsRetry, eventsPrune],
         runsWithoutSubcommand: true,
         examples: [
             Example("The latest events and how their hooks did:", "geofence events"),
             Example("What failed and gave up:", "geofence events --dead"),
+            Example(
+                "One vehicle's crossings of the last day:",
+                "geofence events --subject truck-17 --type enter,exit --since 1d"),
             Example("Watch deliveries as they happen:", "geofence events --follow"),
             Example("Retry everything that gave up, once the receiver is back:", "geofence events retry --all-dead"),
         ])

@@ -47,7 +47,10 @@ enum CommandTree {
             .value("--radius", valueName: "metres", help: "Radius in metres, more than 0.", required: true),
             .value(
                 "--id", valueName: "id",
-                help: "Unique id, 1 to 128 bytes, no control characters. Generated when not given."),
+                help: """
+                    Unique id, 1 to 128 bytes, no control, bidi control or invisible characters; compared in \
+                    Unicode NFC (café is café however typed). Generated when not given.
+                    """),
             .value("--name", valueName: "text", help: "A name for people."),
             .value(
                 "--notify", valueName: "events",
@@ -57,7 +60,10 @@ enum CommandTree {
                 "--dwell", valueName: "duration", help: "Fire `dwell` after this long inside (e.g. 5m, 90s, 1h30m)."),
             .value(
                 "--expires", valueName: "duration|timestamp",
-                help: "Stop monitoring after this long (e.g. 30d) or at this time (e.g. 2027-01-01T00:00:00Z)."),
+                help: """
+                    Stop monitoring after this long (e.g. 30d) or at this time (e.g. 2027-01-01T00:00:00Z). A \
+                    time in the past is taken, as import takes it: the region expires at once, with a warning.
+                    """),
             .repeating(
                 "--subject", valueName: "name",
                 help: "Only monitor this subject (a gpsd device or vehicle). Repeat for several; default all."),

@@ -72,7 +72,10 @@ public final class Daemon: Sendable {
         case .gpsd(let address):
             source = GPSDSource(configuration: .init(address: address, liveness: c.liveness))
         case .jsonLines(let path):
-            source = JSONLineSource(path: path)
+            // A file that is not there is said now, before loading regions: under systemd a non-zero exit
+            // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
+            try JSONLineSource.checkOpenable(path)
+            source = JSONLineSource(path: path, liveness: c.liveness, logger: logger)
         }
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
@@ -80,7 +83,7 @@ public final class Daemon: Sendable {
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
         let service = MonitorService(
             store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
-            executor: executor, sourceLabel: source.label,
+            executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
             onServices: { on in hooks.setLocationPaused(!on) },
             onEvents: {
@@ -92,6 +95,9 @@ public final class Daemon: Sendable {
         try store.setSetting(DaemonSettings.pid, String(getpid()))
         try store.setSetting(DaemonSettings.started, TimestampParser.format(started))
         try store.setSetting(DaemonSettings.sourceAddress, source.label)
+        // Written now, so `status` never answers for the source of an earlier run.
+        try store.setSetting(
+            DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
         var server: ControlServer?
         if let path = c.socketPath {
@@ -140,6 +146,7 @@ public final class Daemon: Sendable {
                     if ContinuousClock.now - last >= .seconds(interval) {
                         last = ContinuousClock.now
                         await service.tick()
+                        await service.recordSourceStatus()
                     }
                 }
                 return "stopped ticking"
@@ -162,9 +169,15 @@ public final class Daemon: Sendable {
             await source.stop()
             group.cancelAll()
         }
+        await service.recordSourceStatus()
         await service.shutdown()
         let stats = await service.statistics
-        logger.notice("stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused")
+        var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
+        if let status = source.status {
+            stopped += "; \(status.lines) lines read, \(status.usableFixes) usable fixes"
+            if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }
+        }
+        logger.notice(stopped)
         withExtendedLifetime(signals) {}
     }
 }

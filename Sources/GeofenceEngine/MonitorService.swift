@@ -14,6 +14,8 @@ public enum DaemonSettings {
     public static let liveness = "source.liveness"
     public static let livenessChanged = "source.liveness.changed"
     public static let capabilities = "source.capabilities"
+    /// A fleet source's own account of itself (`SourceStatus.json`); absent for gpsd.
+    public static let sourceStatus = "source.status"
 }
 
 /// The daemon's core service: source reports in, decisions, durable events and state out.
@@ -38,6 +40,8 @@ actor MonitorService {
     private let onEvents: @Sendable () -> Void
     /// Where fixes come from, for the log.
     private let sourceLabel: String
+    /// A fleet source's account of itself (nil for gpsd), for `status` and the reasons of `source` events.
+    private let sourceStatus: @Sendable () -> SourceStatus?
     /// Who may do what: regions of an owner who is not authorized are not monitored.
     private let policy: AccessPolicy
     /// At most this many regions are active; the rest are `pending: limit`.
@@ -62,10 +66,12 @@ actor MonitorService {
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
-        sourceLabel: String, policy: AccessPolicy, maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
+        sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
+        maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
         onEvents: @escaping @Sendable () -> Void
     ) {
         self.sourceLabel = sourceLabel
+        self.sourceStatus = sourceStatus
         self.policy = policy
         self.maxRegions = maxRegions
         self.onServices = onServices
@@ -243,12 +249,22 @@ actor MonitorService {
         case .liveness(let transition):
             let reason: String
             let level: LogLevel
+            // What is known, in the source's own terms: a gpsd that cannot be reached is not a receiver
+            // without sky, and a stream of unusable lines is neither.
+            let status = sourceStatus()
             switch transition {
             case .silent:
-                reason = "no usable fix since the source started: the receiver may have no view of the sky"
+                if let status {
+                    reason = "no usable fix since the source started: " + status.silenceReason
+                } else if let lastDisconnection {
+                    reason = "no usable fix since the source started: \(lastDisconnection)"
+                } else {
+                    reason = "no usable fix since the source started: the receiver may have no view of the sky"
+                }
                 level = .warning
             case .lost:
-                reason = "usable fixes stopped arriving"
+                reason =
+                    status.map { "usable fixes stopped arriving: " + $0.lostReason } ?? "usable fixes stopped arriving"
                 level = .warning
             case .restored:
                 reason = "usable fixes are arriving again"
@@ -267,6 +283,12 @@ actor MonitorService {
         case .gpsdError(let message):
             logger.warning("gpsd reported an error: \(message)")
         }
+    }
+
+    /// Writes a fleet source's account of itself where `status` reads it (only when it changed).
+    func recordSourceStatus() {
+        guard let status = sourceStatus() else { return }
+        setSettings([(DaemonSettings.sourceStatus, JSONValue.object(status.json).serialized())])
     }
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.

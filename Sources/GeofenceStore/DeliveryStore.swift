@@ -517,11 +517,14 @@ extension StateStore {
     /// The latest `limit` events that have deliveries matching `filter` (with `.all`: the latest events,
     /// dispatched or not), oldest first, each with its matching deliveries. With `.pending`, events not yet
     /// dispatched count too while any hook exists: their deliveries are still to be made, so they are owed.
-    public func eventDeliveries(filter: DeliveryFilter = .all, limit: Int = 50) throws -> [EventDeliveries] {
+    /// Only events that `query` matches are counted and returned.
+    public func eventDeliveries(
+        filter: DeliveryFilter = .all, matching query: EventQuery = EventQuery(), limit: Int = 50
+    ) throws -> [EventDeliveries] {
         try queue.read { db in
             let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
             var seqs: [Int64] = []
-            let sql: String
+            var sql: String
             switch filter {
             case .all:
                 sql = "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
@@ -538,7 +541,17 @@ extension StateStore {
                 sql =
                     "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
             }
-            try db.forEachRow(sql, [max(0, limit)]) { seqs.append($0.int64(at: 0)) }
+            var arguments: [(any DatabaseValueConvertible)?] = []
+            if !query.isEmpty {
+                // The events the query picks, then the filter's choice among them.
+                let condition = query.condition
+                let chosen =
+                    filter == .all
+                    ? "" : "seq IN (\(sql.replacingOccurrences(of: " LIMIT ?", with: ""))) AND "
+                sql = "SELECT seq FROM events WHERE \(chosen)\(condition.sql) ORDER BY seq DESC LIMIT ?"
+                arguments = condition.arguments
+            }
+            try db.forEachRow(sql, StatementArguments(arguments + [max(0, limit)])) { seqs.append($0.int64(at: 0)) }
             var result: [EventDeliveries] = []
             for seq in seqs.reversed() {
                 var event: StoredEvent?

@@ -93,6 +93,7 @@ public final class StateStore: Sendable {
         l.maxIDBytes = 1 << 20
         l.maxNameBytes = 1 << 20
         l.maxCommandBytes = 1 << 24
+        l.checksNames = false
         return l
     }()
 
@@ -216,10 +217,15 @@ public final class StateStore: Sendable {
     /// Removes a region (and its states). Returns false when there was none.
     @discardableResult
     public func removeRegion(id: String) throws -> Bool {
-        try queue.write { db in
-            try db.execute("DELETE FROM regions WHERE id = ?", [id])
-            return db.changes > 0
-        }
+        try queue.write { db in try StateStore.deleteRegion(id: id, db: db) }
+    }
+
+    /// Deletes by the id in NFC, as ids are stored; else (a store written before ids were normalized) as given.
+    static func deleteRegion(id: String, db: DatabaseConnection) throws -> Bool {
+        let normal = VisibleName.normalized(id)
+        try db.execute("DELETE FROM regions WHERE id = ?", [normal])
+        if db.changes == 0, normal != id { try db.execute("DELETE FROM regions WHERE id = ?", [id]) }
+        return db.changes > 0
     }
 
     /// Removes several regions, all or nothing: if any id is missing, nothing is removed.
@@ -228,8 +234,7 @@ public final class StateStore: Sendable {
         try queue.write { db in
             var removed: [String] = []
             for id in ids where !removed.contains(id) {
-                try db.execute("DELETE FROM regions WHERE id = ?", [id])
-                guard db.changes > 0 else { throw StoreError.regionNotFound(id) }
+                guard try StateStore.deleteRegion(id: id, db: db) else { throw StoreError.regionNotFound(id) }
                 removed.append(id)
             }
             return removed
@@ -259,8 +264,13 @@ public final class StateStore: Sendable {
         CASE WHEN status = 'monitoring' AND seq > \(takenSeqSQL) THEN 'waiting-for-engine' ELSE status_reason END
         """
 
+    /// The region with this id (compared in NFC, as ids are stored; else as given, for a store written
+    /// before ids were normalized).
     public func region(id: String) throws -> StoredRegion? {
-        try queue.read { db in try StateStore.region(id: id, db: db) }
+        let normal = VisibleName.normalized(id)
+        return try queue.read { db in
+            try StateStore.region(id: normal, db: db) ?? (normal == id ? nil : StateStore.region(id: id, db: db))
+        }
     }
 
     static func region(id: String, db: DatabaseConnection) throws -> StoredRegion? {

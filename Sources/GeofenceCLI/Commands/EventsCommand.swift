@@ -22,12 +22,13 @@ enum EventsCommand {
         let filter = chosen.first?.1 ?? .all
         let limit = try a.integer("--limit") ?? 50
         guard limit >= 1 else { throw c.usage("invalid value for --limit: must be 1 or more") }
+        let query = try eventQuery(c)
         let store = try c.openStore()
         let follow = a.flag("--follow")
         // Take the follow positions before listing, so nothing that happens in between is missed (at worst a
         // change is printed twice).
         let startChange = follow ? try store.latestDeliveryChange() : 0
-        let listed = try store.eventDeliveries(filter: filter, limit: limit)
+        let listed = try store.eventDeliveries(filter: filter, matching: query, limit: limit)
         if c.json && !follow {
             c.console.print(JSONValue.array(listed.map { .object(json($0)) }).serialized())
             return
@@ -36,16 +37,54 @@ enum EventsCommand {
             for item in listed { c.console.print(JSONValue.object(["kind": "event"] + json(item)).serialized()) }
         } else if listed.isEmpty && !follow {
             c.console.message(
-                filter == .all
-                    ? "No events yet." : "No \(a.flag("--failed") ? "failed" : chosen[0].0.dropFirst(2)) deliveries.")
+                !query.isEmpty
+                    ? "No events match."
+                    : filter == .all
+                        ? "No events yet."
+                        : "No \(a.flag("--failed") ? "failed" : chosen[0].0.dropFirst(2)) deliveries.")
         } else if !listed.isEmpty {
             c.console.write(table(listed))
         }
         if follow {
             try self.follow(
-                c, store: store, filter: filter, afterEvent: listed.last?.event.seq ?? latestSeq(store),
+                c, store: store, filter: filter, query: query, afterEvent: listed.last?.event.seq ?? latestSeq(store),
                 changeSeq: startChange)
         }
+    }
+
+    /// The event types `--type` takes.
+    static let eventTypes = [
+        "determined", "enter", "exit", "dwell", "expired", "source", "device", "services", "authorization",
+        "region-status",
+    ]
+
+    /// `--region`, `--subject`, `--type` and `--since`, checked.
+    static func eventQuery(_ c: CommandContext) throws -> EventQuery {
+        let a = c.arguments
+        var types: [String] = []
+        if let text = a.value("--type") {
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                let word = part.trimmingCharacters(in: .whitespaces)
+                guard eventTypes.contains(word) else {
+                    throw c.usage(
+                        "invalid value for --type: \"\(word)\" is not one of \(eventTypes.joined(separator: ", "))")
+                }
+                if !types.contains(word) { types.append(word) }
+            }
+        }
+        var since: Date?
+        if let text = a.value("--since") {
+            if let ago = try? DurationParser.parse(text) {
+                since = c.now.addingTimeInterval(-ago)
+            } else if let time = try? TimestampParser.parse(text) {
+                since = time
+            } else {
+                throw c.usage(
+                    "invalid value for --since: \"\(text)\" is not a duration (like 1h) or a timestamp "
+                        + "(like 2026-11-30T14:00:00Z)")
+            }
+        }
+        return EventQuery(region: a.value("--region"), subject: a.value("--subject"), types: types, since: since)
     }
 
     private static func latestSeq(_ store: StateStore) throws -> Int64 {
@@ -56,12 +95,12 @@ enum EventsCommand {
     /// first row.
     static func table(_ items: [EventDeliveries]) -> String {
         var table = TextTable([
-            "SEQ", "TIME", "EVENT", "REGION", "DELIVERY", "HOOK", "STATUS", "TRIES", "RESULT", "OUTPUT",
+            "SEQ", "TIME", "EVENT", "REGION", "SUBJECT", "DELIVERY", "HOOK", "STATUS", "TRIES", "RESULT", "OUTPUT",
         ])
         for item in items {
             let e = item.event
             let eventColumns = [
-                String(e.seq), TimestampParser.format(e.time), e.type, e.region ?? e.subject ?? "-",
+                String(e.seq), TimestampParser.format(e.time), e.type, e.region ?? "-", e.subject ?? "-",
             ]
             if item.deliveries.isEmpty {
                 table.add(
@@ -72,7 +111,7 @@ enum EventsCommand {
             }
             for (i, d) in item.deliveries.enumerated() {
                 table.add(
-                    (i == 0 ? eventColumns : ["", "", "", ""]) + [
+                    (i == 0 ? eventColumns : ["", "", "", "", ""]) + [
                         String(d.id), hookName(d.hook), d.status.rawValue, String(d.attempts), result(d),
                         excerpt(d, width: 40),
                     ])
@@ -165,7 +204,8 @@ enum EventsCommand {
 
     /// Prints new events and delivery changes every 200 ms until interrupted (or stdout goes away).
     private static func follow(
-        _ c: CommandContext, store: StateStore, filter: DeliveryFilter, afterEvent: Int64, changeSeq: Int64
+        _ c: CommandContext, store: StateStore, filter: DeliveryFilter, query: EventQuery, afterEvent: Int64,
+        changeSeq: Int64
     ) throws {
         var lastEvent = afterEvent
         var lastChange = changeSeq
@@ -174,7 +214,7 @@ enum EventsCommand {
             for event in try store.events(after: lastEvent, limit: 1000) {
                 lastEvent = event.seq
                 events[event.seq] = event
-                if filter == .all { printEvent(c, event) }
+                if filter == .all && query.matches(event) { printEvent(c, event) }
             }
             for d in try store.deliveryChanges(after: lastChange, limit: 1000) {
                 lastChange = max(lastChange, d.changeSeq)
@@ -184,6 +224,7 @@ enum EventsCommand {
                     event = found
                     events[d.eventSeq] = found
                 }
+                if !query.isEmpty, !(event.map(query.matches) ?? false) { continue }
                 printDelivery(c, d, event: event)
             }
             // Keep the lookup small: deliveries of old events are rare, and fetched again when they come.
@@ -209,7 +250,9 @@ enum EventsCommand {
                     ["kind": "event"] + json(EventDeliveries(event: e, dispatched: false, deliveries: []))
                 ).serialized())
         } else {
-            let place = e.region.map { " " + RegionCommands.quoted($0) } ?? ""
+            let place =
+                (e.region.map { " " + RegionCommands.quoted($0) } ?? "")
+                + (e.subject.map { " subject " + RegionCommands.quoted($0) } ?? "")
             c.console.print(
                 "\(TimestampParser.format(e.createdAt))  event #\(e.seq) \(e.type)\(place) at "
                     + "\(TimestampParser.format(e.time)) (\(e.id))")

@@ -40,9 +40,6 @@ enum RegionCommands {
             if let command = a.value(option) { hooks[kind] = command }
         }
         let subjects = a.values("--subject")
-        if let expires, expires <= c.now {
-            throw c.usage("invalid value for --expires: \(TimestampParser.format(expires)) is in the past")
-        }
 
         func makeRegion(id: String) throws -> Region {
             do {
@@ -82,6 +79,21 @@ enum RegionCommands {
         } else {
             c.console.print("Added region " + describe(result))
         }
+        if let expires, expires <= c.now {
+            c.console.message(pastExpiryWarning([result["id"]?.stringValue ?? "?"], at: expires))
+        }
+    }
+
+    /// The one rule for an expiry in the past, `add` and `import` alike: the region is stored and expires at
+    /// once (so a backup taken before some of its regions expired is restored whole), and, since on the
+    /// command line it is most often a mistake, a warning says so.
+    static func pastExpiryWarning(_ ids: [String], at expires: Date? = nil) -> String {
+        let shown = ids.prefix(5).map { quoted($0) }.joined(separator: ", ") + (ids.count > 5 ? ", ..." : "")
+        if ids.count == 1, let expires {
+            return "warning: region \(shown) expires at \(TimestampParser.format(expires)), in the past: "
+                + "it expires at once (geofence add --replace with a later --expires to keep it)"
+        }
+        return "warning: \(ids.count) region(s) have an expiry in the past and expire at once: \(shown)"
     }
 
     /// `"depot": 51.5007, -0.1246, radius 200 m, notify enter,exit, dwell 5m`
@@ -209,9 +221,12 @@ enum RegionCommands {
         }
         let dryRun = c.arguments.flag("--dry-run")
         let replace = c.arguments.flag("--replace")
+        let expired = regions.filter { $0.expires.map { $0 <= c.now } ?? false }.map(\.id)
+
         let started = Date()
         if dryRun {
             report(c, "\(regions.count) regions checked, all good; nothing stored (--dry-run)", count: regions.count)
+            if !expired.isEmpty { c.console.message(pastExpiryWarning(expired)) }
             return
         }
         if c.engineSocket() == nil {
@@ -248,6 +263,7 @@ enum RegionCommands {
         }
         let seconds = Date().timeIntervalSince(started)
         report(c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)
+        if !expired.isEmpty { c.console.message(pastExpiryWarning(expired)) }
     }
 
     private static func report(_ c: CommandContext, _ text: String, count: Int) {

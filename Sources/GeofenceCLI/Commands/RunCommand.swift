@@ -110,6 +110,8 @@ enum RunCommand {
             throw CommandFailure(held.description, exitCode: .tempFail)
         } catch let socket as ControlSocketError {
             throw CommandFailure(socket.description, exitCode: .unavailable)
+        } catch let source as SourceOpenError {
+            throw CommandFailure(source.description, exitCode: .noInput)
         }
     }
 }

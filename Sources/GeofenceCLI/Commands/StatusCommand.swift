@@ -57,7 +57,6 @@ enum StatusCommand {
     static func run(_ c: CommandContext) throws {
         let address = try c.gpsdAddress()
         let wait = try c.positiveDuration("--wait", default: 2)
-        let probe = try waitFor { await ask(address, wait: wait) }
 
         let directory = c.stateDirectory
         // The engine's view, through its socket (what this user may see of it), when it runs.
@@ -76,6 +75,7 @@ enum StatusCommand {
             for key in [
                 DaemonSettings.pid, DaemonSettings.started, DaemonSettings.sourceAddress, DaemonSettings.connection,
                 DaemonSettings.connectionReason, DaemonSettings.liveness, DaemonSettings.livenessChanged,
+                DaemonSettings.sourceStatus,
             ] {
                 settings[key] = try store.setting(key)
             }
@@ -98,9 +98,30 @@ enum StatusCommand {
             eventCount = engine["outbox"]?["events"]?.intValue ?? eventCount
         }
 
+        // An engine fed by a fleet stream answers for that stream: gpsd is asked only when it is the source.
+        // From the store, else (a user who may not read it) from the engine's answer.
+        let fleet =
+            settings[DaemonSettings.sourceStatus].flatMap { try? JSON.parse($0) }.flatMap(SourceStatus.init(json:))
+            ?? engine?["source"].flatMap(SourceStatus.init(json:))
+        // A user who cannot see the lock file still knows the engine runs when it answered.
+        let engineRunning = daemonPID != nil || engine != nil
+        let probe = fleet == nil ? try waitFor { await ask(address, wait: wait) } : Probe()
+
         // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])
-        if !probe.reachable {
+        if let fleet {
+            if !engineRunning {
+                hardware = (false, "the engine is not running; it last read \(fleet.label)", [])
+            } else if fleet.open {
+                hardware = (true, "\(fleet.label): open", [])
+            } else {
+                hardware = (
+                    false,
+                    "\(fleet.label): not open"
+                        + (fleet.problem.map { " (\($0))" } ?? " (a FIFO waiting for a writer, or at its end)"), []
+                )
+            }
+        } else if !probe.reachable {
             hardware = (
                 false, probe.reason ?? "gpsd did not answer at \(address) within \(DurationParser.format(wait))", []
             )
@@ -145,7 +166,22 @@ enum StatusCommand {
             )
         }
         let data: (ok: Bool, text: String)
-        if let w = probe.accepted {
+        if let fleet {
+            var counts = "\(fleet.lines) lines read, \(fleet.usableFixes) usable fixes"
+            if fleet.unusableTotal > 0 { counts += ", \(fleet.unusableTotal) unusable (\(fleet.unusableSummary))" }
+            if let read = fleet.lastFixRead {
+                counts +=
+                    "; last fix " + (fleet.lastFixTime.map { TimestampParser.format($0) + ", " } ?? "") + "read "
+                    + DurationParser.format(max(0, c.now.timeIntervalSince(read).rounded())) + " ago"
+            }
+            switch fleet.liveness {
+            case _ where !engineRunning: data = (false, "the engine is not running: \(counts)")
+            case "receiving": data = (true, "fixes arriving: \(counts)")
+            case "silent": data = (false, "silent: no usable fix since the engine started; \(counts)")
+            case "lost": data = (false, "lost: usable fixes stopped arriving; \(counts)")
+            default: data = (false, "no usable fix yet: \(counts)")
+            }
+        } else if let w = probe.accepted {
             data = (
                 true,
                 String(
@@ -162,9 +198,11 @@ enum StatusCommand {
 
         if c.json {
             var o: JSONObject = ["stateDirectory": .string(directory)]
-            var hw: JSONObject = [
-                "ok": .bool(hardware.ok), "gpsd": .string("\(address)"), "reachable": .bool(probe.reachable),
-            ]
+            var hw: JSONObject =
+                fleet.map {
+                    ["ok": .bool(hardware.ok), "source": "json", "path": .string($0.path), "open": .bool($0.open)]
+                }
+                ?? ["ok": .bool(hardware.ok), "gpsd": .string("\(address)"), "reachable": .bool(probe.reachable)]
             if !hardware.ok { hw["problem"] = .string(hardware.text) }
             if let s = probe.snapshot { hw["capabilities"] = .object(CapabilityJSON.encode(s)) }
             o["hardware"] = .object(hw)
@@ -178,7 +216,16 @@ enum StatusCommand {
             if !permission.ok { pm["problem"] = .string(permission.text) }
             o["permission"] = .object(pm)
             var d: JSONObject = ["ok": .bool(data.ok)]
-            if data.ok, let w = probe.accepted {
+            if let fleet {
+                // The stream's own counts, whatever the verdict.
+                for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime"] {
+                    d[key] = fleet.json[key]
+                }
+                if let read = fleet.lastFixRead {
+                    d["age"] = .number((c.now.timeIntervalSince(read) * 10).rounded() / 10)
+                }
+                if !data.ok { d["problem"] = .string(data.text) }
+            } else if data.ok, let w = probe.accepted {
                 d["fix"] = .object(EventFix(w).json)
                 d["subject"] = .string(w.subject)
                 d["time"] = .string(TimestampParser.format(w.time))
@@ -188,7 +235,8 @@ enum StatusCommand {
             o["data"] = .object(d)
             var engine: JSONObject = ["running": .bool(daemonPID != nil)]
             if let pid = daemonPID, pid > 0 { engine["pid"] = .number(Double(pid)) }
-            for (key, value) in settings.sorted(by: { $0.key < $1.key }) where daemonPID != nil && !value.isEmpty {
+            for (key, value) in settings.sorted(by: { $0.key < $1.key })
+            where daemonPID != nil && !value.isEmpty && key != DaemonSettings.sourceStatus {
                 engine[key] = .string(value)
             }
             if let last = lastFix {

@@ -6,8 +6,29 @@ public enum GPSDJSONReport: Sendable, Equatable {
     case tpv(Fix)
     /// Any other class (`SKY`, `VERSION`, `DEVICES`, `WATCH`, ...), by name.
     case other(String)
-    /// Not a gpsd report: the reason, for one clear log line.
-    case malformed(String)
+    /// Not a gpsd report, or a TPV whose vehicle name is refused: why, for counting and one clear log line.
+    case malformed(MalformedLine)
+}
+
+/// Why a line is not a usable gpsd report: a kind to count by, and the words for a log line.
+public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, CaseIterable {
+        case tooLong = "too-long"
+        case notJSON = "not-json"
+        case noClass = "no-class"
+        case wrongType = "wrong-type"
+        case badTime = "bad-time"
+        /// The `device` (the vehicle's name, the subject of its events) breaks `SubjectName`'s rule.
+        case badDevice = "bad-device"
+    }
+
+    public var kind: Kind
+    public var description: String
+
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
 }
 
 /// Decodes gpsd JSON reports (TPV into `Fix`); used by `replay` and fleet ingest (`--source json:`).
@@ -26,7 +47,9 @@ public enum GPSDJSON {
     public static func decode(
         _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
     ) -> GPSDJSONReport {
-        if line.count > maximumLineLength { return .malformed("line of \(line.count) bytes is too long") }
+        if line.count > maximumLineLength {
+            return .malformed(.init(.tooLong, "line of \(line.count) bytes is too long"))
+        }
         // Raw NMEA (`gpspipe -r`, or interleaved as in gpsd's regression logs) and comments are not reports.
         switch line.first {
         case UInt8(ascii: "$"), UInt8(ascii: "!"): return .other("NMEA")
@@ -62,7 +85,13 @@ public enum GPSDJSON {
                 }
                 switch key {
                 case .class: klass = value.stringValue
-                case .device: device = value.stringValue
+                case .device:
+                    // A vehicle named by a number (or anything but a string) is refused, not renamed `fleet`.
+                    if case .string(let s) = value {
+                        device = s
+                    } else if !value.isNull {
+                        badField = badField ?? key.rawValue
+                    }
                 case .mode: mode = number()
                 case .time:
                     if case .string(let s) = value {
@@ -84,16 +113,19 @@ public enum GPSDJSON {
                 }
             }
         } catch {
-            return .malformed("not a JSON object: \(error)")
+            return .malformed(.init(.notJSON, "not a JSON object: \(error)"))
         }
-        guard let klass else { return .malformed("no \"class\" member") }
+        guard let klass else { return .malformed(.init(.noClass, "no \"class\" member")) }
         guard klass == "TPV" else { return .other(klass) }
-        if let badField { return .malformed("TPV field \"\(badField)\" has the wrong type") }
+        if let badField { return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type")) }
+        if let device, let problem = SubjectName.problem(device) {
+            return .malformed(.init(.badDevice, "TPV \"device\" \(problem)"))
+        }
 
         var fixTime: Date?
         if let time {
             guard let parsed = try? TimestampParser.parse(time) else {
-                return .malformed("TPV time \"\(time.prefix(40))\" is not a timestamp")
+                return .malformed(.init(.badTime, "TPV time \"\(time.prefix(40))\" is not a timestamp"))
             }
             fixTime = parsed
         }
@@ -101,7 +133,8 @@ public enum GPSDJSON {
         let fixMode = modeValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
         return .tpv(
             Fix(
-                subject: device ?? defaultSubject, time: fixTime, receivedAt: receivedAt, mode: fixMode,
+                subject: device.map(VisibleName.normalized) ?? defaultSubject, time: fixTime, receivedAt: receivedAt,
+                mode: fixMode,
                 latitude: finite(lat), longitude: finite(lon), altitudeHAE: finite(altHAE),
                 altitudeMSL: finite(altMSL ?? alt),
                 horizontalAccuracy: Fix.horizontalAccuracy(eph: eph, epx: epx, epy: epy),

@@ -35,6 +35,9 @@ public struct RegionLimits: Sendable, Equatable {
     public var maxNameBytes: Int = 256
     /// Longest hook command, in UTF-8 bytes.
     public var maxCommandBytes: Int = 4096
+    /// Whether ids and subjects are taken in NFC and held to `VisibleName`'s rule: true for what comes in,
+    /// false for rows a store wrote before that rule (read back exactly as written).
+    public var checksNames = true
 
     public init() {}
     public static let `default` = RegionLimits()
@@ -75,6 +78,9 @@ public struct Region: Sendable, Equatable {
         createdAt: Date? = nil,
         limits: RegionLimits = .default
     ) throws(RegionValidationError) {
+        // One spelling per id (NFC), whichever way it was typed: add, import, the store and the control
+        // socket all build a Region, so they all compare ids the same way.
+        let id = limits.checksNames ? VisibleName.normalized(id) : id
         try Region.validateID(id, limits: limits)
         if let name {
             if name.utf8.count > limits.maxNameBytes {
@@ -125,9 +131,19 @@ public struct Region: Sendable, Equatable {
             }
             if command.utf8.contains(0) { throw RegionValidationError(field: field, message: "contains a NUL byte") }
         }
-        if let subjects {
-            for (i, subject) in subjects.enumerated() where subject.isEmpty || subject.utf8.contains(0) {
+        var subjects = subjects
+        if let names = subjects {
+            for (i, subject) in names.enumerated() where subject.isEmpty || subject.utf8.contains(0) {
                 throw RegionValidationError(field: "subjects[\(i)]", message: "must be a non-empty name")
+            }
+            if limits.checksNames {
+                // The same rule as a fleet line's `device`, so a filter can name every vehicle that can exist.
+                for (i, subject) in names.enumerated() {
+                    if let problem = SubjectName.problem(subject) {
+                        throw RegionValidationError(field: "subjects[\(i)]", message: problem)
+                    }
+                }
+                subjects = names.map(VisibleName.normalized)
             }
         }
         self.id = id
@@ -143,7 +159,8 @@ public struct Region: Sendable, Equatable {
         self.createdAt = createdAt
     }
 
-    /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control characters.
+    /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control, bidi control or invisible
+    /// characters (`VisibleName`). Ids are compared in NFC: check `VisibleName.normalized(id)`.
     public static func validateID(_ id: String, limits: RegionLimits = .default) throws(RegionValidationError) {
         if id.isEmpty { throw RegionValidationError(field: "id", message: "is empty") }
         if id.utf8.count > limits.maxIDBytes {
@@ -152,7 +169,9 @@ public struct Region: Sendable, Equatable {
         }
         // Printable ASCII, by far the usual case, needs no look-up of Unicode properties.
         if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return }
-        if let bad = id.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+        if limits.checksNames {
+            if let problem = VisibleName.problem(id) { throw RegionValidationError(field: "id", message: problem) }
+        } else if let bad = id.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
             throw RegionValidationError(
                 field: "id",
                 message: "contains a control character (U+\(String(bad.value, radix: 16, uppercase: true)))")

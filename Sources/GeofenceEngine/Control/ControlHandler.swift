@@ -431,6 +431,10 @@ public final class ControlHandler: Sendable {
             }
             o["regions"] = .object(counts)
             o["outbox"] = ["events": .number(Double(try store.eventCount()))]
+            // A fleet source's own account, for a client that cannot read the store (`SourceStatus.json`).
+            if let text = try store.setting(DaemonSettings.sourceStatus), let source = try? JSON.parse(text) {
+                o["source"] = source
+            }
         }
         return o
     }

@@ -26,9 +26,15 @@ enum HookEnvironment {
         vars["GEOFENCE_EVENT_ID"] = delivery.eventID
         vars["GEOFENCE_ID"] = nil
         vars["GEOFENCE_TYPE"] = nil
-        if let region = delivery.region { vars["GEOFENCE_REGION"] = region }
+        if let region = delivery.region {
+            vars["GEOFENCE_REGION"] = region
+            vars["GEOFENCE_REGION_TOPIC"] = SubjectName.topicLevel(region)
+        }
         if let name = delivery.regionName { vars["GEOFENCE_REGION_NAME"] = name }
-        if let subject = delivery.subject { vars["GEOFENCE_SUBJECT"] = subject }
+        if let subject = delivery.subject {
+            vars["GEOFENCE_SUBJECT"] = subject
+            vars["GEOFENCE_SUBJECT_TOPIC"] = SubjectName.topicLevel(subject)
+        }
         vars["GEOFENCE_ATTEMPT"] = String(delivery.attempt)
         vars["GEOFENCE_DELIVERY_ID"] = String(delivery.id)
         vars["GEOFENCE_HOOK"] = delivery.hook.hasPrefix("hook:") ? String(delivery.hook.dropFirst(5)) : delivery.hook

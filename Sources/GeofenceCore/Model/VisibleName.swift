@@ -1,0 +1,79 @@
+import Foundation
+
+/// The rule for names a person reads and compares: region ids and vehicle names (subjects).
+///
+/// A name is compared in Unicode normalization form C, so "café" typed precomposed and "café" typed as
+/// `e` and a combining accent are one name, and a backup exported and imported again cannot hold both.
+/// Characters that change how a name looks without being seen are refused, not escaped: control
+/// characters (NUL, newline, ESC: a log line or terminal is not theirs to steer), bidi controls
+/// (U+202E makes "gpj.exe" read as "exe.jpg") and invisible format characters (U+200B makes two
+/// names that print alike differ).
+public enum VisibleName {
+    /// `text` in normalization form C (ASCII, the usual case, is returned as is without a look-up).
+    public static func normalized(_ text: String) -> String {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return text }
+        return text.precomposedStringWithCanonicalMapping
+    }
+
+    /// What is wrong with `text` by this rule ("contains a bidi control character (U+202E)"), or nil.
+    public static func problem(_ text: String) -> String? {
+        // Printable ASCII needs no look-up of Unicode properties.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return nil }
+        for scalar in text.unicodeScalars {
+            let code = "U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)
+            switch scalar.value {
+            case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C:
+                return "contains a bidi control character (\(code)), which can make it read as another name"
+            default: break
+            }
+            switch scalar.properties.generalCategory {
+            case .control:
+                return "contains a control character (\(code))"
+            case .format, .lineSeparator, .paragraphSeparator:
+                return "contains an invisible character (\(code)), which can make it pass for another name"
+            default: break
+            }
+        }
+        return nil
+    }
+}
+
+/// The rule for a vehicle's name (a fleet line's `device`, a region's `subjects`, the subject of events).
+///
+/// A name is taken in NFC; a name that breaks the rule is refused, never escaped or renamed: a fleet line
+/// with one is counted (`bad-device`) and skipped, so what reaches events, hooks' environment and their
+/// stdin is the same text everywhere. For the one place where even a clean name is not safe as it is, an
+/// MQTT or NATS topic (`/`, `+`, `#`, `.`, `*`, `>` mean something there), hooks get it percent-encoded too.
+public enum SubjectName {
+    /// The longest name taken, in bytes of UTF-8.
+    public static let maximumBytes = 256
+
+    /// What is wrong with a vehicle name, or nil: empty, too long, or breaking `VisibleName`'s rule.
+    public static func problem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name.utf8.count > maximumBytes { return "is longer than \(maximumBytes) bytes" }
+        return VisibleName.problem(name)
+    }
+
+    /// `text` as one topic level: every byte but `A-Z a-z 0-9 - _ ~` as `%XX`, so no MQTT (`/ + #`) or NATS
+    /// (`. * >`) wildcard or separator and no space survives, and `%` itself is encoded.
+    public static func topicLevel(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

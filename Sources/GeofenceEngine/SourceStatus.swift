@@ -1,0 +1,98 @@
+import Foundation
+import GeofenceCore
+
+/// What a fleet source knows about itself, in its own terms: the first and fourth questions for a stream
+/// of JSON lines (is it open, are lines arriving, are they usable fixes, when was the last one).
+///
+/// The engine writes it to the store's settings (`source.status`) every tick, so `geofence status` can
+/// answer for that source instead of asking a gpsd the engine does not use.
+public struct SourceStatus: Sendable, Equatable {
+    /// Why a line gave no usable fix, beyond `MalformedLine.Kind`: a TPV that decodes but says no position.
+    public enum Unusable {
+        public static let noFix = "no-fix"
+        public static let noPosition = "no-position"
+        public static let badPosition = "bad-position"
+    }
+
+    public var path: String
+    /// Whether the file, FIFO or standard input is open now.
+    public var open = false
+    /// Why it is not open (a FIFO that cannot be opened again), when it is not.
+    public var problem: String?
+    public var lines = 0
+    public var usableFixes = 0
+    /// Lines of other classes (SKY, VERSION, ...): not errors, not fixes.
+    public var ignored = 0
+    /// Lines that gave no usable fix, by reason (`not-json`, `no-position`, `bad-device`, ...).
+    public var unusable: [String: Int] = [:]
+    /// The last usable fix: its own time, and when it was read (the wall clock).
+    public var lastFixTime: Date?
+    public var lastFixRead: Date?
+    /// The watchdog's word: `awaiting-first-fix`, `receiving`, `silent` or `lost`.
+    public var liveness = "awaiting-first-fix"
+
+    public init(path: String) { self.path = path }
+
+    public var unusableTotal: Int { unusable.values.reduce(0, +) }
+
+    /// "21 no-position, 3 not-json", most frequent first.
+    public var unusableSummary: String {
+        unusable.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.value) \($0.key)" }
+            .joined(separator: ", ")
+    }
+
+    /// Where the lines come from, as `status` and the log say it.
+    public var label: String { path == "-" ? "JSON lines on standard input" : "JSON lines from \(path)" }
+
+    /// Why no usable fix has come: what is known, in the source's terms (for the `silent` event).
+    public var silenceReason: String {
+        if !open { return "\(label) is not open" + (problem.map { ": \($0)" } ?? "") }
+        if lines == 0 {
+            return path == "-" ? "no line has arrived on standard input" : "no line has arrived from \(path)"
+        }
+        var text = "\(lines) line(s) read from \(path == "-" ? "standard input" : path), none a usable fix"
+        if unusableTotal > 0 { text += " (" + unusableSummary + ")" }
+        return text
+    }
+
+    /// Why usable fixes stopped (for the `lost` event).
+    public var lostReason: String {
+        if !open { return "\(label) is not open" + (problem.map { ": \($0)" } ?? " (its writer went away)") }
+        var text = "\(usableFixes) usable fix(es) from \(path == "-" ? "standard input" : path) so far"
+        if let lastFixRead { text += ", the last read at \(TimestampParser.format(lastFixRead))" }
+        if unusableTotal > 0 { text += "; \(unusableTotal) unusable line(s) (\(unusableSummary))" }
+        return text
+    }
+
+    public var json: JSONObject {
+        var o: JSONObject = [
+            "kind": "json", "path": .string(path), "open": .bool(open), "lines": .number(Double(lines)),
+            "usableFixes": .number(Double(usableFixes)), "ignored": .number(Double(ignored)),
+            "liveness": .string(liveness),
+            "unusable": .object(
+                JSONObject(
+                    uniqueKeysWithValues: unusable.sorted { $0.key < $1.key }.map {
+                        ($0.key, JSONValue.number(Double($0.value)))
+                    })),
+        ]
+        if let problem { o["problem"] = .string(problem) }
+        if let lastFixTime { o["lastFixTime"] = .string(TimestampParser.format(lastFixTime)) }
+        if let lastFixRead { o["lastFixRead"] = .string(TimestampParser.format(lastFixRead)) }
+        return o
+    }
+
+    /// Reads back what `json` wrote (nil for anything else).
+    public init?(json value: JSONValue) {
+        guard value["kind"]?.stringValue == "json", let path = value["path"]?.stringValue else { return nil }
+        self.path = path
+        open = value["open"]?.boolValue ?? false
+        problem = value["problem"]?.stringValue
+        lines = value["lines"]?.intValue ?? 0
+        usableFixes = value["usableFixes"]?.intValue ?? 0
+        ignored = value["ignored"]?.intValue ?? 0
+        liveness = value["liveness"]?.stringValue ?? "awaiting-first-fix"
+        for (key, n) in value["unusable"]?.objectValue ?? [:] { unusable[key] = n.intValue ?? 0 }
+        lastFixTime = value["lastFixTime"]?.stringValue.flatMap { try? TimestampParser.parse($0) }
+        lastFixRead = value["lastFixRead"]?.stringValue.flatMap { try? TimestampParser.parse($0) }
+    }
+}
