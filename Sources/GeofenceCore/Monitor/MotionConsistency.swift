@@ -124,24 +124,29 @@ public struct MotionConsistency: Sendable, Equatable {
             track = start(at: point, time: time, accuracy: accuracy)
             return .first
         }
-        let dt = time - track!.time
+        return advance(&track!, point: point, time: time, accuracy: accuracy)
+    }
+
+    /// `update` of a track that has started (in place: a track is a few cache lines, and this runs for
+    /// every fix).
+    private func advance(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+        let dt = time - t.time
         guard dt > 0 else {
             // The same time again says nothing new; an earlier one means the clock stepped back (the fix
             // filter follows such a step after a consistent run): the motion starts over from here.
             if dt == 0 { return .agrees }
-            track = start(at: point, time: time, accuracy: accuracy)
+            t = start(at: point, time: time, accuracy: accuracy)
             return .resynchronized
         }
 
         // The chance that the subject switched model since the last fix (rate · dt, at most one half).
         let toManoeuvre = min(0.5, Self.toManoeuvre * dt)
         let toSteady = min(0.5, Self.toSteady * dt)
-        let mu = track!.steadyWeight
+        let mu = t.steadyWeight
         let steadyNext = mu * (1 - toManoeuvre) + (1 - mu) * toSteady
         // Each model starts from a blend of both uncertainties, weighted by how likely a switch was.
         let intoSteady = mu * (1 - toManoeuvre) / steadyNext
         let intoManoeuvre = mu * toManoeuvre / (1 - steadyNext)
-        let t = track!
         let steady = Covariance.blend(t.steady, t.manoeuvre, weight: intoSteady).predicted(
             dt: dt, q: steadyAcceleration * steadyAcceleration)
         let manoeuvre = Covariance.blend(t.steady, t.manoeuvre, weight: intoManoeuvre).predicted(
@@ -156,7 +161,7 @@ public struct MotionConsistency: Sendable, Equatable {
         let sSteady = steady.pp + r
         let sManoeuvre = manoeuvre.pp + r
         guard squared <= gate * gate * (steadyNext * sSteady + (1 - steadyNext) * sManoeuvre) else {
-            return reject(&track, point: point, time: time, accuracy: accuracy)
+            return reject(&t, point: point, time: time, accuracy: accuracy)
         }
 
         // The weights follow how likely each model made the fix (a ratio of two planar Gaussians: one
@@ -173,40 +178,39 @@ public struct MotionConsistency: Sendable, Equatable {
         let kvManoeuvre = manoeuvre.pv * inverseManoeuvre
         let kp = w * kpSteady + (1 - w) * kpManoeuvre
         let kv = w * kvSteady + (1 - w) * kvManoeuvre
-        track!.position = GeocentricPoint(
+        t.position = GeocentricPoint(
             x: point.x - dx + kp * dx, y: point.y - dy + kp * dy, z: point.z - dz + kp * dz)
-        track!.velocity = GeocentricPoint(
+        t.velocity = GeocentricPoint(
             x: t.velocity.x + kv * dx, y: t.velocity.y + kv * dy, z: t.velocity.z + kv * dz)
-        track!.steady = Covariance(
+        t.steady = Covariance(
             pp: (1 - kpSteady) * steady.pp, pv: (1 - kpSteady) * steady.pv, vv: steady.vv - kvSteady * steady.pv)
-        track!.manoeuvre = Covariance(
+        t.manoeuvre = Covariance(
             pp: (1 - kpManoeuvre) * manoeuvre.pp, pv: (1 - kpManoeuvre) * manoeuvre.pv,
             vv: manoeuvre.vv - kvManoeuvre * manoeuvre.pv)
-        track!.steadyWeight = w
-        track!.time = time
-        track!.run = 0
+        t.steadyWeight = w
+        t.time = time
+        t.run = 0
         return .agrees
     }
 
-    private func reject(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
         // A run of outliers that agree with each other (each within reach of the one before at a vehicle's
         // speeds) may be the truth the track lost.
-        let t = track!
         let reach = 2 * (accuracy + t.runAccuracy) + Self.runSpeed * (time - t.runTime)
         let run: UInt8 = t.run > 0 && point.chord(to: t.runLast) <= reach ? t.run + 1 : 1
         if run >= Self.resyncRun {
             let span = max(time - t.runTime, 1e-3)
-            var fresh = start(at: point, time: time, accuracy: accuracy)
-            fresh.velocity = GeocentricPoint(
+            let velocity = GeocentricPoint(
                 x: (point.x - t.runLast.x) / span, y: (point.y - t.runLast.y) / span,
                 z: (point.z - t.runLast.z) / span)
-            track = fresh
+            t = start(at: point, time: time, accuracy: accuracy)
+            t.velocity = velocity
             return .resynchronized
         }
-        track!.run = run
-        track!.runLast = point
-        track!.runTime = time
-        track!.runAccuracy = accuracy
+        t.run = run
+        t.runLast = point
+        t.runTime = time
+        t.runAccuracy = accuracy
         return .outlier
     }
 }

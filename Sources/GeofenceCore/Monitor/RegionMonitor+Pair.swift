@@ -21,8 +21,6 @@ extension RegionMonitor {
         var neighbourhood = Neighbourhood()
         /// Fixes to go before trying a neighbourhood again, after one came out too large.
         var crowdedFixes: UInt8 = 0
-        /// What the subject's fixes say of its motion: the next fix is judged against it.
-        var motion: MotionConsistency.Track?
 
         init(lastFixTime: Date?, baselineSeq: Int64) {
             self.lastFixTime = lastFixTime

@@ -147,6 +147,9 @@ public struct RegionMonitor: Sendable {
     /// and its track is taken out of and put back into the array without hashing again.
     var tracks: [Track] = []
     var trackBySubject: [String: Int] = [:]
+    /// What each subject's fixes say of its motion (`MotionConsistency`), by track position: apart from the
+    /// tracks, so that it is updated in place and never copied with them.
+    var motions: [MotionConsistency.Track?] = []
     var ids: EventIDGenerator
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
@@ -282,8 +285,9 @@ public struct RegionMonitor: Sendable {
     ) {
         var track = Track(lastFixTime: record.lastFixTime, baselineSeq: record.baselineSeq)
         // The last fix before the restart is what the first fix after it is judged against.
+        var motion: MotionConsistency.Track?
         if let fix = record.lastFix, let time = record.lastFixTime {
-            track.motion = configuration.motion.start(
+            motion = configuration.motion.start(
                 at: GeocentricPoint(Coordinate(latitude: fix.latitude, longitude: fix.longitude)),
                 time: time.timeIntervalSince1970, accuracy: fix.accuracy)
         }
@@ -293,9 +297,11 @@ public struct RegionMonitor: Sendable {
         }
         if let i = trackBySubject[subject] {
             tracks[i] = track
+            motions[i] = motion
         } else {
             trackBySubject[subject] = tracks.count
             tracks.append(track)
+            motions.append(motion)
         }
     }
 
@@ -357,6 +363,7 @@ public struct RegionMonitor: Sendable {
             trackIndex = tracks.count
             trackBySubject[fix.subject] = trackIndex
             tracks.append(Track(lastFixTime: nil, baselineSeq: 0))
+            motions.append(nil)
         }
         // Out of the array while it changes, so that its pair table is not copied on write.
         var track = Track(lastFixTime: nil, baselineSeq: 0)
@@ -366,9 +373,9 @@ public struct RegionMonitor: Sendable {
         // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
         // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
         // Services off), the motion starts over: what the subject did meanwhile is unknown.
-        if track.gapPending { track.motion = nil }
+        if track.gapPending { motions[trackIndex] = nil }
         switch c.motion.update(
-            &track.motion, point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
+            &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
         {
         case .outlier:
             outliers += 1
