@@ -50,7 +50,7 @@ struct DecisionScenarioTests {
     }
 
     @Test("city drive with eph 100-350 m over stretches: every clear crossing once, in order; no fix refused")
-    func cityDrive() {
+    func cityDrive() throws {
         let scenario = DecisionScenarios.cityDrive()
         let (events, filter, _) = run(scenario)
         #expect(filter.statistics[.tooInaccurate] == 0)
@@ -61,6 +61,15 @@ struct DecisionScenarioTests {
         for (id, possible) in scenario.optional {
             let got = crossings(events, id)
             #expect(got.isEmpty || got == possible, "\(id): \(got)")
+        }
+        // Every event's distance is the geodesic's to the millimetre (it is taken from the chord's bounds).
+        let centres = Dictionary(uniqueKeysWithValues: scenario.regions.map { ($0.id, $0.center) })
+        for event in events {
+            let fix = try #require(event.fix)
+            let exact = Geodesic.distance(
+                Coordinate(latitude: fix.latitude, longitude: fix.longitude), try #require(centres[event.region]))
+            #expect(
+                abs(try #require(event.distance) - exact) < 1e-3, "\(event.region): \(event.distance ?? -1) \(exact)")
         }
         // The large regions are in the poor stretches: the old rule saw none of their fixes.
         let old = DecisionRule.twoConfirmations.run(scenario)
