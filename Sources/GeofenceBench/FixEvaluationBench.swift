@@ -250,6 +250,9 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
                 section, "the motion check alone (MotionConsistency.update), a fleet driving",
                 "\(grouped(motionCheckNanoseconds(fixes: movingFixes, subjects: subjects))) ns/fix",
                 "part of every fix's evaluation, whatever the number of regions")
+            report.add(
+                section, "the motion check's state per vehicle (per-subject state)",
+                "\(MemoryLayout<MotionConsistency.Track?>.stride) B/vehicle", "one filter per subject ever seen")
         }
         report.add(
             section, "neighbourhoods kept by the driving vehicles (per-subject state)",
