@@ -48,6 +48,11 @@ extension CommandTree {
                 help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
                 default: "4"),
             .value(
+                "--idle-after", valueName: "duration",
+                help:
+                    "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",
+                default: "1d"),
+            .value(
                 "--max-regions", valueName: "n",
                 help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
             .value(

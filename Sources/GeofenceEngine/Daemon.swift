@@ -31,6 +31,9 @@ public struct DaemonConfiguration: Sendable {
     public var hooks = HookConfiguration()
     /// At most this many regions are monitored; the others are `pending: limit` (nil: no limit).
     public var maxRegions: Int?
+    /// A vehicle not heard from for this long (seconds) is dropped from memory, its state kept in the store
+    /// until its next fix (`FixPipeline.idleLimit`); nil keeps every vehicle in memory.
+    public var idleLimit: Double? = 86_400
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -81,8 +84,10 @@ public final class Daemon: Sendable {
         defer { executor.finish() }
         let watchers = Watchers(store: store)
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
+        let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
+        pipeline.idleLimit = c.idleLimit
         let service = MonitorService(
-            store: store, pipeline: FixPipeline(store: store, filter: c.filter, monitor: c.monitor), logger: logger,
+            store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
             onServices: { on in hooks.setLocationPaused(!on) },

@@ -72,9 +72,8 @@ public final class FixPipeline {
             for (seq, definition) in chunk { insert(definition, seq: seq) }
         }
         monitor.compactIndex()
-        for subject in try store.subjects() {
-            monitor.restore(subject: subject.subject, record: subject.record, pairs: subject.pairs)
-        }
+        let cutoff = idleLimit.map { clock().addingTimeInterval(-$0) }
+        for subject in try store.subjects(heardSince: cutoff) { restore(subject) }
         takenSeq = max(takenSeq, mark.lastSeq)
         try flush()
     }
@@ -209,7 +208,35 @@ public final class FixPipeline {
         return step
     }
 
+    /// Vehicles whose last fix is older than this (seconds) are dropped from memory by `evictIdle` and
+    /// not loaded at start; their state stays in the store and comes back with their next fix. Nil keeps
+    /// every vehicle in memory.
+    public var idleLimit: Double? = 86_400
+
+    /// Drops from memory every vehicle not heard from for `idleLimit` (the daemon calls this now and
+    /// then), after committing what is queued, so that what it forgets is in the store. Returns how many.
+    @discardableResult
+    public func evictIdle(now: Date) throws -> Int {
+        guard let idleLimit else { return 0 }
+        try flush()
+        let gone = monitor.evict(lastFixBefore: now.addingTimeInterval(-idleLimit))
+        filter.forget(gone)
+        return gone.count
+    }
+
+    /// Puts a subject's stored state into the monitor (at start, or when an evicted vehicle comes back).
+    private func restore(_ subject: StoredSubject) {
+        monitor.restore(subject: subject.subject, record: subject.record, pairs: subject.pairs)
+    }
+
     private func judge(_ fix: Fix) -> FixVerdict {
+        // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
+        // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
+        if idleLimit != nil, !monitor.knows(subject: fix.subject),
+            let stored = try? store.subject(named: fix.subject)
+        {
+            restore(stored)
+        }
         let verdict = filter.evaluate(fix)
         guard case .accepted(let weighted) = verdict else { return verdict }
         queue(monitor.process(weighted, now: clock()))

@@ -314,6 +314,9 @@ actor MonitorService {
     }
 
     /// Periodic work: follow the CLI's region changes, expire regions, commit bookkeeping.
+    /// When `tick` next looks for vehicles to forget.
+    private var nextEviction = Date.distantPast
+
     func tick() {
         do {
             // The switch may also be flipped in the store directly (by a CLI that found no socket).
@@ -336,6 +339,17 @@ actor MonitorService {
             }
             committed(try pipeline.expire(now: Date()))
             committed(try pipeline.flush())
+            // Vehicles not heard from for long leave memory (their state is in the store), once a second at
+            // most: a look at every vehicle's last fix time.
+            if let limit = pipeline.idleLimit, Date() >= nextEviction {
+                nextEviction = Date().addingTimeInterval(min(60, max(1, limit / 4)))
+                let gone = try pipeline.evictIdle(now: Date())
+                if gone > 0 {
+                    logger.info(
+                        "forgot \(gone) vehicle(s) not heard from for \(Int(limit)) s; tracking \(pipeline.monitor.subjectCount)"
+                    )
+                }
+            }
             saveStateEvents()
             guard unsavedStateEvents.isEmpty else { return }
             if lastStoreError != nil {

@@ -411,39 +411,62 @@ public final class StateStore: Sendable {
 
     // MARK: Monitor state and the outbox
 
-    /// Every subject's persisted state.
-    public func subjects() throws -> [StoredSubject] {
+    /// Every subject's persisted state; with `heardSince`, only the subjects whose last fix is that recent
+    /// (what an engine keeps in memory: the others come back with their next fix, `subject(named:)`).
+    public func subjects(heardSince cutoff: Date? = nil) throws -> [StoredSubject] {
         try queue.read { db in
-            var bySubject: [String: Int] = [:]
-            var all: [StoredSubject] = []
-            try db.forEachRow(
-                "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects ORDER BY subject"
-            ) { s in
-                let lastFix = s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
-                    EventFix.init(json:))
-                bySubject[s.string(at: 0)] = all.count
-                all.append(
-                    StoredSubject(
-                        subject: s.string(at: 0),
-                        record: SubjectRecord(
-                            lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                            baselineSeq: s.int64(at: 2), lastFix: lastFix),
-                        pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4))))
+            if let cutoff {
+                return try Self.readSubjects(
+                    db, where: "WHERE last_fix_time >= ?1",
+                    pairsWhere: "WHERE subject IN (SELECT subject FROM subjects WHERE last_fix_time >= ?1)",
+                    [cutoff.timeIntervalSince1970])
             }
-            try db.forEachRow("SELECT subject, region_seq, state, since, dwell_fired FROM region_states") { s in
-                guard let i = bySubject[s.string(at: 0)], let state = RegionState(rawValue: s.string(at: 2)) else {
-                    return
-                }
-                all[i].pairs.append(
-                    (
-                        regionSeq: s.int64(at: 1),
-                        record: PairRecord(
-                            state: state, since: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
-                            dwellFired: s.bool(at: 4))
-                    ))
-            }
-            return all
+            return try Self.readSubjects(db, where: "", pairsWhere: "", [])
         }
+    }
+
+    /// One subject's persisted state, or nil for a subject the store has never seen.
+    public func subject(named name: String) throws -> StoredSubject? {
+        try queue.read { db in
+            try Self.readSubjects(db, where: "WHERE subject = ?1", pairsWhere: "WHERE subject = ?1", [name]).first
+        }
+    }
+
+    private static func readSubjects(
+        _ db: DatabaseConnection, where filter: String, pairsWhere pairsFilter: String, _ arguments: StatementArguments
+    ) throws -> [StoredSubject] {
+        var bySubject: [String: Int] = [:]
+        var all: [StoredSubject] = []
+        try db.forEachRow(
+            "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects \(filter) ORDER BY subject",
+            arguments
+        ) { s in
+            let lastFix = s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
+                EventFix.init(json:))
+            bySubject[s.string(at: 0)] = all.count
+            all.append(
+                StoredSubject(
+                    subject: s.string(at: 0),
+                    record: SubjectRecord(
+                        lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
+                        baselineSeq: s.int64(at: 2), lastFix: lastFix),
+                    pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4))))
+        }
+        try db.forEachRow(
+            "SELECT subject, region_seq, state, since, dwell_fired FROM region_states \(pairsFilter)", arguments
+        ) { s in
+            guard let i = bySubject[s.string(at: 0)], let state = RegionState(rawValue: s.string(at: 2)) else {
+                return
+            }
+            all[i].pairs.append(
+                (
+                    regionSeq: s.int64(at: 1),
+                    record: PairRecord(
+                        state: state, since: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
+                        dwellFired: s.bool(at: 4))
+                ))
+        }
+        return all
     }
 
     /// Persists what the monitor decided, in one transaction: events into the outbox together with the

@@ -87,6 +87,11 @@ enum RunCommand {
         configuration.monitor.minMargin = try c.positiveNumber("--min-margin", default: 5)
         configuration.monitor.acceleration = try c.positiveNumber(
             "--acceleration", default: MonitorConfiguration().acceleration)
+        if c.arguments.value("--idle-after") == "never" {
+            configuration.idleLimit = nil
+        } else {
+            configuration.idleLimit = try c.positiveDuration("--idle-after", default: 86_400)
+        }
         configuration.socketPath = ControlSocket.listenPath(
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)

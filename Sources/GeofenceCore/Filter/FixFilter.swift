@@ -116,6 +116,12 @@ public struct FixFilter: Sendable {
         subjects[fix.subject, default: SubjectTrack()].last = fix
     }
 
+    /// Forgets these subjects' tracks (vehicles not heard from for long, whose state the monitor let go
+    /// too); `restore` brings a subject back.
+    public mutating func forget(_ gone: [String]) {
+        for subject in gone { subjects[subject] = nil }
+    }
+
     /// Counts a refusal decided before the filter (a report superseded within its epoch is a duplicate).
     public mutating func count(_ reason: FixRejection) {
         statistics.rejected[reason, default: 0] += 1

@@ -150,6 +150,8 @@ public struct RegionMonitor: Sendable {
     /// What each subject's fixes say of its motion (`MotionConsistency`), by track position: apart from the
     /// tracks, so that it is updated in place and never copied with them.
     var motions: [MotionConsistency.Track?] = []
+    /// Each track's subject, by track position (to find a track's entry in `trackBySubject`).
+    var names: [String] = []
     var ids: EventIDGenerator
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
@@ -302,6 +304,7 @@ public struct RegionMonitor: Sendable {
             trackBySubject[subject] = tracks.count
             tracks.append(track)
             motions.append(motion)
+            names.append(subject)
         }
     }
 
@@ -336,7 +339,45 @@ public struct RegionMonitor: Sendable {
         return regions.records[Int(slot)].seq <= track.baselineSeq ? .outside : .unknown
     }
 
-    public var subjects: [String] { Array(trackBySubject.keys) }
+    public var subjects: [String] { names }
+
+    /// How many subjects the monitor holds.
+    public var subjectCount: Int { tracks.count }
+
+    /// Whether the monitor holds this subject's state (it may have been evicted, or never seen).
+    public func knows(subject: String) -> Bool { trackBySubject[subject] != nil }
+
+    /// Forgets every subject whose last fix is before `cutoff` (fix time): a vehicle not heard from for a
+    /// day costs no memory. Its state must be in the store already (the caller commits first); `restore`
+    /// brings it back with its next fix. Returns the subjects forgotten.
+    public mutating func evict(lastFixBefore cutoff: Date) -> [String] {
+        var gone: [String] = []
+        var i = 0
+        while i < tracks.count {
+            guard let last = tracks[i].lastFixTime, last < cutoff else {
+                i += 1
+                continue
+            }
+            gone.append(names[i])
+            removeTrack(at: i)
+        }
+        return gone
+    }
+
+    /// Swap-removes one track (its motion and name too) from the arrays, keeping the dictionary right.
+    private mutating func removeTrack(at i: Int) {
+        let last = tracks.count - 1
+        trackBySubject[names[i]] = nil
+        if i != last {
+            tracks.swapAt(i, last)
+            motions.swapAt(i, last)
+            names.swapAt(i, last)
+            trackBySubject[names[i]] = i
+        }
+        tracks.removeLast()
+        motions.removeLast()
+        names.removeLast()
+    }
 
     // MARK: Steps
 
@@ -364,6 +405,7 @@ public struct RegionMonitor: Sendable {
             trackBySubject[fix.subject] = trackIndex
             tracks.append(Track(lastFixTime: nil, baselineSeq: 0))
             motions.append(nil)
+            names.append(fix.subject)
         }
         // Out of the array while it changes, so that its pair table is not copied on write.
         var track = Track(lastFixTime: nil, baselineSeq: 0)
