@@ -26,11 +26,11 @@ public enum CLIReference {
             | 0 | success |
             | 1 | failure |
             | 2 | `locate`: only a coarse fix (the target accuracy was not met in time) |
-            | 3 | `locate`: no usable fix at all (silent) |
+            | 3 | `locate`: no usable fix at all (silent); `status`: not ready (the engine runs but an answer is a problem) |
             | 64 | usage: a bad argument or option |
             | 65 | bad data: an invalid regions file, a duplicate id |
             | 66 | no such input: a file or region that does not exist |
-            | 69 | a service is unavailable |
+            | 69 | a service is unavailable: `status`, `watch`: no engine is running, or it stopped |
             | 70 | internal error |
             | 73 | cannot create: the state directory or a file |
             | 74 | I/O error: the store could not be written (a full disk) |
