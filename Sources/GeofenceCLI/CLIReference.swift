@@ -19,7 +19,10 @@ public enum CLIReference {
             - Durations: `500ms`, `90s`, `5m`, `1h30m`, `2d`, or a number of seconds. Timestamps: RFC 3339,
               e.g. `2027-01-01T00:00:00Z`.
             - Errors are one `Error:` line on stderr (usage errors add the usage line and a pointer to
-              `--help`), and the exit status says what kind:
+              `--help`), and the exit status says what kind. With `--json` the error is one JSON object on
+              one line of stderr instead, with the same fields: `error` (the message), `exitCode`, and for a
+              usage error `usage` (the usage line) and `help` (the command that shows the help):
+              `{"error":"no region with id \"nowhere\"","exitCode":66}`.
 
             | status | meaning |
             |--------|---------|
