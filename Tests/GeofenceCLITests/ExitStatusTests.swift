@@ -139,4 +139,41 @@ struct ExitStatusTests {
         #expect(engine.daemon.isRunning)
         await engine.stop()
     }
+
+    @Test("watch exits 0 when its reader goes away (| head -n 1), at the next event")
+    func watchOutputClosed() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let engine = try FleetEngine(cli)
+        #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
+        let out = cli.dir.file("pipeline.out")
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        let pipeline = Process()
+        // timeout kills the whole pipeline should watch never end.
+        pipeline.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        pipeline.arguments = [
+            "-s", "KILL", "30", "/bin/bash", "-c",
+            #""$0" watch --state-dir "$1" | head -n 1; echo "status ${PIPESTATUS[0]}""#, GeofenceBinary.path,
+            cli.stateDir,
+        ]
+        pipeline.environment = ProcessInfo.processInfo.environment.merging(cli.environment) { $1 }
+        pipeline.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        pipeline.standardInput = FileHandle.nullDevice
+        try GPSDHarness.withUnblockedSignals { try pipeline.run() }
+        // Events until the pipeline ends: the first goes through head, a later one finds the pipe closed.
+        for attempt in 0..<60 where pipeline.isRunning {
+            #expect(try cli.run("services", attempt % 2 == 0 ? "off" : "on").status == 0)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let ended = !pipeline.isRunning
+        if !ended { pipeline.terminate() }
+        pipeline.waitUntilExit()
+        let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        #expect(ended, "watch kept running with nobody reading: \(printed)")
+        let lines = printed.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].contains("\"services\""), "\(printed)")
+        #expect(lines.last == "status 0", "\(printed)")
+        #expect(engine.daemon.isRunning)
+        await engine.stop()
+    }
 }

@@ -77,6 +77,7 @@ enum ControlCommands {
         exitOnStopSignals()
         var first = true
         var failure: ControlError?
+        var outputClosed = false
         do {
             // The stream ends only when the engine closes the connection (it stopped, or refused).
             try ControlClient(path: path).stream(ControlRequest(method: .watch)) { line in
@@ -90,7 +91,9 @@ enum ControlCommands {
                     return true
                 }
                 c.console.print(line)
-                return true
+                // Its reader went away (`| head -n 1`): an end as the user's Ctrl-C is.
+                outputClosed = c.console.outputClosed
+                return !outputClosed
             }
         } catch {
             throw CommandFailure(error.message, exitCode: .unavailable)
@@ -98,6 +101,7 @@ enum ControlCommands {
         if let failure {
             throw CommandFailure(failure.message, exitCode: ExitCode(rawValue: failure.exitStatus) ?? .failure)
         }
+        if outputClosed { return }
         throw CommandFailure(
             first
                 ? "the engine at \(path) closed the connection without answering"
