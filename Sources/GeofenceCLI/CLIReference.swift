@@ -19,18 +19,21 @@ public enum CLIReference {
             - Durations: `500ms`, `90s`, `5m`, `1h30m`, `2d`, or a number of seconds. Timestamps: RFC 3339,
               e.g. `2027-01-01T00:00:00Z`.
             - Errors are one `Error:` line on stderr (usage errors add the usage line and a pointer to
-              `--help`), and the exit status says what kind:
+              `--help`), and the exit status says what kind. With `--json` the error is one JSON object on
+              one line of stderr instead, with the same fields: `error` (the message), `exitCode`, and for a
+              usage error `usage` (the usage line) and `help` (the command that shows the help):
+              `{"error":"no region with id \"nowhere\"","exitCode":66}`.
 
             | status | meaning |
             |--------|---------|
             | 0 | success |
             | 1 | failure |
             | 2 | `locate`: only a coarse fix (the target accuracy was not met in time) |
-            | 3 | `locate`: no usable fix at all (silent) |
+            | 3 | `locate`: no usable fix at all (silent); `status`: not ready (the engine runs but an answer is a problem) |
             | 64 | usage: a bad argument or option |
             | 65 | bad data: an invalid regions file, a duplicate id |
             | 66 | no such input: a file or region that does not exist |
-            | 69 | a service is unavailable |
+            | 69 | a service is unavailable: `status`, `watch`: no engine is running, or it stopped |
             | 70 | internal error |
             | 73 | cannot create: the state directory or a file |
             | 74 | I/O error: the store could not be written (a full disk) |

@@ -53,8 +53,10 @@ extension CommandTree {
         discussion: """
             Needs a running engine. Prints every event the engine records from now on, one JSON object a \
             line: region events (determined, enter, exit, dwell, expired) and state changes (services, \
-            authorization, source silent/lost/restored, device added/removed, region-status). Stops on \
-            Ctrl-C or when the engine stops.
+            authorization, source silent/lost/restored, device added/removed, region-status). It exits 0 \
+            when stopped (Ctrl-C, SIGTERM) or when its output is closed (`| head -n 1`: at the next event). \
+            When the engine stops under it, it says so in one line on stderr and exits 69 (as when no engine \
+            runs), so a script can tell the two apart and reconnect.
             """,
         examples: [Example("", "geofence watch | jq -c 'select(.type == \"enter\")'")])
 }

@@ -98,11 +98,19 @@ extension CommandTree {
             answers are that stream's own, as the engine last recorded them (every half second): open or \
             not, lines read, usable fixes, unusable lines by reason, the last fix and its age; gpsd is not \
             asked.
+
+            The exit status says whether the engine is ready, after the report either way: 0 when the \
+            engine runs and all four answers are ok, 3 (not ready) when it runs but an answer is a problem \
+            or Location Services are off, 69 when no engine is running.
             """,
         options: [
             gpsd,
             .value(
                 "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
         ],
-        examples: [Example("", "geofence status"), Example("For monitoring:", "geofence status --json")])
+        examples: [
+            Example("", "geofence status"),
+            Example("For monitoring:", "geofence status --json"),
+            Example("In a script:", "geofence status >/dev/null || echo \"not ready: exit $?\""),
+        ])
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -15,6 +16,7 @@ public final class Console: @unchecked Sendable {
     private let writeErr: @Sendable (String) -> Void
     /// Whether stderr is a terminal (progress bars are drawn only then).
     public let stderrIsTerminal: Bool
+    private let stdoutRefused: Flag?
 
     public init(
         out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
@@ -23,26 +25,45 @@ public final class Console: @unchecked Sendable {
         writeOut = out
         writeErr = err
         self.stderrIsTerminal = stderrIsTerminal
+        stdoutRefused = nil
+    }
+
+    private init(standardWithTerminal stderrIsTerminal: Bool) {
+        let refused = Flag()
+        stdoutRefused = refused
+        writeOut = { if !Console.writeAll(1, $0) { refused.value.store(true, ordering: .relaxed) } }
+        writeErr = { _ = Console.writeAll(2, $0) }
+        self.stderrIsTerminal = stderrIsTerminal
     }
 
     /// The process's stdout and stderr.
     public static func standard() -> Console {
-        Console(out: { writeAll(1, $0) }, err: { writeAll(2, $0) }, stderrIsTerminal: isatty(2) == 1)
+        Console(standardWithTerminal: isatty(2) == 1)
+    }
+
+    /// Whether a write to stdout failed: its reader went away (`geofence watch | head -n 1`), so a command
+    /// that streams can stop. Always false for a console made of closures.
+    public var outputClosed: Bool { stdoutRefused?.value.load(ordering: .relaxed) ?? false }
+
+    private final class Flag: Sendable {
+        let value = Atomic(false)
     }
 
     /// Writes all of `text` to a descriptor, unbuffered, so every line is out before the next step (a
-    /// `replay` killed mid-stream has printed exactly what it stored). A closed pipe ends the writing.
-    private static func writeAll(_ fd: Int32, _ text: String) {
+    /// `replay` killed mid-stream has printed exactly what it stored). A closed pipe ends the writing;
+    /// returns false then.
+    private static func writeAll(_ fd: Int32, _ text: String) -> Bool {
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return
+                return false
             }
             offset += n
         }
+        return true
     }
 
     /// Writes `text` and a newline to stdout.

@@ -27,8 +27,8 @@ public enum GeofenceCommand {
             console.write(text)
             return ExitCode.ok.rawValue
         case .error(let error):
-            console.writeError(parser.render(error))
-            return error.exitCode.rawValue
+            // The command line did not parse, so `--json` is looked for as a word before `--`.
+            return report(error, json: arguments.prefix { $0 != "--" }.contains("--json"), parser, console)
         case .run(let path, let parsed):
             let context = CommandContext(
                 arguments: parsed, environment: environment, console: console, parser: parser, now: Date())
@@ -36,14 +36,23 @@ public enum GeofenceCommand {
                 try dispatch(path, context)
                 return ExitCode.ok.rawValue
             } catch let error as any CommandLineError {
-                if !error.message.isEmpty { console.writeError(parser.render(error)) }
-                return error.exitCode.rawValue
+                return report(error, json: context.json, parser, console)
             } catch {
-                let failure = CommandFailure.from(error)
-                console.writeError(parser.render(failure))
-                return failure.exitCode.rawValue
+                return report(CommandFailure.from(error), json: context.json, parser, console)
             }
         }
+    }
+
+    /// Every error of every command is told here: one `Error:` line (usage errors add the usage line and a
+    /// pointer to the help), or with `--json` one JSON object on one line with the same fields. An error
+    /// without a message only sets the exit status (the output already said everything).
+    static func report(
+        _ error: any CommandLineError, json: Bool, _ parser: CommandLineParser, _ console: Console
+    ) -> Int32 {
+        if !error.message.isEmpty {
+            console.writeError(json ? parser.renderJSON(error).serialized() + "\n" : parser.render(error))
+        }
+        return error.exitCode.rawValue
     }
 
     static func dispatch(_ path: [String], _ c: CommandContext) throws {

@@ -90,7 +90,8 @@ struct DaemonHookTests {
             let started = Date()
             let status = try await cli.exec("status", "--json", "--gpsd", "127.0.0.1:9", "--wait", "0.1s")
             slowest = max(slowest, Date().timeIntervalSince(started))
-            #expect(status.status == 0)
+            // gpsd is unreachable: not ready (3), or no engine yet (69) while it starts; a report either way.
+            #expect(status.status == 3 || status.status == 69, "\(status.stderr)")
             if (try? JSON.parse(status.stdout))?["engine"]?["running"] == true { answered += 1 }
             let lines = (cli.read("delivered") ?? "").split(separator: "\n").count
             if lines >= queued { break }

@@ -1,3 +1,5 @@
+import GeofenceCore
+
 /// What a command line asks for: run a command, show help, or nothing valid.
 public enum ParseOutcome: Sendable {
     /// Run the command at `path` (subcommand names below the root) with these values.
@@ -179,6 +181,18 @@ public struct CommandLineParser: Sendable {
             See '\(commandName(path)) --help' for more.
 
             """
+    }
+
+    /// What `render(_:)` says, as one JSON object for `--json`: `error` (the message), `exitCode`, and for a
+    /// usage error `usage` (the usage line) and `help` (the command that shows the help).
+    public func renderJSON(_ error: any CommandLineError) -> JSONObject {
+        var o: JSONObject = ["error": .string(error.message), "exitCode": .number(Double(error.exitCode.rawValue))]
+        if let usage = error as? UsageError {
+            let path = command(at: usage.commandPath) == nil ? [] : usage.commandPath
+            o["usage"] = .string(usageLine(for: path))
+            o["help"] = .string("\(commandName(path)) --help")
+        }
+        return o
     }
 
     /// `geofence hook add`, for the command at `path`.

@@ -27,4 +27,9 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case noPermission = 77
     /// Something was found in an unconfigured or misconfigured state.
     case config = 78
+
+    /// `status`: the engine runs but one of the four answers is a problem (or Location Services are off),
+    /// as `systemctl is-active` says 3 for a unit that is not active. The same status as `locate`'s
+    /// `silent`: a command that runs but cannot give what a script waits for.
+    public static let notReady = ExitCode.silent
 }

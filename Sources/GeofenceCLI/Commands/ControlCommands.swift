@@ -2,6 +2,10 @@ import Foundation
 import GeofenceCore
 import GeofenceEngine
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `services`, `permission ...`, `watch`.
 enum ControlCommands {
     static func services(_ c: CommandContext) throws {
@@ -70,9 +74,12 @@ enum ControlCommands {
                     + ControlSocket.candidates(option: c.arguments.value("--socket"), environment: c.environment)
                     .joined(separator: ", ") + "): start it with `geofence run`", exitCode: .unavailable)
         }
+        exitOnStopSignals()
         var first = true
         var failure: ControlError?
+        var outputClosed = false
         do {
+            // The stream ends only when the engine closes the connection (it stopped, or refused).
             try ControlClient(path: path).stream(ControlRequest(method: .watch)) { line in
                 if first {
                     first = false
@@ -84,7 +91,9 @@ enum ControlCommands {
                     return true
                 }
                 c.console.print(line)
-                return true
+                // Its reader went away (`| head -n 1`): an end as the user's Ctrl-C is.
+                outputClosed = c.console.outputClosed
+                return !outputClosed
             }
         } catch {
             throw CommandFailure(error.message, exitCode: .unavailable)
@@ -92,5 +101,18 @@ enum ControlCommands {
         if let failure {
             throw CommandFailure(failure.message, exitCode: ExitCode(rawValue: failure.exitStatus) ?? .failure)
         }
+        if outputClosed { return }
+        throw CommandFailure(
+            first
+                ? "the engine at \(path) closed the connection without answering"
+                : "the engine at \(path) stopped: no more events to watch", exitCode: .unavailable)
+    }
+
+    /// Ctrl-C or a SIGTERM is how a user ends `watch`: exit 0, at once (every line printed is already
+    /// written: the console does not buffer). A handler of its own, installed from this nonisolated
+    /// function, never from main-actor code.
+    private static func exitOnStopSignals() {
+        signal(SIGINT) { _ in _exit(0) }
+        signal(SIGTERM) { _ in _exit(0) }
     }
 }

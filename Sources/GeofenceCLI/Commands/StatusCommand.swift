@@ -196,6 +196,12 @@ enum StatusCommand {
             data = (false, "no data: gpsd is not reachable")
         }
 
+        // The exit status, after the report either way: scripts can trust it as `systemctl is-active`'s.
+        func verdict() throws {
+            if !engineRunning { throw CommandFailure.quiet(.unavailable) }
+            if !(hardware.ok && service.ok && permission.ok && data.ok) { throw CommandFailure.quiet(.notReady) }
+        }
+
         if c.json {
             var o: JSONObject = ["stateDirectory": .string(directory)]
             var hw: JSONObject =
@@ -253,7 +259,7 @@ enum StatusCommand {
                     }))
             if let eventCount { o["outbox"] = ["events": .number(Double(eventCount))] }
             c.console.print(JSONValue.object(o).serialized())
-            return
+            return try verdict()
         }
 
         func row(_ label: String, _ verdict: String, _ text: String) {
@@ -302,5 +308,6 @@ enum StatusCommand {
             row("Regions", "", "\(total): " + parts.joined(separator: ", "))
         }
         if let eventCount { row("Outbox", "", "\(eventCount) events") }
+        try verdict()
     }
 }
