@@ -64,7 +64,13 @@ enum ControlCommands {
     }
 
     static func watch(_ c: CommandContext) throws {
-        guard let path = c.engineSocket() else {
+        let route = try c.route()
+        if let other = route.other, route.socket == nil {
+            throw CommandFailure(
+                "no engine serves \(c.stateDirectory) to watch: the engine at \(other.socket) serves "
+                    + "\(other.stateDirectory)", exitCode: .unavailable)
+        }
+        guard let path = route.socket else {
             throw CommandFailure(
                 "no engine is running to watch (looked for its socket at "
                     + ControlSocket.candidates(option: c.arguments.value("--socket"), environment: c.environment)

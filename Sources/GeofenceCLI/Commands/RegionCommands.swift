@@ -214,17 +214,9 @@ enum RegionCommands {
             report(c, "\(regions.count) regions checked, all good; nothing stored (--dry-run)", count: regions.count)
             return
         }
-        if c.engineSocket() == nil {
-            // No engine: straight into the store, in one transaction, with a progress bar.
-            let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
-            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
-            progress.finish()
-        } else {
+        if let path = try c.engineSocket() {
             // Through the engine, in parts under the 1 MiB request limit: the engine checks and stores each
             // part while the next is made, and commits them all with the last.
-            guard let path = c.engineSocket() else {
-                throw CommandFailure("the engine stopped", exitCode: .unavailable)
-            }
             let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
             let total = regions.count
             let parts = ImportParts(file: bytes, regions: regions, replace: replace, limit: 768 * 1024) { sent in
@@ -245,6 +237,11 @@ enum RegionCommands {
             {
                 throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .failure)
             }
+        } else {
+            // No engine: straight into the store, in one transaction, with a progress bar.
+            let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
+            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
+            progress.finish()
         }
         let seconds = Date().timeIntervalSince(started)
         report(c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)

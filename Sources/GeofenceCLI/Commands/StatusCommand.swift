@@ -61,7 +61,7 @@ enum StatusCommand {
 
         let directory = c.stateDirectory
         // The engine's view, through its socket (what this user may see of it), when it runs.
-        let engine: JSONValue? = c.engineSocket() != nil ? (try? c.call(.status)) : nil
+        let engine: JSONValue? = try c.engineSocket() != nil ? (try? c.call(.status)) : nil
         // The store, when this user can read it: the engine's own notes (source, last fix) are there.
         let store: StateStore? =
             FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName)

@@ -16,6 +16,8 @@ public final class ControlHandler: Sendable {
     let changed: @Sendable (Change) -> Void
     /// For `watch`: registers a subscriber; nil when no engine runs.
     private let subscribe: (@Sendable (ControlConnection) -> Void)?
+    /// The engine this handler runs in, for `hello` and `status`; nil in the CLI's in-process mode.
+    private let engine: EngineIdentity?
     private let ids = EventIDSource()
 
     /// Changes the engine reacts to.
@@ -27,12 +29,13 @@ public final class ControlHandler: Sendable {
 
     public init(
         store: StateStore, policy: AccessPolicy, changed: @escaping @Sendable (Change) -> Void = { _ in },
-        subscribe: (@Sendable (ControlConnection) -> Void)? = nil
+        subscribe: (@Sendable (ControlConnection) -> Void)? = nil, engine: EngineIdentity? = nil
     ) {
         self.store = store
         self.policy = policy
         self.changed = changed
         self.subscribe = subscribe
+        self.engine = engine
     }
 
     /// Runs one request for `peer`. `connection` is nil in the CLI's in-process mode. Returns nil when the
@@ -123,6 +126,9 @@ public final class ControlHandler: Sendable {
     private func perform(_ r: ControlRequest, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
         let p = r.params
         switch r.method {
+        case .hello:
+            return .object(
+                engine?.json ?? ["stateDirectory": .string(canonicalDirectory(store.directory) ?? store.directory)])
         case .status:
             return .object(try status(peer: peer))
         case .list:
@@ -423,6 +429,8 @@ public final class ControlHandler: Sendable {
                             + "`geofence permission grant \(ControlHandler.userName(peer.uid))`")
         }
         var o: JSONObject = ["services": .string(servicesOn ? "on" : "off"), "you": .object(you)]
+        // That it runs, and on which store, is no secret: `hello` says as much to anyone.
+        if let engine { o["engine"] = .object(engine.json) }
         // What only an authorized client may see.
         if try authorize(.list, uid: peer.uid) == nil {
             var counts = JSONObject()
@@ -539,6 +547,42 @@ public final class ControlHandler: Sendable {
         guard let entry = getpwnam(text) else { throw ControlError(.notFound, "no user named \"\(text.prefix(64))\"") }
         return entry.pointee.pw_uid
     }
+}
+
+/// The running engine as `hello` tells it: which store it serves, so that a client given a state directory
+/// can tell whether this engine is the one to ask.
+public struct EngineIdentity: Sendable {
+    /// Canonical (`realpath`).
+    public var stateDirectory: String
+    public var pid: Int32
+    public var version: String
+    public var started: Date
+    public var source: String
+
+    public init(stateDirectory: String, pid: Int32, version: String, started: Date, source: String) {
+        self.stateDirectory = stateDirectory
+        self.pid = pid
+        self.version = version
+        self.started = started
+        self.source = source
+    }
+
+    public var json: JSONObject {
+        [
+            "stateDirectory": .string(stateDirectory), "pid": .number(Double(pid)), "version": .string(version),
+            "started": .string(TimestampParser.format(started)), "source": .string(source),
+        ]
+    }
+}
+
+/// The canonical path of an existing directory (symbolic links and `..` resolved), or nil when there is
+/// none: two state directories are the same only when both exist and this is equal.
+public func canonicalDirectory(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    var info = stat()
+    guard stat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+    return String(cString: resolved)
 }
 
 /// Event ids for events the handler makes (a lock around a generator, as requests come from many threads).

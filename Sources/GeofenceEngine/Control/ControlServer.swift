@@ -304,6 +304,38 @@ public struct ControlClient: Sendable {
         return true
     }
 
+    /// What answers at a socket path when asked `hello`.
+    public enum Greeting: Sendable {
+        /// Nothing listens there.
+        case nobody
+        /// An engine, and what it says of itself (`stateDirectory`, `pid`, `version`, ...).
+        case engine(JSONObject)
+        /// Something listens but refused (`busy`) or did not answer as an engine does.
+        case refused(ControlError)
+    }
+
+    /// Asks whoever listens at `path` which engine it is.
+    public static func greet(_ path: String) -> Greeting {
+        guard let fd = try? connect(path) else { return .nobody }
+        defer { close(fd) }
+        guard writeLine(ControlRequest(method: .hello).line, to: fd) else {
+            return .refused(ControlError(.unavailable, "the engine at \(path) closed the connection"))
+        }
+        var reader = LineReader(fd: fd, maximumLength: 1 << 20)
+        guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
+            return .refused(ControlError(.unavailable, "the engine at \(path) closed the connection without an answer"))
+        }
+        switch response.result {
+        case .success(let value):
+            guard let o = value.objectValue, o["stateDirectory"]?.stringValue != nil else {
+                return .refused(ControlError(.unavailable, "\(path) does not answer as a geofence engine does"))
+            }
+            return .engine(o)
+        case .failure(let error):
+            return .refused(error)
+        }
+    }
+
     static func connect(_ path: String) throws(ControlError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlError(.unavailable, "socket: \(String(cString: strerror(errno)))") }
