@@ -116,6 +116,7 @@ public final class Daemon: Sendable {
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
+            s.trust = { handler.trust($0) }
             try s.start()
             server = s
             logger.info("control socket at \(path)")

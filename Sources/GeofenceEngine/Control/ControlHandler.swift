@@ -90,6 +90,16 @@ public final class ControlHandler: Sendable {
         return String(cString: name)
     }
 
+    /// How far the control socket trusts `uid` when it connects (its connection limits).
+    public func trust(_ uid: UInt32) -> ControlTrust {
+        if policy.isPrivileged(uid) { return .privileged }
+        do {
+            return try authorize(.list, uid: uid) == nil ? .authorized : .other
+        } catch {
+            return .other
+        }
+    }
+
     /// The refusal for `uid` calling `method`, or nil when it may.
     func authorize(_ method: ControlMethod, uid: UInt32) throws -> ControlError? {
         if policy.isPrivileged(uid) || method.isOpen { return nil }
