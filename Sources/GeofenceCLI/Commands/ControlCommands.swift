@@ -89,6 +89,13 @@ enum ControlCommands {
                     }
                     return true
                 }
+                // Events are not answers; an answer after them is the engine ending the watch (cut off).
+                if line.hasPrefix(#"{"ok":false"#), let response = ControlResponse.parse(Array(line.utf8)),
+                    case .failure(let e) = response.result
+                {
+                    failure = e
+                    return false
+                }
                 c.console.print(line)
                 return true
             }

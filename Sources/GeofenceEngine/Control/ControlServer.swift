@@ -67,7 +67,39 @@ public final class ControlConnection: @unchecked Sendable {
         }
     }
 
-    /// Marks the connection closed and releases what handlers kept on it.
+    /// Writes as much of `bytes` as the socket takes now, without waiting; returns how much, or nil once
+    /// the client has gone.
+    func sendAvailable(_ bytes: [UInt8]) -> Int? {
+        lock.withLock {
+            guard open else { return nil }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+                guard n > 0 else {
+                    open = false
+                    break
+                }
+                offset += n
+            }
+            return open ? offset : nil
+        }
+    }
+
+    /// Ends the connection from the engine's side: `last` goes out if the socket takes it without waiting,
+    /// then the connection is shut down (its thread then sees it closed and releases what it holds).
+    func cutOff(last: [UInt8]) {
+        lock.withLock {
+            guard open else { return }
+            open = false
+            _ = last.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
     /// Tells every state kept on the connection that a line could not be read (see `ControlConnectionState`).
     func requestUnreadable() {
         lock.withLock {
@@ -79,6 +111,7 @@ public final class ControlConnection: @unchecked Sendable {
         }
     }
 
+    /// Marks the connection closed and releases what handlers kept on it.
     func markClosed() {
         let kept = lock.withLock {
             open = false
