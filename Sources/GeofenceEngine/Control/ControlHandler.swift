@@ -197,6 +197,19 @@ public final class ControlHandler: Sendable {
             connection.send(ControlResponse(id: r.id, result: .success(["watching": true])).line)
             subscribe(connection)
             throw Streaming()
+        case .events:
+            let filters: [String: DeliveryFilter] = [
+                "all": .all, "pending": .pending, "failed": .failed, "dead": .dead,
+            ]
+            let name = p["filter"]?.stringValue ?? "all"
+            guard let filter = filters[name] else {
+                throw ControlError(.badRequest, "params.filter must be all, pending, failed or dead")
+            }
+            let limit = p["limit"]?.intValue ?? 50
+            guard (1...100_000).contains(limit) else {
+                throw ControlError(.badRequest, "params.limit must be 1 to 100000")
+            }
+            return .array(try store.eventDeliveries(filter: filter, limit: limit).map { .object(EventReport.json($0)) })
         case .hookAdd:
             return .object(try addHook(p, peer: peer))
         case .hookList:

@@ -20,6 +20,8 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     case permissionDeny = "permission.deny"
     case permissionReset = "permission.reset"
     case watch
+    /// The outbox's latest events and their hook deliveries (`geofence events`).
+    case events
     case hookAdd = "hook.add"
     case hookList = "hook.list"
     case hookRemove = "hook.remove"
