@@ -195,7 +195,7 @@ public final class StateStore: Sendable {
         try statement.bind(now.timeIntervalSince1970, at: 13)
     }
 
-    private static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
+    static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
         if replace {
             try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
         }

@@ -57,20 +57,28 @@ enum RegionCommands {
             }
         }
 
+        let requestID = try self.requestID(c)
         func request(id: String) throws -> ControlRequest {
             let definition = RegionJSON.encode(try makeRegion(id: id))
             return ControlRequest(
-                method: .add, params: ["region": .object(definition), "replace": .bool(a.flag("--replace"))])
+                method: .add,
+                params: [
+                    "region": .object(definition), "replace": .bool(a.flag("--replace")),
+                    "requestId": .string(requestID),
+                ])
         }
         var result: JSONValue
         if let id = a.value("--id") {
-            result = try c.call([request(id: id)])[0]
+            result = try interruptible(requestID, check: "geofence show \(id)") { try c.call([request(id: id)])[0] }
         } else {
             // A generated id: retry on the (astronomically unlikely) collision rather than fail.
             var attempt = 0
             while true {
+                let id = generatedID()
                 do {
-                    result = try c.call([request(id: generatedID())])[0]
+                    result = try interruptible(requestID, check: "geofence show \(id)") {
+                        try c.call([request(id: id)])[0]
+                    }
                     break
                 } catch let failure as CommandFailure where failure.exitCode == .dataError && attempt < 5 {
                     attempt += 1
@@ -98,6 +106,31 @@ enum RegionCommands {
         return text
     }
 
+    /// `--request-id`, checked, else a new one: the id under which the engine records the change.
+    static func requestID(_ c: CommandContext) throws -> String {
+        guard let given = c.arguments.value("--request-id") else {
+            return "req-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        }
+        guard !given.isEmpty, given.utf8.count <= 128, !given.unicodeScalars.contains(where: { $0.value < 32 })
+        else {
+            throw c.usage("invalid value for --request-id: must be 1 to 128 bytes, no control characters")
+        }
+        return given
+    }
+
+    /// Runs a change; when the engine went away after the request was sent, says that it may have been
+    /// applied, how to check, and how to retry it safely.
+    static func interruptible<T>(_ requestID: String, check: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as CommandFailure where failure.message == ControlClient.noAnswer {
+            throw CommandFailure(
+                "the engine closed the connection before answering: the change may have been applied. Check with "
+                    + "`\(check)`, or run the same command again with --request-id \(requestID): a change the "
+                    + "engine has made is answered from its record, not made twice", exitCode: .unavailable)
+        }
+    }
+
     static func generatedID() -> String {
         let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
         var rng = SystemRandomNumberGenerator()
@@ -106,7 +139,10 @@ enum RegionCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let result = try c.call(.remove, ["ids": .array(ids.map { .string($0) })])
+        let requestID = try self.requestID(c)
+        let result = try interruptible(requestID, check: "geofence list") {
+            try c.call(.remove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
+        }
         if c.json {
             c.console.print(result.serialized())
         } else {
@@ -219,17 +255,22 @@ enum RegionCommands {
             // part while the next is made, and commits them all with the last.
             let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
             let total = regions.count
-            let parts = ImportParts(file: bytes, regions: regions, replace: replace, limit: 768 * 1024) { sent in
+            let requestID = try self.requestID(c)
+            let parts = ImportParts(
+                file: bytes, regions: regions, replace: replace, requestID: requestID, limit: 768 * 1024
+            ) { sent in
                 progress.update(sent)
                 guard sent == total, c.console.stderrIsTerminal else { return }
                 progress.finish()
                 c.console.writeError("the engine is storing them...\n")
             }
-            let responses: [ControlResponse]
-            do throws(ControlError) {
-                responses = try ControlClient(path: path).call(lines: parts)
-            } catch {
-                throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+            let responses: [ControlResponse] = try interruptible(requestID, check: "geofence list") {
+                do throws(ControlError) {
+                    return try ControlClient(path: path).call(lines: parts)
+                } catch {
+                    throw CommandFailure(
+                        error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+                }
             }
             // The last answer is the import's (the earlier ones only say a part was staged).
             if let failed = responses.last(where: { if case .failure = $0.result { true } else { false } }),
@@ -319,12 +360,16 @@ struct ImportParts: Sequence, IteratorProtocol {
     private let entries: Entries
     private let count: Int
     let replace: Bool
+    let requestID: String?
     let limit: Int
     let progress: (Int) -> Void
     private var position = 0
     private var done = false
 
-    init(file: [UInt8], regions: [Region], replace: Bool, limit: Int, progress: @escaping (Int) -> Void) {
+    init(
+        file: [UInt8], regions: [Region], replace: Bool, requestID: String? = nil, limit: Int,
+        progress: @escaping (Int) -> Void
+    ) {
         if let ranges = RegionJSON.entryRanges(in: file), ranges.count == regions.count {
             entries = .cut(file, ranges)
         } else {
@@ -332,6 +377,7 @@ struct ImportParts: Sequence, IteratorProtocol {
         }
         count = regions.count
         self.replace = replace
+        self.requestID = requestID
         self.limit = limit
         self.progress = progress
     }
@@ -339,6 +385,11 @@ struct ImportParts: Sequence, IteratorProtocol {
     mutating func next() -> String? {
         guard !done else { return nil }
         var line = Array(#"{"method":"\#(ControlMethod.importRegions.rawValue)","params":{"replace":\#(replace),"#.utf8)
+        if let requestID {
+            line += #""requestId":"#.utf8
+            line += JSONValue.string(requestID).serialized().utf8
+            line.append(UInt8(ascii: ","))
+        }
         line += #""regions":["#.utf8
         let header = line.count
         line.reserveCapacity(header + limit + 32)

@@ -163,12 +163,29 @@ public final class ControlHandler: Sendable {
                 throw ControlError(.invalid, error.description)
             }
             if !region.hooks.isEmpty { try checkHookOwner(peer.uid) }
-            let stored = try store.addRegion(region, replace: p["replace"]?.boolValue ?? false)
+            let replace = p["replace"]?.boolValue ?? false
+            let stored: StoredRegion
+            if let request = try requestRecord(p, .add, peer: peer) {
+                if let answer = try recordedAnswer(request) { return answer }
+                stored = try store.addRegion(region, replace: replace, request: request) {
+                    JSONValue.object(RegionReport.json($0)).serialized()
+                }
+            } else {
+                stored = try store.addRegion(region, replace: replace)
+            }
             changed(.regions)
             return .object(RegionReport.json(stored))
         case .remove:
             let ids = try strings(p, "ids")
-            let removed = try store.removeRegions(ids: ids)
+            let removed: [String]
+            if let request = try requestRecord(p, .remove, peer: peer) {
+                if let answer = try recordedAnswer(request) { return answer }
+                removed = try store.removeRegions(ids: ids, request: request) {
+                    JSONValue.object(["removed": .array($0.map { .string($0) })]).serialized()
+                }
+            } else {
+                removed = try store.removeRegions(ids: ids)
+            }
             changed(.regions)
             return ["removed": .array(removed.map { .string($0) })]
         case .importRegions:
@@ -230,6 +247,27 @@ public final class ControlHandler: Sendable {
         }
     }
 
+    /// The id a change is recorded under (`params.requestId`), for idempotent retries.
+    private func requestRecord(_ p: JSONObject, _ method: ControlMethod, peer: ControlPeer) throws -> RequestRecord? {
+        guard let value = p["requestId"] else { return nil }
+        guard let id = value.stringValue, !id.isEmpty, id.utf8.count <= 128 else {
+            throw ControlError(.badRequest, "params.requestId must be a string of 1 to 128 bytes")
+        }
+        return RequestRecord(id: id, uid: peer.uid, method: method.rawValue)
+    }
+
+    /// The answer recorded for a request made before (its change is not made again).
+    fileprivate func recordedAnswer(_ request: RequestRecord) throws -> JSONValue? {
+        guard let found = try store.recordedRequest(id: request.id, uid: request.uid) else { return nil }
+        guard found.method == request.method else {
+            throw ControlError(
+                .invalid,
+                "request id \"\(request.id.prefix(64))\" was used for \(found.method) already: give a new change a new id"
+            )
+        }
+        return try JSON.parse(Array(found.answer.utf8))
+    }
+
     /// Thrown by `watch` once it has answered: the connection now belongs to the subscriber.
     struct Streaming: Error {}
 
@@ -276,7 +314,13 @@ public final class ControlHandler: Sendable {
         var state = ImportInProgress(
             decoder: RegionEntryDecoder(now: Date(), createdBy: peer.uid), replace: p["replace"]?.boolValue ?? false,
             dryRun: p["dryRun"]?.boolValue ?? false)
-        if !state.dryRun && p["regions"]?.arrayValue != nil {
+        do {
+            state.request = try requestRecord(p, .importRegions, peer: peer)
+            if let request = state.request, !state.dryRun { state.recorded = try recordedAnswer(request) }
+        } catch {
+            state.refusal = ControlHandler.translate(error)
+        }
+        if !state.dryRun && p["regions"]?.arrayValue != nil && state.recorded == nil && state.refusal == nil {
             do {
                 state.storing = try RegionImport(store: store, replace: state.replace, now: state.decoder.now)
             } catch {
@@ -301,6 +345,10 @@ public final class ControlHandler: Sendable {
         /// A region with hooks from a client the engine takes none from: reported unless entries are bad.
         var hookRefusal: ControlError?
         var parts = 0
+        /// The id the import is recorded under when it commits.
+        var request: RequestRecord?
+        /// The answer of the same import made before (its parts are then only read, not stored again).
+        var recorded: JSONValue?
 
         func connectionClosed() { storing?.rollback() }
 
@@ -315,7 +363,7 @@ public final class ControlHandler: Sendable {
         /// Checks one part and stores its regions while everything so far is good.
         mutating func receive(_ p: JSONObject, handler: ControlHandler, peer: ControlPeer) {
             parts += 1
-            guard refusal == nil else { return }
+            guard refusal == nil, recorded == nil else { return }
             guard let part = p["regions"]?.arrayValue else {
                 return refuse(ControlError(.badRequest, "import needs params.regions (part \(parts) has none)"))
             }
@@ -357,6 +405,7 @@ public final class ControlHandler: Sendable {
         func finish(handler: ControlHandler, peer: ControlPeer) throws -> JSONValue {
             defer { storing?.rollback() }
             if let refusal { throw refusal }
+            if let recorded { return recorded }
             if !decoder.problems.isEmpty {
                 let problems = decoder.problems
                 throw ControlError(
@@ -371,13 +420,18 @@ public final class ControlHandler: Sendable {
             let count = JSONValue.number(Double(decoder.count))
             if dryRun { return ["checked": count, "imported": 0] }
             guard let storing else { throw ControlError(.internalError, "the import was not being stored") }
+            let answer: JSONValue = ["checked": count, "imported": count]
             do {
-                try storing.commit()
+                if let request {
+                    try storing.commit(request: request, answer: answer.serialized())
+                } else {
+                    try storing.commit()
+                }
             } catch {
                 throw ControlHandler.translate(error)
             }
             handler.changed(.regions)
-            return ["checked": count, "imported": count]
+            return answer
         }
     }
 

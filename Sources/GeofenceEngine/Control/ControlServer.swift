@@ -411,6 +411,9 @@ public final class ControlServer: @unchecked Sendable {
 /// The CLI's side of the control socket.
 public struct ControlClient: Sendable {
     public let path: String
+    /// The error message when a request was sent and the engine went away before answering it: a change
+    /// may then have been applied or not.
+    public static let noAnswer = "the engine closed the connection without an answer"
 
     public init(path: String) { self.path = path }
 
@@ -493,7 +496,7 @@ public struct ControlClient: Sendable {
                 throw ControlError(
                     .unavailable,
                     sent
-                        ? "the engine closed the connection without an answer" : "the engine closed the connection")
+                        ? ControlClient.noAnswer : "the engine closed the connection")
             }
             responses.append(response)
         }
@@ -529,7 +532,7 @@ public struct ControlClient: Sendable {
     /// Reads the next answer.
     private static func response(from reader: inout LineReader) throws(ControlError) -> ControlResponse {
         guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-            throw ControlError(.unavailable, "the engine closed the connection without an answer")
+            throw ControlError(.unavailable, ControlClient.noAnswer)
         }
         return response
     }
