@@ -280,6 +280,17 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// At most `limit` regions after `seq`, in order: a page, for reading a million regions a part at a time.
+    public func regions(afterSeq seq: Int64, limit: Int) throws -> [StoredRegion] {
+        try queue.read { db in
+            var page: [StoredRegion] = []
+            try db.forEachRow(
+                "SELECT \(StateStore.regionColumns) FROM regions WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit]
+            ) { page.append(try StateStore.decodeRegion($0)) }
+            return page
+        }
+    }
+
     /// The regions with these sequence numbers (those that still exist).
     public func regions(seqs: [Int64]) throws -> [StoredRegion] {
         try queue.read { db in

@@ -153,6 +153,7 @@ enum RegionCommands {
     }
 
     static func list(_ c: CommandContext) throws {
+        if let path = try c.engineSocket() { return try listStreamed(c, path: path) }
         let regions = try c.call(.list).arrayValue ?? []
         if c.json {
             c.console.print(JSONValue.array(regions).serialized())
@@ -174,6 +175,98 @@ enum RegionCommands {
             ])
         }
         c.console.write(table.render())
+    }
+
+    /// Output written in pieces of about 64 KiB, so a million regions cost neither a million writes nor
+    /// their whole text in memory.
+    final class ChunkedOutput {
+        private let console: Console
+        private var pending = ""
+
+        init(_ console: Console) { self.console = console }
+
+        func write(_ text: String) {
+            pending += text
+            if pending.utf8.count >= 65_536 { flush() }
+        }
+
+        func flush() {
+            if !pending.isEmpty { console.write(pending) }
+            pending = ""
+        }
+    }
+
+    /// Regions through the engine, as they come (`list`/`export` with `stream`): each region goes to `item`,
+    /// then the engine's closing answer says how many (or why it stopped).
+    static func streamRegions(
+        _ c: CommandContext, path: String, _ method: ControlMethod, _ item: (ArraySlice<UInt8>) throws -> Void
+    ) throws -> Int {
+        let response: ControlResponse
+        do {
+            response = try ControlClient(path: path).streamed(
+                ControlRequest(method: method, params: ["stream": true]), item)
+        } catch let error as ControlError {
+            throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+        }
+        switch response.result {
+        case .success(let value): return value["count"]?.intValue ?? 0
+        case .failure(let error):
+            throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .failure)
+        }
+    }
+
+    /// `list` through the engine, streamed: JSON as it comes; a table whose columns are as wide as the
+    /// widest cell so far (set by the first thousand rows, widened by later ones).
+    static func listStreamed(_ c: CommandContext, path: String) throws {
+        let out = ChunkedOutput(c.console)
+        if c.json {
+            var first = true
+            out.write("[")
+            _ = try streamRegions(c, path: path, .list) { line in
+                out.write((first ? "" : ",") + String(decoding: line, as: UTF8.self))
+                first = false
+            }
+            out.write("]\n")
+            out.flush()
+            return
+        }
+        let header = ["ID", "NAME", "LAT", "LON", "RADIUS", "NOTIFY", "STATUS"]
+        var widths = header.map(\.count)
+        var rows: [[String]] = []
+        var printedHeader = false
+        func emit() {
+            for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+            for row in (printedHeader ? [] : [header]) + rows {
+                var line = ""
+                for (i, cell) in row.enumerated() {
+                    line +=
+                        i == row.count - 1 ? cell : cell.padding(toLength: widths[i] + 2, withPad: " ", startingAt: 0)
+                }
+                while line.hasSuffix(" ") { line.removeLast() }
+                out.write(line + "\n")
+            }
+            printedHeader = true
+            rows.removeAll(keepingCapacity: true)
+        }
+        let count = try streamRegions(c, path: path, .list) { line in
+            guard let r = try? JSON.parse(line) else { return }
+            rows.append(
+                [
+                    r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
+                    RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
+                    RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
+                    RegionOutput.metres(r["radius"]?.doubleValue ?? .nan),
+                    (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
+                    RegionOutput.status(r),
+                ].map { $0.replacingOccurrences(of: "\n", with: "\\n") })
+            if rows.count == 1000 { emit() }
+        }
+        if count == 0 {
+            c.console.message("No regions. Add one with: geofence add --lat LAT --lon LON --radius METRES")
+            return
+        }
+        emit()
+        out.flush()
     }
 
     static func show(_ c: CommandContext) throws {
@@ -302,6 +395,9 @@ enum RegionCommands {
 
     static func export(_ c: CommandContext) throws {
         let format = c.arguments.value("--format") ?? "json"
+        if format == "json" || format == "geojson", let path = try c.engineSocket() {
+            return try exportStreamed(c, path: path, geoJSON: format == "geojson")
+        }
         let document: JSONValue
         switch format {
         case "json":
@@ -326,6 +422,63 @@ enum RegionCommands {
             if !c.json { c.console.message("Exported \(count) regions to \(output)") }
         } else {
             c.console.write(text)
+        }
+    }
+
+    /// `export` through the engine, streamed: the same text as `document.serialized(pretty: true)` would
+    /// be, written region by region (to the output file's temporary twin, renamed into place at the end).
+    static func exportStreamed(_ c: CommandContext, path: String, geoJSON: Bool) throws {
+        let output = c.arguments.value("--output").flatMap { $0 == "-" ? nil : $0 }
+        var file: FileHandle?
+        var temporary: String?
+        if let output {
+            let twin = output + ".geofence-\(getpid())"
+            guard FileManager.default.createFile(atPath: twin, contents: nil),
+                let handle = FileHandle(forWritingAtPath: twin)
+            else {
+                throw CommandFailure("cannot write \(output): it cannot be created", exitCode: .cantCreate)
+            }
+            file = handle
+            temporary = twin
+        }
+        defer {
+            try? file?.close()
+            if let temporary { unlink(temporary) }
+        }
+        var pending = ""
+        func write(_ text: String, force: Bool = false) throws {
+            pending += text
+            guard force || pending.utf8.count >= 65_536 else { return }
+            if let file {
+                do {
+                    try file.write(contentsOf: Data(pending.utf8))
+                } catch {
+                    throw CommandFailure(
+                        "cannot write \(output ?? "-"): \(error.localizedDescription)", exitCode: .ioError)
+                }
+            } else {
+                c.console.write(pending)
+            }
+            pending = ""
+        }
+        try write(geoJSON ? "{\n  \"type\": \"FeatureCollection\",\n  \"features\": [" : "{\n  \"regions\": [")
+        var count = 0
+        count = try streamRegions(c, path: path, geoJSON ? .list : .export) { line in
+            guard var item = try? JSON.parse(line) else { return }
+            if geoJSON { item = .object(RegionOutput.geoJSONFeature(item)) }
+            try write(
+                (count == 0 ? "\n    " : ",\n    ")
+                    + item.serialized(pretty: true).replacingOccurrences(of: "\n", with: "\n    "))
+            count += 1
+        }
+        try write(count == 0 ? "]\n}\n" : "\n  ]\n}\n", force: true)
+        if let output, let temporary {
+            try? file?.synchronize()
+            guard rename(temporary, output) == 0 else {
+                throw CommandFailure(
+                    "cannot write \(output): \(String(cString: strerror(errno)))", exitCode: .cantCreate)
+            }
+            if !c.json { c.console.message("Exported \(count) regions to \(output)") }
         }
     }
 

@@ -142,6 +142,9 @@ public final class ControlHandler: Sendable {
         case .status:
             return .object(try status(peer: peer))
         case .list:
+            if p["stream"]?.boolValue == true, let connection {
+                return try stream(to: connection) { RegionReport.json($0) }
+            }
             return .array(try store.regions().map { .object(RegionReport.json($0)) })
         case .show:
             let id = try string(p, "id")
@@ -191,6 +194,9 @@ public final class ControlHandler: Sendable {
         case .importRegions:
             return try importRegions(p, peer: peer, connection: connection)
         case .export:
+            if p["stream"]?.boolValue == true, let connection {
+                return try stream(to: connection) { RegionJSON.encode($0.region) }
+            }
             return ["regions": .array(try store.regions().map { .object(RegionJSON.encode($0.region)) })]
         case .servicesGet:
             return ["on": .bool(try store.servicesOn())]
@@ -245,6 +251,26 @@ public final class ControlHandler: Sendable {
                 "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
             ]
         }
+    }
+
+    /// `list` and `export` with `stream`: one line per region, read from the store a page at a time and
+    /// written as the client takes them, so that neither end holds a million regions; the answer that
+    /// follows them says how many.
+    private func stream(to connection: ControlConnection, _ encode: (StoredRegion) -> JSONObject) throws -> JSONValue {
+        var count = 0
+        var after: Int64 = 0
+        while true {
+            let page = try store.regions(afterSeq: after, limit: 1000)
+            guard let last = page.last else { break }
+            for region in page {
+                guard connection.send(JSONValue.object(encode(region)).serialized()) else {
+                    throw ControlError(.unavailable, "the client went away")
+                }
+            }
+            count += page.count
+            after = last.seq
+        }
+        return ["count": .number(Double(count))]
     }
 
     /// The id a change is recorded under (`params.requestId`), for idempotent retries.

@@ -537,6 +537,27 @@ public struct ControlClient: Sendable {
         return response
     }
 
+    /// Sends one request whose answer comes in lines (`list` and `export` with `stream`): each line that is
+    /// not an answer goes to `item` as it arrives; returns the answer that ends them (or the refusal that
+    /// comes instead).
+    public func streamed(_ request: ControlRequest, _ item: (ArraySlice<UInt8>) throws -> Void) throws
+        -> ControlResponse
+    {
+        let fd = try ControlClient.connect(path)
+        defer { close(fd) }
+        _ = writeLine(request.line, to: fd)
+        var reader = LineReader(fd: fd, maximumLength: 16 << 20)
+        let answer = Array(#"{"ok":"#.utf8)
+        while let line = try? reader.next() {
+            if line.starts(with: answer) {
+                guard let response = ControlResponse.parse(line) else { break }
+                return response
+            }
+            try item(line)
+        }
+        throw ControlError(.unavailable, ControlClient.noAnswer)
+    }
+
     /// Sends one request and calls `body` with each line the engine streams back, until it returns false
     /// or the engine closes the connection (`watch`).
     public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
