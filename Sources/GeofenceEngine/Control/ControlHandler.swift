@@ -262,11 +262,9 @@ public final class ControlHandler: Sendable {
         while true {
             let page = try store.regions(afterSeq: after, limit: 1000)
             guard let last = page.last else { break }
-            for region in page {
-                guard connection.send(JSONValue.object(encode(region)).serialized()) else {
-                    throw ControlError(.unavailable, "the client went away")
-                }
-            }
+            // A page in one write: a million writes of one line each cost more than the lines.
+            let lines = page.map { JSONValue.object(encode($0)).serialized() }.joined(separator: "\n")
+            guard connection.send(lines) else { throw ControlError(.unavailable, "the client went away") }
             count += page.count
             after = last.seq
         }
