@@ -9,7 +9,12 @@ import Testing
 #endif
 
 /// Nobody can jam the control socket: slow half-written requests, many connections from one user.
-@Suite("control socket limits", .serialized)
+@Suite(
+    "control socket limits", .serialized,
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+        "needs /usr/bin/python3 and setpriv for the slow clients"))
 struct ControlSocketLimitTests {
     /// Opens N connections to the socket, each sending `{"meth` and then one byte every 2 s, and reports
     /// (one JSON line) how many were answered at once, then (another line, after the given seconds) how

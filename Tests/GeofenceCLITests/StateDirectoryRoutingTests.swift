@@ -53,6 +53,9 @@ struct StateDirectoryRoutingTests {
             #expect(report["regions"]?["keep"] == nil)
             let total = report["regions"]?.objectValue?.values.compactMap(\.intValue).reduce(0, +)
             #expect(total == onBNow && total != nil, "\(way): B's counts only: \(status.stdout)")
+            #expect(try onB(["hook", "add", "--on", "enter", "--command", "true", "--id", "h-\(way)"]).status == 0)
+            #expect(try onB(["hook", "list", "--json"]).stdout.contains("h-\(way)"), "\(way)")
+            #expect(try onB(["events", "--json"]).status == 0, "\(way)")
             let watch = try onB(["watch"])
             #expect(watch.status == 69, "\(way): \(watch)")
             #expect(
@@ -68,6 +71,7 @@ struct StateDirectoryRoutingTests {
         let after = try cli.run("export")
         #expect(after.stdout == before.stdout)
         #expect(try cli.run("services").stdout.contains("on"))
+        #expect(try cli.run("hook", "list", "--json").stdout == "[]\n", "no hook of B's in A")
         // The same directory by another spelling is the engine's: it answers (the socket's method `watch`
         // exists only there).
         let same = try GeofenceBinary.run(
