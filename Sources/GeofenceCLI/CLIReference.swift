@@ -41,7 +41,7 @@ public enum CLIReference {
             | 70 | internal error |
             | 73 | cannot create: the state directory or a file |
             | 74 | I/O error: the store could not be written (a full disk) |
-            | 75 | temporary failure: the store is busy, or another engine runs on the state directory |
+            | 75 | temporary failure: the store is busy, the engine has too many clients (`busy`), or another engine runs on the state directory |
             | 77 | permission denied |
             | 78 | configuration: a store written by a newer geofence |
 
