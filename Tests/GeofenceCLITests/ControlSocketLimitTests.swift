@@ -105,6 +105,55 @@ struct ControlSocketLimitTests {
     }
 }
 
+extension ControlSocketLimitTests {
+    @Test("slow clients of many users fill all but the reserve: a granted user still gets in, another is told busy")
+    func reserveForAuthorizedUsers() async throws {
+        let e = try await ControlSocketTests.Engine()
+        #expect(try e.cli.run("permission", "grant", String(ControlSocketTests.stranger)).status == 0)
+        let script = e.cli.dir.file("slowloris.py")
+        try Self.slowLoris.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o644)
+        // 15 users without accounts, 32 connections each (each user's most): 480, more than the 448 that
+        // users who are not authorized may hold together.
+        var uids: [UInt32] = []
+        var uid = ControlSocketTests.stranger + 1
+        while uids.count < 16 {
+            if getpwuid(uid) == nil { uids.append(uid) }
+            uid += 1
+        }
+        let outsider = uids.removeLast()
+        var attackers: [(Process, LineCollector)] = []
+        for uid in uids {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", script, e.socket, "32", "6",
+            ]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            attackers.append((process, LineCollector(out.fileHandleForReading)))
+        }
+        var turnedAway = 0
+        for (_, lines) in attackers {
+            let first = try #require(await lines.next(timeout: 30), "a slow client never connected")
+            turnedAway += try JSON.parse(first)["answered"]?.intValue ?? 0
+        }
+        #expect(turnedAway >= 16, "about 32 of the 480 were told busy at once: \(turnedAway)")
+
+        let granted = try e.asStranger(["list", "--json"])
+        #expect(granted.status == 0, "the granted user takes the reserve: \(granted.stderr)")
+        let refused = try GeofenceBinary.runAs(
+            uid: outsider, ["list", "--socket", e.socket], environment: ["HOME": "/tmp", "GEOFENCE_SOCKET": e.socket])
+        #expect(refused.status == 75, "\(refused)")
+        #expect(refused.stderr.contains("kept for authorized users"), "\(refused.stderr)")
+        #expect(try e.cli.run("add", "--id", "root", "--lat", "1", "--lon", "1", "--radius", "50").status == 0)
+        for (process, _) in attackers { process.terminate() }
+        for (process, _) in attackers { process.waitUntilExit() }
+        await e.stop()
+    }
+}
+
 /// Lines from a pipe, read on a thread of their own.
 final class LineCollector: @unchecked Sendable {
     // @unchecked: `lines` is only touched under `lock`.
