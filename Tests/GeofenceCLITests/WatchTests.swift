@@ -33,12 +33,17 @@ struct WatchTests {
         defer { stuck.close() }
         #expect(try JSON.parse(try stuck.exchange(#"{"method":"watch"}"#))["ok"] == true)
         let live = try DaemonProcess(["watch"], logPath: cli.dir.file("watch.log"), environment: cli.environment)
+        // And a `geofence watch` that is stopped (SIGSTOP) while the events come, then goes on.
+        let paused = try DaemonProcess(["watch"], logPath: cli.dir.file("paused.log"), environment: cli.environment)
         var ready = false
         for _ in 0..<100 where !ready {
             try record("ready")
-            ready = await live.waitForLog("\"ready\"", timeout: 0.1)
+            let first = await live.waitForLog("\"ready\"", timeout: 0.1)
+            let second = await paused.waitForLog("\"ready\"", timeout: 0.1)
+            ready = first && second
         }
         #expect(ready, "\(live.log)")
+        kill(paused.pid, SIGSTOP)
 
         // 10 MB of events, far more than any socket holds.
         try record("bulk", count: 8_000, size: 1_200)
@@ -59,17 +64,25 @@ struct WatchTests {
         // The stuck one was cut off once it had taken nothing for 5 s: what it can still read ends, far short
         // of what was sent.
         try await Task.sleep(for: .seconds(max(0, 6 - Date().timeIntervalSince(bulk))))
-        var received = 0
+        var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         var ended = false
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(stuck.fd, $0.baseAddress, $0.count, 0) }
             if n == 0 { ended = true }
             if n <= 0 { break }
-            received += n
+            received += chunk[0..<n]
         }
         #expect(ended, "the engine closed the stuck watcher")
-        #expect(received < 4 << 20, "\(received) bytes: its buffer was bounded")
+        #expect(received.count < 4 << 20, "\(received.count) bytes: its buffer was bounded")
+        kill(paused.pid, SIGCONT)
+        let deadline = Date().addingTimeInterval(20)
+        while paused.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!paused.isRunning && paused.process.terminationStatus == 75, "the paused watch ends, exit 75")
+        #expect(Self.tail(paused.logPath).contains("Error: this watcher took no events"), "and says why")
+        // Reading again, it was told why, in a line of its own.
+        let lastLine = String(decoding: received.dropLast().split(separator: 10).last ?? [], as: UTF8.self)
+        #expect(lastLine.hasPrefix(#"{"ok":false"#) && lastLine.contains("cut off"), "\(lastLine.prefix(300))")
         #expect(live.isRunning, "the live watcher was not cut off")
         _ = await live.stop()
         _ = await daemon.stop()

@@ -95,7 +95,11 @@ public final class ControlConnection: @unchecked Sendable {
         lock.withLock {
             guard open else { return }
             open = false
-            _ = last.withUnsafeBytes { Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if !last.isEmpty {
+                _ = last.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+            }
             shutdown(fd, Int32(SHUT_RDWR))
         }
     }

@@ -12,7 +12,8 @@ import GeofenceStore
 /// Nothing here ever waits for a watcher. Each has its own place in the outbox (the durable buffer) and at
 /// most `bufferLimit` bytes of events in memory, of which it gets what its socket takes now. One that is
 /// slow falls behind in the outbox and catches up; one that takes nothing for `stallLimit` seconds while
-/// events wait for it is cut off, with a last line saying why when its socket still takes one.
+/// events wait for it is cut off: sent no more events, then a last line saying why if it reads again
+/// within 30 s, then closed.
 public final class Watchers: @unchecked Sendable {
     // @unchecked: `watchers` and `running` are only touched under `lock`; `poke` is a semaphore; a
     // watcher's own fields only by the loop's thread (after `add`).
@@ -36,6 +37,8 @@ public final class Watchers: @unchecked Sendable {
         var midLine = false
         /// When it last took a byte, or had nothing waiting.
         var progressed = HookSystem.monotonicNow()
+        /// When it was cut off: from then on `pending` is only the line saying why, sent if it reads again.
+        var cutAt: Double?
 
         init(_ connection: ControlConnection, cursor: Int64) {
             self.connection = connection
@@ -80,7 +83,7 @@ public final class Watchers: @unchecked Sendable {
             let watching = lock.withLock { watchers.filter(\.connection.isOpen) }
             // Those with room get the next events after their place, read once for all at the same place.
             var more = false
-            let needy = watching.filter { $0.pending.count < bufferLimit }
+            let needy = watching.filter { $0.pending.count < bufferLimit && $0.cutAt == nil }
             for (from, group) in Dictionary(grouping: needy, by: \.cursor) {
                 guard let events = try? store.events(after: from, limit: 1000), let last = events.last else {
                     continue
@@ -98,6 +101,14 @@ public final class Watchers: @unchecked Sendable {
             }
             let now = HookSystem.monotonicNow()
             for watcher in watching {
+                if let cutAt = watcher.cutAt {
+                    // Its last line, if it reads again soon; then (or anyway, after a while) it is closed.
+                    if let sent = watcher.connection.sendAvailable(watcher.pending) {
+                        watcher.pending.removeFirst(sent)
+                    }
+                    if watcher.pending.isEmpty || now - cutAt > farewellLimit { watcher.connection.cutOff(last: []) }
+                    continue
+                }
                 if watcher.pending.isEmpty {
                     watcher.progressed = now
                     continue
@@ -108,7 +119,7 @@ public final class Watchers: @unchecked Sendable {
                     watcher.pending.removeFirst(sent)
                     watcher.progressed = now
                 } else if now - watcher.progressed > stallLimit {
-                    cutOff(watcher)
+                    cutOff(watcher, now: now)
                 }
             }
             lock.withLock { watchers = watchers.filter(\.connection.isOpen) }
@@ -116,7 +127,12 @@ public final class Watchers: @unchecked Sendable {
         }
     }
 
-    private func cutOff(_ watcher: Watcher) {
+    /// How long a watcher that was cut off is given to take the line that says why.
+    private let farewellLimit: Double = 30
+
+    /// Sends it no more events; what it is still sent is the rest of the line it has the start of, and a
+    /// line saying why (once its socket takes them).
+    private func cutOff(_ watcher: Watcher, now: Double) {
         var last: [UInt8] = []
         // End the line the client has the start of, so that the reason is a line of its own.
         if watcher.midLine, let newline = watcher.pending.firstIndex(of: 10) {
@@ -128,7 +144,7 @@ public final class Watchers: @unchecked Sendable {
                 + "read them as they come, and catch up with `geofence events`")
         last += ControlResponse(id: nil, result: .failure(reason)).line.utf8
         last.append(10)
-        watcher.pending = []
-        watcher.connection.cutOff(last: last)
+        watcher.pending = last
+        watcher.cutAt = now
     }
 }
