@@ -14,6 +14,13 @@ public enum CLIReference {
 
             - Every command takes `--state-dir DIR` (default `$GEOFENCE_STATE_DIR`, else `/var/lib/geofence`
               as root, else `$XDG_STATE_HOME/geofence`) and `--json` (JSON instead of text, for scripts).
+            - Which store a command acts on: the one in the state directory it is given. A running engine
+              says which state directory it serves (the socket's `hello`). With no `--state-dir` and no
+              `$GEOFENCE_STATE_DIR`, a command asks the engine that answers on the socket, whatever it
+              serves. Given a state directory that is not the engine's (compared as canonical paths; one
+              that does not exist is never the engine's), a command acts on that store itself, as with no
+              engine running; `watch` then fails (exit 69) naming both directories, and so does any command
+              whose directory another engine holds on another socket (give that engine's `--socket`).
             - Commands that talk to gpsd take `--gpsd HOST[:PORT[:DEVICE]]` (default `$GEOFENCE_GPSD`, else
               `localhost:2947`).
             - Durations: `500ms`, `90s`, `5m`, `1h30m`, `2d`, or a number of seconds. Timestamps: RFC 3339,
@@ -37,7 +44,7 @@ public enum CLIReference {
             | 70 | internal error |
             | 73 | cannot create: the state directory or a file |
             | 74 | I/O error: the store could not be written (a full disk) |
-            | 75 | temporary failure: the store is busy, or another engine runs on the state directory |
+            | 75 | temporary failure: the store is busy, the engine has too many clients (`busy`), or another engine runs on the state directory |
             | 77 | permission denied |
             | 78 | configuration: a store written by a newer geofence |
 

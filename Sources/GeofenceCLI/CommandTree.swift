@@ -5,6 +5,11 @@ enum CommandTree {
         help: "Directory holding the store (geofence.db). Created with mode 0700 when missing.",
         defaultDescription: StateDirectory.helpDefault, environment: "GEOFENCE_STATE_DIR", inherited: true)
     static let json = OptionSpec.flag("--json", help: "Print JSON instead of text, for scripts.", inherited: true)
+    static let requestID = OptionSpec.value(
+        "--request-id", valueName: "id",
+        help: """
+            Make the change under this id (1 to 128 bytes; generated when not given). A running engine records             it: the same command again with the same id is answered from the record, not applied twice.
+            """)
 
     static let root = CommandSpec(
         name: "geofence",
@@ -71,6 +76,7 @@ enum CommandTree {
             .value("--on-exit", valueName: "command", help: "Shell command run on exit."),
             .value("--on-dwell", valueName: "command", help: "Shell command run on dwell."),
             .flag("--replace", help: "Replace a region with the same id instead of failing."),
+            requestID,
         ],
         examples: [
             Example(
@@ -85,6 +91,7 @@ enum CommandTree {
         name: "remove",
         abstract: "Remove regions by id.",
         discussion: "All or nothing: if any id does not exist, nothing is removed. Events already recorded are kept.",
+        options: [requestID],
         arguments: [.repeating("id", help: "Ids of the regions to remove.", atLeastOne: true)],
         examples: [Example("Stop watching the depot:", "geofence remove depot")])
 
@@ -118,6 +125,7 @@ enum CommandTree {
         options: [
             .flag("--replace", help: "Replace regions whose ids already exist."),
             .flag("--dry-run", help: "Check the file and report, store nothing."),
+            requestID,
         ],
         arguments: [.required("file", help: "The regions file, or - for standard input.")],
         examples: [

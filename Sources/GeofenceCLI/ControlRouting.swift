@@ -58,15 +58,55 @@ enum PolicyFile {
     }
 }
 
+/// Where a command's requests go: the engine that answers on the socket, when it serves the state directory
+/// the command names, else the store itself, in this process.
+struct EngineRoute {
+    /// The engine's socket; nil: in-process, on the store.
+    var socket: String?
+    /// What the engine said of itself (`hello`).
+    var engine: JSONObject?
+    /// An engine that answered but serves another state directory than the one given (`--state-dir` or
+    /// `GEOFENCE_STATE_DIR`): its socket and its state directory. The command then acts on its own store.
+    var other: (socket: String, stateDirectory: String)?
+}
+
 extension CommandContext {
     var me: ControlPeer { ControlPeer(pid: getpid(), uid: getuid(), gid: getgid()) }
 
-    /// The running engine's socket, if one answers.
-    func engineSocket() -> String? {
-        ControlSocket.candidates(option: arguments.value("--socket"), environment: environment).first {
-            ControlClient.isListening($0)
+    /// The state directory given explicitly (option or environment), not the default.
+    var explicitStateDirectory: String? { arguments.value("--state-dir") }
+
+    /// Which engine, if any, this command talks to. An engine answers on the socket with the state directory
+    /// it serves (`hello`); when a state directory is given explicitly and it is not the same directory
+    /// (canonical paths; one that does not exist is never the same), the command acts on the store it names
+    /// in-process, as with no engine, unless an engine holds that store (elsewhere): then it refuses, naming
+    /// both. Something that answers on the socket but refuses (`busy`) is that refusal.
+    func route() throws -> EngineRoute {
+        var other: (socket: String, stateDirectory: String)?
+        for path in ControlSocket.candidates(option: arguments.value("--socket"), environment: environment) {
+            switch ControlClient.greet(path) {
+            case .nobody:
+                continue
+            case .refused(let error):
+                throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+            case .engine(let hello):
+                let served = hello["stateDirectory"]?.stringValue ?? ""
+                guard let given = explicitStateDirectory, canonicalDirectory(given) != served else {
+                    return EngineRoute(socket: path, engine: hello)
+                }
+                if other == nil { other = (path, served) }
+            }
         }
+        if let other, let given = explicitStateDirectory, let pid = DaemonLock.holder(directory: given) {
+            throw CommandFailure(
+                "the engine at \(other.socket) serves \(other.stateDirectory), not \(given), which another engine"
+                    + (pid > 0 ? " (pid \(pid))" : "") + " serves: give that engine's --socket", exitCode: .unavailable)
+        }
+        return EngineRoute(other: other)
     }
+
+    /// The running engine's socket, if one answers and serves the state directory given (see `route()`).
+    func engineSocket() throws -> String? { try route().socket }
 
     /// The same handler the engine runs, on the store, in this process (no engine is running).
     func localHandler() throws -> ControlHandler {
@@ -79,7 +119,7 @@ extension CommandContext {
     /// order, or throws the first error as a one-line CLI failure.
     func call(_ requests: [ControlRequest]) throws -> [JSONValue] {
         let responses: [ControlResponse]
-        if let path = engineSocket() {
+        if let path = try engineSocket() {
             do {
                 responses = try ControlClient(path: path).call(requests)
             } catch {

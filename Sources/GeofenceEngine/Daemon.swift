@@ -61,14 +61,21 @@ public final class Daemon: Sendable {
         let signals = ShutdownSignals()
         let signalStream = signals.signals
         let c = configuration
+        // An engine on another state directory may hold the socket: said first, before anything is created in
+        // this one (the store, the lock file) or what may be a million regions are loaded only to fail
+        // (`ControlServer.start` checks again, for one started meanwhile). An engine already on this state
+        // directory is the lock's refusal, which only reads the lock file.
+        if let path = c.socketPath, ControlClient.isListening(path) {
+            if let pid = DaemonLock.holder(directory: c.stateDirectory) {
+                throw DaemonLock.Held(
+                    path: (c.stateDirectory as NSString).appendingPathComponent(DaemonLock.fileName),
+                    pid: pid > 0 ? pid : nil)
+            }
+            throw ControlSocketError(description: "another geofence engine is listening on \(path)")
+        }
         let store = try StateStore(directory: c.stateDirectory)
         let lock = try DaemonLock(directory: c.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
-        // An engine on another state directory may hold the socket: said now, before loading what may be a
-        // million regions only to fail (`ControlServer.start` checks again, for one started meanwhile).
-        if let path = c.socketPath, ControlClient.isListening(path) {
-            throw ControlSocketError(description: "another geofence engine is listening on \(path)")
-        }
 
         let source: any FixSource
         switch c.source {
@@ -113,10 +120,14 @@ public final class Daemon: Sendable {
                     hooks.wake()
                     Task { await service.apply(change) }
                 },
-                subscribe: { watchers.add($0) })
+                subscribe: { watchers.add($0) },
+                engine: EngineIdentity(
+                    stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
+                    version: version, started: started, source: source.label))
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
+            s.trust = { handler.trust($0) }
             try s.start()
             server = s
             logger.info("control socket at \(path)")

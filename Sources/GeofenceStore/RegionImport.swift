@@ -123,6 +123,12 @@ public final class RegionImport: Sendable {
     /// `StateStore.importRegions` does (nothing is then stored).
     public func commit() throws { try writer.end(.commit) }
 
+    /// Commits, recording `answer` under `request` in the same transaction (a retry with the same id is
+    /// then answered from the record).
+    public func commit(request: RequestRecord, answer: String) throws {
+        try writer.end(.commit, record: (request, answer))
+    }
+
     /// Drops everything of the import and releases the write lock; returns once it is released. Harmless
     /// once ended.
     public func rollback() { try? writer.end(.rollback) }
@@ -139,6 +145,8 @@ private final class RegionImportWriter: @unchecked Sendable {
     private var ready = false
     private var finished = false
     private var stored = 0
+    /// Recorded with the commit.
+    private var record: (RequestRecord, String)?
 
     enum Ending {
         case commit
@@ -177,9 +185,12 @@ private final class RegionImportWriter: @unchecked Sendable {
         }
     }
 
-    func end(_ how: Ending) throws {
+    func end(_ how: Ending, record: (RequestRecord, String)? = nil) throws {
         try condition.withLock {
-            if ending == nil { ending = how }
+            if ending == nil {
+                ending = how
+                self.record = record
+            }
             condition.broadcast()
             while !finished { condition.wait() }
             if let failure { throw failure }
@@ -212,6 +223,9 @@ private final class RegionImportWriter: @unchecked Sendable {
                 } else {
                     if how == .commit {
                         try inserter.finish()
+                        if let (request, answer) = condition.withLock({ record }) {
+                            try StateStore.record(request, answer: answer, now: now, db: connection)
+                        }
                         try connection.execute("COMMIT TRANSACTION")
                     } else {
                         connection.rollbackIgnoringErrors()

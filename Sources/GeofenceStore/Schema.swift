@@ -6,6 +6,7 @@ enum Schema {
         registerCore(&m)
         registerHooks(&m)
         registerControl(&m)
+        registerRequests(&m)
         return m
     }
 

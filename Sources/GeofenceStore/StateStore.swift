@@ -196,7 +196,7 @@ public final class StateStore: Sendable {
         try statement.bind(now.timeIntervalSince1970, at: 13)
     }
 
-    private static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
+    static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
         if replace {
             try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
         }
@@ -287,6 +287,17 @@ public final class StateStore: Sendable {
                 all.append(try StateStore.decodeRegion($0))
             }
             return all
+        }
+    }
+
+    /// At most `limit` regions after `seq`, in order: a page, for reading a million regions a part at a time.
+    public func regions(afterSeq seq: Int64, limit: Int) throws -> [StoredRegion] {
+        try queue.read { db in
+            var page: [StoredRegion] = []
+            try db.forEachRow(
+                "SELECT \(StateStore.regionColumns) FROM regions WHERE seq > ? ORDER BY seq LIMIT ?", [seq, limit]
+            ) { page.append(try StateStore.decodeRegion($0)) }
+            return page
         }
     }
 

@@ -68,7 +68,13 @@ enum ControlCommands {
     }
 
     static func watch(_ c: CommandContext) throws {
-        guard let path = c.engineSocket() else {
+        let route = try c.route()
+        if let other = route.other, route.socket == nil {
+            throw CommandFailure(
+                "no engine serves \(c.stateDirectory) to watch: the engine at \(other.socket) serves "
+                    + "\(other.stateDirectory)", exitCode: .unavailable)
+        }
+        guard let path = route.socket else {
             throw CommandFailure(
                 "no engine is running to watch (looked for its socket at "
                     + ControlSocket.candidates(option: c.arguments.value("--socket"), environment: c.environment)
@@ -89,6 +95,13 @@ enum ControlCommands {
                         return false
                     }
                     return true
+                }
+                // Events are not answers; an answer after them is the engine ending the watch (cut off).
+                if line.hasPrefix(#"{"ok":false"#), let response = ControlResponse.parse(Array(line.utf8)),
+                    case .failure(let e) = response.result
+                {
+                    failure = e
+                    return false
                 }
                 c.console.print(line)
                 // Its reader went away (`| head -n 1`): an end as the user's Ctrl-C is.

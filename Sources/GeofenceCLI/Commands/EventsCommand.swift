@@ -23,8 +23,20 @@ enum EventsCommand {
         let limit = try a.integer("--limit") ?? 50
         guard limit >= 1 else { throw c.usage("invalid value for --limit: must be 1 or more") }
         let query = try eventQuery(c)
-        let store = try c.openStore()
         let follow = a.flag("--follow")
+        let route = try c.route()
+        let directory = route.engine?["stateDirectory"]?.stringValue ?? c.stateDirectory
+        if route.socket != nil, !FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName) {
+            // The engine's store is not this user's to read (a granted user): its events come through the socket.
+            guard query.isEmpty else {
+                throw CommandFailure(
+                    "--region, --subject, --type and --since read the store, and \(ControlHandler.userName(getuid())) "
+                        + "cannot read the engine's", exitCode: .noPermission)
+            }
+            return try listThroughEngine(
+                c, filter: chosen.first.map { String($0.0.dropFirst(2)) } ?? "all", limit: limit)
+        }
+        let store = try StateStore(directory: directory)
         // Take the follow positions before listing, so nothing that happens in between is missed (at worst a
         // change is printed twice).
         let startChange = follow ? try store.latestDeliveryChange() : 0
@@ -85,6 +97,58 @@ enum EventsCommand {
             }
         }
         return EventQuery(region: a.value("--region"), subject: a.value("--subject"), types: types, since: since)
+    }
+
+    /// `events` through the engine's socket, for a user who may see them but cannot read the store.
+    private static func listThroughEngine(_ c: CommandContext, filter: String, limit: Int) throws {
+        if c.arguments.flag("--follow") {
+            throw CommandFailure(
+                "--follow reads the store, and \(ControlHandler.userName(getuid())) cannot read the engine's: "
+                    + "follow live events with `geofence watch`", exitCode: .noPermission)
+        }
+        let items = try c.call(.events, ["filter": .string(filter), "limit": .number(Double(limit))]).arrayValue ?? []
+        if c.json {
+            c.console.print(JSONValue.array(items).serialized())
+        } else if items.isEmpty {
+            c.console.message(filter == "all" ? "No events yet." : "No \(filter) deliveries.")
+        } else {
+            var table = TextTable([
+                "SEQ", "TIME", "EVENT", "REGION", "DELIVERY", "HOOK", "STATUS", "TRIES", "RESULT", "OUTPUT",
+            ])
+            for e in items {
+                let eventColumns = [
+                    String(e["seq"]?.intValue ?? 0), e["time"]?.stringValue ?? "", e["type"]?.stringValue ?? "",
+                    e["region"]?.stringValue ?? e["subject"]?.stringValue ?? "-",
+                ]
+                let deliveries = e["deliveries"]?.arrayValue ?? []
+                let dispatched = e["dispatched"]?.boolValue ?? false
+                if deliveries.isEmpty {
+                    table.add(
+                        eventColumns + [dispatched ? "-" : "(not yet)", dispatched ? "no hooks" : "", "", "", "", ""])
+                }
+                for (i, d) in deliveries.enumerated() {
+                    var result: [String] = [d["lastError"]?.stringValue].compactMap { $0 }
+                    if d["timedOut"]?.boolValue == true {
+                        result.append("timed out")
+                    } else if let signal = d["lastSignal"]?.intValue {
+                        result.append("signal \(signal)")
+                    } else if let exit = d["lastExit"]?.intValue {
+                        result.append("exit \(exit)")
+                    }
+                    let output = d["stderr"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? d["stdout"]?.stringValue
+                    var line = output?.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+                    line = String(line.unicodeScalars.filter { $0.properties.generalCategory != .control })
+                    table.add(
+                        (i == 0 ? eventColumns : ["", "", "", ""]) + [
+                            String(d["id"]?.intValue ?? 0), d["hook"]?.stringValue ?? "",
+                            d["status"]?.stringValue ?? "",
+                            String(d["attempts"]?.intValue ?? 0), result.joined(separator: ", "),
+                            line.count > 40 ? String(line.prefix(37)) + "..." : line,
+                        ])
+                }
+            }
+            c.console.write(table.render())
+        }
     }
 
     private static func latestSeq(_ store: StateStore) throws -> Int64 {
@@ -162,43 +226,9 @@ enum EventsCommand {
         return line.count > width ? String(line.prefix(width - 3)) + "..." : line
     }
 
-    static func json(_ item: EventDeliveries) -> JSONObject {
-        let e = item.event
-        var o: JSONObject = ["seq": .number(Double(e.seq)), "id": .string(e.id), "type": .string(e.type)]
-        if let region = e.region { o["region"] = .string(region) }
-        if let subject = e.subject { o["subject"] = .string(subject) }
-        o["time"] = .string(TimestampParser.format(e.time))
-        o["createdAt"] = .string(TimestampParser.format(e.createdAt))
-        o["event"] = (try? JSON.parse(e.body)) ?? .string(e.body)
-        o["dispatched"] = .bool(item.dispatched)
-        o["deliveries"] = .array(item.deliveries.map { .object(json($0)) })
-        return o
-    }
+    static func json(_ item: EventDeliveries) -> JSONObject { EventReport.json(item) }
 
-    static func json(_ d: StoredDelivery) -> JSONObject {
-        var o: JSONObject = [
-            "id": .number(Double(d.id)), "hook": .string(hookName(d.hook)),
-            "regionHook": .bool(d.hook == "region"), "command": .string(d.command),
-            "status": .string(d.status.rawValue), "attempts": .number(Double(d.attempts)),
-        ]
-        if d.status == .pending { o["nextAttemptAt"] = .string(TimestampParser.format(d.nextAttemptAt)) }
-        o["createdAt"] = .string(TimestampParser.format(d.createdAt))
-        if let t = d.startedAt { o["startedAt"] = .string(TimestampParser.format(t)) }
-        if let t = d.finishedAt { o["finishedAt"] = .string(TimestampParser.format(t)) }
-        if let v = d.lastExit { o["lastExit"] = .number(Double(v)) }
-        if let v = d.lastSignal { o["lastSignal"] = .number(Double(v)) }
-        if d.timedOut { o["timedOut"] = .bool(true) }
-        if let v = d.lastError { o["lastError"] = .string(v) }
-        if let v = d.lastDuration { o["lastDuration"] = .number((v * 1000).rounded() / 1000) }
-        o["stdout"] = .string(String(decoding: d.stdout, as: UTF8.self))
-        o["stderr"] = .string(String(decoding: d.stderr, as: UTF8.self))
-        o["stdoutBytes"] = .number(Double(d.stdoutBytes))
-        o["stderrBytes"] = .number(Double(d.stderrBytes))
-        o["history"] = .array(d.history.map { .object($0.json) })
-        o["orderKey"] = .string(d.orderKey)
-        if let uid = d.runAs { o["runAs"] = .number(Double(uid)) }
-        return o
-    }
+    static func json(_ d: StoredDelivery) -> JSONObject { EventReport.json(d) }
 
     // MARK: --follow
 

@@ -54,20 +54,28 @@ enum RegionCommands {
             }
         }
 
+        let requestID = try self.requestID(c)
         func request(id: String) throws -> ControlRequest {
             let definition = RegionJSON.encode(try makeRegion(id: id))
             return ControlRequest(
-                method: .add, params: ["region": .object(definition), "replace": .bool(a.flag("--replace"))])
+                method: .add,
+                params: [
+                    "region": .object(definition), "replace": .bool(a.flag("--replace")),
+                    "requestId": .string(requestID),
+                ])
         }
         var result: JSONValue
         if let id = a.value("--id") {
-            result = try c.call([request(id: id)])[0]
+            result = try interruptible(requestID, check: "geofence show \(id)") { try c.call([request(id: id)])[0] }
         } else {
             // A generated id: retry on the (astronomically unlikely) collision rather than fail.
             var attempt = 0
             while true {
+                let id = generatedID()
                 do {
-                    result = try c.call([request(id: generatedID())])[0]
+                    result = try interruptible(requestID, check: "geofence show \(id)") {
+                        try c.call([request(id: id)])[0]
+                    }
                     break
                 } catch let failure as CommandFailure where failure.exitCode == .dataError && attempt < 5 {
                     attempt += 1
@@ -110,6 +118,31 @@ enum RegionCommands {
         return text
     }
 
+    /// `--request-id`, checked, else a new one: the id under which the engine records the change.
+    static func requestID(_ c: CommandContext) throws -> String {
+        guard let given = c.arguments.value("--request-id") else {
+            return "req-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        }
+        guard !given.isEmpty, given.utf8.count <= 128, !given.unicodeScalars.contains(where: { $0.value < 32 })
+        else {
+            throw c.usage("invalid value for --request-id: must be 1 to 128 bytes, no control characters")
+        }
+        return given
+    }
+
+    /// Runs a change; when the engine went away after the request was sent, says that it may have been
+    /// applied, how to check, and how to retry it safely.
+    static func interruptible<T>(_ requestID: String, check: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as CommandFailure where failure.message == ControlClient.noAnswer {
+            throw CommandFailure(
+                "the engine closed the connection before answering: the change may have been applied. Check with "
+                    + "`\(check)`, or run the same command again with --request-id \(requestID): a change the "
+                    + "engine has made is answered from its record, not made twice", exitCode: .unavailable)
+        }
+    }
+
     static func generatedID() -> String {
         let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
         var rng = SystemRandomNumberGenerator()
@@ -118,7 +151,10 @@ enum RegionCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let result = try c.call(.remove, ["ids": .array(ids.map { .string($0) })])
+        let requestID = try self.requestID(c)
+        let result = try interruptible(requestID, check: "geofence list") {
+            try c.call(.remove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
+        }
         if c.json {
             c.console.print(result.serialized())
         } else {
@@ -129,6 +165,7 @@ enum RegionCommands {
     }
 
     static func list(_ c: CommandContext) throws {
+        if let path = try c.engineSocket() { return try listStreamed(c, path: path) }
         let regions = try c.call(.list).arrayValue ?? []
         if c.json {
             c.console.print(JSONValue.array(regions).serialized())
@@ -150,6 +187,98 @@ enum RegionCommands {
             ])
         }
         c.console.write(table.render())
+    }
+
+    /// Output written in pieces of about 64 KiB, so a million regions cost neither a million writes nor
+    /// their whole text in memory.
+    final class ChunkedOutput {
+        private let console: Console
+        private var pending = ""
+
+        init(_ console: Console) { self.console = console }
+
+        func write(_ text: String) {
+            pending += text
+            if pending.utf8.count >= 65_536 { flush() }
+        }
+
+        func flush() {
+            if !pending.isEmpty { console.write(pending) }
+            pending = ""
+        }
+    }
+
+    /// Regions through the engine, as they come (`list`/`export` with `stream`): each region goes to `item`,
+    /// then the engine's closing answer says how many (or why it stopped).
+    static func streamRegions(
+        _ c: CommandContext, path: String, _ method: ControlMethod, _ item: (ArraySlice<UInt8>) throws -> Void
+    ) throws -> Int {
+        let response: ControlResponse
+        do {
+            response = try ControlClient(path: path).streamed(
+                ControlRequest(method: method, params: ["stream": true]), item)
+        } catch let error as ControlError {
+            throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+        }
+        switch response.result {
+        case .success(let value): return value["count"]?.intValue ?? 0
+        case .failure(let error):
+            throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .failure)
+        }
+    }
+
+    /// `list` through the engine, streamed: JSON as it comes; a table whose columns are as wide as the
+    /// widest cell so far (set by the first thousand rows, widened by later ones).
+    static func listStreamed(_ c: CommandContext, path: String) throws {
+        let out = ChunkedOutput(c.console)
+        if c.json {
+            var first = true
+            out.write("[")
+            _ = try streamRegions(c, path: path, .list) { line in
+                out.write((first ? "" : ",") + String(decoding: line, as: UTF8.self))
+                first = false
+            }
+            out.write("]\n")
+            out.flush()
+            return
+        }
+        let header = ["ID", "NAME", "LAT", "LON", "RADIUS", "NOTIFY", "STATUS"]
+        var widths = header.map(\.count)
+        var rows: [[String]] = []
+        var printedHeader = false
+        func emit() {
+            for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+            for row in (printedHeader ? [] : [header]) + rows {
+                var line = ""
+                for (i, cell) in row.enumerated() {
+                    line +=
+                        i == row.count - 1 ? cell : cell.padding(toLength: widths[i] + 2, withPad: " ", startingAt: 0)
+                }
+                while line.hasSuffix(" ") { line.removeLast() }
+                out.write(line + "\n")
+            }
+            printedHeader = true
+            rows.removeAll(keepingCapacity: true)
+        }
+        let count = try streamRegions(c, path: path, .list) { line in
+            guard let r = try? JSON.parse(line) else { return }
+            rows.append(
+                [
+                    r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
+                    RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
+                    RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
+                    RegionOutput.metres(r["radius"]?.doubleValue ?? .nan),
+                    (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
+                    RegionOutput.status(r),
+                ].map { $0.replacingOccurrences(of: "\n", with: "\\n") })
+            if rows.count == 1000 { emit() }
+        }
+        if count == 0 {
+            c.console.message("No regions. Add one with: geofence add --lat LAT --lon LON --radius METRES")
+            return
+        }
+        emit()
+        out.flush()
     }
 
     static func show(_ c: CommandContext) throws {
@@ -229,30 +358,27 @@ enum RegionCommands {
             if !expired.isEmpty { c.console.message(pastExpiryWarning(expired)) }
             return
         }
-        if c.engineSocket() == nil {
-            // No engine: straight into the store, in one transaction, with a progress bar.
-            let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
-            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
-            progress.finish()
-        } else {
+        if let path = try c.engineSocket() {
             // Through the engine, in parts under the 1 MiB request limit: the engine checks and stores each
             // part while the next is made, and commits them all with the last.
-            guard let path = c.engineSocket() else {
-                throw CommandFailure("the engine stopped", exitCode: .unavailable)
-            }
             let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
             let total = regions.count
-            let parts = ImportParts(file: bytes, regions: regions, replace: replace, limit: 768 * 1024) { sent in
+            let requestID = try self.requestID(c)
+            let parts = ImportParts(
+                file: bytes, regions: regions, replace: replace, requestID: requestID, limit: 768 * 1024
+            ) { sent in
                 progress.update(sent)
                 guard sent == total, c.console.stderrIsTerminal else { return }
                 progress.finish()
                 c.console.writeError("the engine is storing them...\n")
             }
-            let responses: [ControlResponse]
-            do throws(ControlError) {
-                responses = try ControlClient(path: path).call(lines: parts)
-            } catch {
-                throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+            let responses: [ControlResponse] = try interruptible(requestID, check: "geofence list") {
+                do throws(ControlError) {
+                    return try ControlClient(path: path).call(lines: parts)
+                } catch {
+                    throw CommandFailure(
+                        error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)
+                }
             }
             // The last answer is the import's (the earlier ones only say a part was staged).
             if let failed = responses.last(where: { if case .failure = $0.result { true } else { false } }),
@@ -260,6 +386,11 @@ enum RegionCommands {
             {
                 throw CommandFailure(error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .failure)
             }
+        } else {
+            // No engine: straight into the store, in one transaction, with a progress bar.
+            let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
+            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
+            progress.finish()
         }
         let seconds = Date().timeIntervalSince(started)
         report(c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)
@@ -280,6 +411,9 @@ enum RegionCommands {
 
     static func export(_ c: CommandContext) throws {
         let format = c.arguments.value("--format") ?? "json"
+        if format == "json" || format == "geojson", let path = try c.engineSocket() {
+            return try exportStreamed(c, path: path, geoJSON: format == "geojson")
+        }
         let document: JSONValue
         switch format {
         case "json":
@@ -304,6 +438,63 @@ enum RegionCommands {
             if !c.json { c.console.message("Exported \(count) regions to \(output)") }
         } else {
             c.console.write(text)
+        }
+    }
+
+    /// `export` through the engine, streamed: the same text as `document.serialized(pretty: true)` would
+    /// be, written region by region (to the output file's temporary twin, renamed into place at the end).
+    static func exportStreamed(_ c: CommandContext, path: String, geoJSON: Bool) throws {
+        let output = c.arguments.value("--output").flatMap { $0 == "-" ? nil : $0 }
+        var file: FileHandle?
+        var temporary: String?
+        if let output {
+            let twin = output + ".geofence-\(getpid())"
+            guard FileManager.default.createFile(atPath: twin, contents: nil),
+                let handle = FileHandle(forWritingAtPath: twin)
+            else {
+                throw CommandFailure("cannot write \(output): it cannot be created", exitCode: .cantCreate)
+            }
+            file = handle
+            temporary = twin
+        }
+        defer {
+            try? file?.close()
+            if let temporary { unlink(temporary) }
+        }
+        var pending = ""
+        func write(_ text: String, force: Bool = false) throws {
+            pending += text
+            guard force || pending.utf8.count >= 65_536 else { return }
+            if let file {
+                do {
+                    try file.write(contentsOf: Data(pending.utf8))
+                } catch {
+                    throw CommandFailure(
+                        "cannot write \(output ?? "-"): \(error.localizedDescription)", exitCode: .ioError)
+                }
+            } else {
+                c.console.write(pending)
+            }
+            pending = ""
+        }
+        try write(geoJSON ? "{\n  \"type\": \"FeatureCollection\",\n  \"features\": [" : "{\n  \"regions\": [")
+        var count = 0
+        count = try streamRegions(c, path: path, geoJSON ? .list : .export) { line in
+            guard var item = try? JSON.parse(line) else { return }
+            if geoJSON { item = .object(RegionOutput.geoJSONFeature(item)) }
+            try write(
+                (count == 0 ? "\n    " : ",\n    ")
+                    + item.serialized(pretty: true).replacingOccurrences(of: "\n", with: "\n    "))
+            count += 1
+        }
+        try write(count == 0 ? "]\n}\n" : "\n  ]\n}\n", force: true)
+        if let output, let temporary {
+            try? file?.synchronize()
+            guard rename(temporary, output) == 0 else {
+                throw CommandFailure(
+                    "cannot write \(output): \(String(cString: strerror(errno)))", exitCode: .cantCreate)
+            }
+            if !c.json { c.console.message("Exported \(count) regions to \(output)") }
         }
     }
 
@@ -338,12 +529,16 @@ struct ImportParts: Sequence, IteratorProtocol {
     private let entries: Entries
     private let count: Int
     let replace: Bool
+    let requestID: String?
     let limit: Int
     let progress: (Int) -> Void
     private var position = 0
     private var done = false
 
-    init(file: [UInt8], regions: [Region], replace: Bool, limit: Int, progress: @escaping (Int) -> Void) {
+    init(
+        file: [UInt8], regions: [Region], replace: Bool, requestID: String? = nil, limit: Int,
+        progress: @escaping (Int) -> Void
+    ) {
         if let ranges = RegionJSON.entryRanges(in: file), ranges.count == regions.count {
             entries = .cut(file, ranges)
         } else {
@@ -351,6 +546,7 @@ struct ImportParts: Sequence, IteratorProtocol {
         }
         count = regions.count
         self.replace = replace
+        self.requestID = requestID
         self.limit = limit
         self.progress = progress
     }
@@ -358,6 +554,11 @@ struct ImportParts: Sequence, IteratorProtocol {
     mutating func next() -> String? {
         guard !done else { return nil }
         var line = Array(#"{"method":"\#(ControlMethod.importRegions.rawValue)","params":{"replace":\#(replace),"#.utf8)
+        if let requestID {
+            line += #""requestId":"#.utf8
+            line += JSONValue.string(requestID).serialized().utf8
+            line.append(UInt8(ascii: ","))
+        }
         line += #""regions":["#.utf8
         let header = line.count
         line.reserveCapacity(header + limit + 32)

@@ -58,14 +58,18 @@ enum StatusCommand {
         let address = try c.gpsdAddress()
         let wait = try c.positiveDuration("--wait", default: 2)
 
-        let directory = c.stateDirectory
-        // The engine's view, through its socket (what this user may see of it), when it runs.
-        let engine: JSONValue? = c.engineSocket() != nil ? (try? c.call(.status)) : nil
+        // The engine's view, through its socket (what this user may see of it), when it runs; then its state
+        // directory is the one reported.
+        let route = try c.route()
+        let directory = route.engine?["stateDirectory"]?.stringValue ?? c.stateDirectory
+        let engine: JSONValue? = route.socket != nil ? (try? c.call(.status)) : nil
         // The store, when this user can read it: the engine's own notes (source, last fix) are there.
         let store: StateStore? =
             FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName)
-            ? try? c.openStore() : nil
-        let daemonPID = DaemonLock.holder(directory: directory)
+            ? try? StateStore(directory: directory) : nil
+        // A user who cannot read the lock file learns from the engine itself that it runs.
+        let daemonPID =
+            DaemonLock.holder(directory: directory) ?? engine?["engine"]?["pid"]?.intValue.map { Int32($0) }
         var settings: [String: String] = [:]
         var regionCounts: [String: Int] = [:]
         var eventCount: Int?
@@ -90,6 +94,13 @@ enum StatusCommand {
             }
         }
         if let engine {
+            let about = engine["engine"]
+            if settings[DaemonSettings.started] == nil {
+                settings[DaemonSettings.started] = about?["started"]?.stringValue
+            }
+            if settings[DaemonSettings.sourceAddress] == nil {
+                settings[DaemonSettings.sourceAddress] = about?["source"]?.stringValue
+            }
             servicesOn = engine["services"]?.stringValue != "off"
             if let counts = engine["regions"]?.objectValue {
                 regionCounts = Dictionary(

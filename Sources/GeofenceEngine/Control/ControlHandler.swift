@@ -16,6 +16,8 @@ public final class ControlHandler: Sendable {
     let changed: @Sendable (Change) -> Void
     /// For `watch`: registers a subscriber; nil when no engine runs.
     private let subscribe: (@Sendable (ControlConnection) -> Void)?
+    /// The engine this handler runs in, for `hello` and `status`; nil in the CLI's in-process mode.
+    private let engine: EngineIdentity?
     private let ids = EventIDSource()
 
     /// Changes the engine reacts to.
@@ -27,12 +29,13 @@ public final class ControlHandler: Sendable {
 
     public init(
         store: StateStore, policy: AccessPolicy, changed: @escaping @Sendable (Change) -> Void = { _ in },
-        subscribe: (@Sendable (ControlConnection) -> Void)? = nil
+        subscribe: (@Sendable (ControlConnection) -> Void)? = nil, engine: EngineIdentity? = nil
     ) {
         self.store = store
         self.policy = policy
         self.changed = changed
         self.subscribe = subscribe
+        self.engine = engine
     }
 
     /// Runs one request for `peer`. `connection` is nil in the CLI's in-process mode. Returns nil when the
@@ -87,6 +90,16 @@ public final class ControlHandler: Sendable {
         return String(cString: name)
     }
 
+    /// How far the control socket trusts `uid` when it connects (its connection limits).
+    public func trust(_ uid: UInt32) -> ControlTrust {
+        if policy.isPrivileged(uid) { return .privileged }
+        do {
+            return try authorize(.list, uid: uid) == nil ? .authorized : .other
+        } catch {
+            return .other
+        }
+    }
+
     /// The refusal for `uid` calling `method`, or nil when it may.
     func authorize(_ method: ControlMethod, uid: UInt32) throws -> ControlError? {
         if policy.isPrivileged(uid) || method.isOpen { return nil }
@@ -123,9 +136,15 @@ public final class ControlHandler: Sendable {
     private func perform(_ r: ControlRequest, peer: ControlPeer, connection: ControlConnection?) throws -> JSONValue {
         let p = r.params
         switch r.method {
+        case .hello:
+            return .object(
+                engine?.json ?? ["stateDirectory": .string(canonicalDirectory(store.directory) ?? store.directory)])
         case .status:
             return .object(try status(peer: peer))
         case .list:
+            if p["stream"]?.boolValue == true, let connection {
+                return try stream(to: connection) { RegionReport.json($0) }
+            }
             return .array(try store.regions().map { .object(RegionReport.json($0)) })
         case .show:
             let id = try string(p, "id")
@@ -147,17 +166,37 @@ public final class ControlHandler: Sendable {
                 throw ControlError(.invalid, error.description)
             }
             if !region.hooks.isEmpty { try checkHookOwner(peer.uid) }
-            let stored = try store.addRegion(region, replace: p["replace"]?.boolValue ?? false)
+            let replace = p["replace"]?.boolValue ?? false
+            let stored: StoredRegion
+            if let request = try requestRecord(p, .add, peer: peer) {
+                if let answer = try recordedAnswer(request) { return answer }
+                stored = try store.addRegion(region, replace: replace, request: request) {
+                    JSONValue.object(RegionReport.json($0)).serialized()
+                }
+            } else {
+                stored = try store.addRegion(region, replace: replace)
+            }
             changed(.regions)
             return .object(RegionReport.json(stored))
         case .remove:
             let ids = try strings(p, "ids")
-            let removed = try store.removeRegions(ids: ids)
+            let removed: [String]
+            if let request = try requestRecord(p, .remove, peer: peer) {
+                if let answer = try recordedAnswer(request) { return answer }
+                removed = try store.removeRegions(ids: ids, request: request) {
+                    JSONValue.object(["removed": .array($0.map { .string($0) })]).serialized()
+                }
+            } else {
+                removed = try store.removeRegions(ids: ids)
+            }
             changed(.regions)
             return ["removed": .array(removed.map { .string($0) })]
         case .importRegions:
             return try importRegions(p, peer: peer, connection: connection)
         case .export:
+            if p["stream"]?.boolValue == true, let connection {
+                return try stream(to: connection) { RegionJSON.encode($0.region) }
+            }
             return ["regions": .array(try store.regions().map { .object(RegionJSON.encode($0.region)) })]
         case .servicesGet:
             return ["on": .bool(try store.servicesOn())]
@@ -181,6 +220,19 @@ public final class ControlHandler: Sendable {
             connection.send(ControlResponse(id: r.id, result: .success(["watching": true])).line)
             subscribe(connection)
             throw Streaming()
+        case .events:
+            let filters: [String: DeliveryFilter] = [
+                "all": .all, "pending": .pending, "failed": .failed, "dead": .dead,
+            ]
+            let name = p["filter"]?.stringValue ?? "all"
+            guard let filter = filters[name] else {
+                throw ControlError(.badRequest, "params.filter must be all, pending, failed or dead")
+            }
+            let limit = p["limit"]?.intValue ?? 50
+            guard (1...100_000).contains(limit) else {
+                throw ControlError(.badRequest, "params.limit must be 1 to 100000")
+            }
+            return .array(try store.eventDeliveries(filter: filter, limit: limit).map { .object(EventReport.json($0)) })
         case .hookAdd:
             return .object(try addHook(p, peer: peer))
         case .hookList:
@@ -199,6 +251,45 @@ public final class ControlHandler: Sendable {
                 "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
             ]
         }
+    }
+
+    /// `list` and `export` with `stream`: one line per region, read from the store a page at a time and
+    /// written as the client takes them, so that neither end holds a million regions; the answer that
+    /// follows them says how many.
+    private func stream(to connection: ControlConnection, _ encode: (StoredRegion) -> JSONObject) throws -> JSONValue {
+        var count = 0
+        var after: Int64 = 0
+        while true {
+            let page = try store.regions(afterSeq: after, limit: 1000)
+            guard let last = page.last else { break }
+            // A page in one write: a million writes of one line each cost more than the lines.
+            let lines = page.map { JSONValue.object(encode($0)).serialized() }.joined(separator: "\n")
+            guard connection.send(lines) else { throw ControlError(.unavailable, "the client went away") }
+            count += page.count
+            after = last.seq
+        }
+        return ["count": .number(Double(count))]
+    }
+
+    /// The id a change is recorded under (`params.requestId`), for idempotent retries.
+    private func requestRecord(_ p: JSONObject, _ method: ControlMethod, peer: ControlPeer) throws -> RequestRecord? {
+        guard let value = p["requestId"] else { return nil }
+        guard let id = value.stringValue, !id.isEmpty, id.utf8.count <= 128 else {
+            throw ControlError(.badRequest, "params.requestId must be a string of 1 to 128 bytes")
+        }
+        return RequestRecord(id: id, uid: peer.uid, method: method.rawValue)
+    }
+
+    /// The answer recorded for a request made before (its change is not made again).
+    fileprivate func recordedAnswer(_ request: RequestRecord) throws -> JSONValue? {
+        guard let found = try store.recordedRequest(id: request.id, uid: request.uid) else { return nil }
+        guard found.method == request.method else {
+            throw ControlError(
+                .invalid,
+                "request id \"\(request.id.prefix(64))\" was used for \(found.method) already: give a new change a new id"
+            )
+        }
+        return try JSON.parse(Array(found.answer.utf8))
     }
 
     /// Thrown by `watch` once it has answered: the connection now belongs to the subscriber.
@@ -247,7 +338,13 @@ public final class ControlHandler: Sendable {
         var state = ImportInProgress(
             decoder: RegionEntryDecoder(now: Date(), createdBy: peer.uid), replace: p["replace"]?.boolValue ?? false,
             dryRun: p["dryRun"]?.boolValue ?? false)
-        if !state.dryRun && p["regions"]?.arrayValue != nil {
+        do {
+            state.request = try requestRecord(p, .importRegions, peer: peer)
+            if let request = state.request, !state.dryRun { state.recorded = try recordedAnswer(request) }
+        } catch {
+            state.refusal = ControlHandler.translate(error)
+        }
+        if !state.dryRun && p["regions"]?.arrayValue != nil && state.recorded == nil && state.refusal == nil {
             do {
                 state.storing = try RegionImport(store: store, replace: state.replace, now: state.decoder.now)
             } catch {
@@ -272,6 +369,10 @@ public final class ControlHandler: Sendable {
         /// A region with hooks from a client the engine takes none from: reported unless entries are bad.
         var hookRefusal: ControlError?
         var parts = 0
+        /// The id the import is recorded under when it commits.
+        var request: RequestRecord?
+        /// The answer of the same import made before (its parts are then only read, not stored again).
+        var recorded: JSONValue?
 
         func connectionClosed() { storing?.rollback() }
 
@@ -286,7 +387,7 @@ public final class ControlHandler: Sendable {
         /// Checks one part and stores its regions while everything so far is good.
         mutating func receive(_ p: JSONObject, handler: ControlHandler, peer: ControlPeer) {
             parts += 1
-            guard refusal == nil else { return }
+            guard refusal == nil, recorded == nil else { return }
             guard let part = p["regions"]?.arrayValue else {
                 return refuse(ControlError(.badRequest, "import needs params.regions (part \(parts) has none)"))
             }
@@ -328,6 +429,7 @@ public final class ControlHandler: Sendable {
         func finish(handler: ControlHandler, peer: ControlPeer) throws -> JSONValue {
             defer { storing?.rollback() }
             if let refusal { throw refusal }
+            if let recorded { return recorded }
             if !decoder.problems.isEmpty {
                 let problems = decoder.problems
                 throw ControlError(
@@ -342,13 +444,18 @@ public final class ControlHandler: Sendable {
             let count = JSONValue.number(Double(decoder.count))
             if dryRun { return ["checked": count, "imported": 0] }
             guard let storing else { throw ControlError(.internalError, "the import was not being stored") }
+            let answer: JSONValue = ["checked": count, "imported": count]
             do {
-                try storing.commit()
+                if let request {
+                    try storing.commit(request: request, answer: answer.serialized())
+                } else {
+                    try storing.commit()
+                }
             } catch {
                 throw ControlHandler.translate(error)
             }
             handler.changed(.regions)
-            return ["checked": count, "imported": count]
+            return answer
         }
     }
 
@@ -423,6 +530,8 @@ public final class ControlHandler: Sendable {
                             + "`geofence permission grant \(ControlHandler.userName(peer.uid))`")
         }
         var o: JSONObject = ["services": .string(servicesOn ? "on" : "off"), "you": .object(you)]
+        // That it runs, and on which store, is no secret: `hello` says as much to anyone.
+        if let engine { o["engine"] = .object(engine.json) }
         // What only an authorized client may see.
         if try authorize(.list, uid: peer.uid) == nil {
             var counts = JSONObject()
@@ -543,6 +652,42 @@ public final class ControlHandler: Sendable {
         guard let entry = getpwnam(text) else { throw ControlError(.notFound, "no user named \"\(text.prefix(64))\"") }
         return entry.pointee.pw_uid
     }
+}
+
+/// The running engine as `hello` tells it: which store it serves, so that a client given a state directory
+/// can tell whether this engine is the one to ask.
+public struct EngineIdentity: Sendable {
+    /// Canonical (`realpath`).
+    public var stateDirectory: String
+    public var pid: Int32
+    public var version: String
+    public var started: Date
+    public var source: String
+
+    public init(stateDirectory: String, pid: Int32, version: String, started: Date, source: String) {
+        self.stateDirectory = stateDirectory
+        self.pid = pid
+        self.version = version
+        self.started = started
+        self.source = source
+    }
+
+    public var json: JSONObject {
+        [
+            "stateDirectory": .string(stateDirectory), "pid": .number(Double(pid)), "version": .string(version),
+            "started": .string(TimestampParser.format(started)), "source": .string(source),
+        ]
+    }
+}
+
+/// The canonical path of an existing directory (symbolic links and `..` resolved), or nil when there is
+/// none: two state directories are the same only when both exist and this is equal.
+public func canonicalDirectory(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    var info = stat()
+    guard stat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+    return String(cString: resolved)
 }
 
 /// Event ids for events the handler makes (a lock around a generator, as requests come from many threads).

@@ -2,6 +2,9 @@ import GeofenceCore
 
 /// What a control-socket client asks (Docs/control-protocol.md). Pure: no I/O, so it can be fuzzed alone.
 public enum ControlMethod: String, Sendable, CaseIterable {
+    /// Which engine answers: its state directory (canonical), pid and version, so that a client can tell
+    /// whether it serves the store the client names.
+    case hello
     case status
     case list
     case show
@@ -17,12 +20,14 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     case permissionDeny = "permission.deny"
     case permissionReset = "permission.reset"
     case watch
+    /// The outbox's latest events and their hook deliveries (`geofence events`).
+    case events
     case hookAdd = "hook.add"
     case hookList = "hook.list"
     case hookRemove = "hook.remove"
 
     /// Methods any client may call, authorized or not: how else would it learn its status or ask.
-    public var isOpen: Bool { self == .status || self == .permissionRequest }
+    public var isOpen: Bool { self == .hello || self == .status || self == .permissionRequest }
 
     /// Methods that change who may do what, or the switch: privileged users only.
     public var isAdministrative: Bool {

@@ -67,7 +67,43 @@ public final class ControlConnection: @unchecked Sendable {
         }
     }
 
-    /// Marks the connection closed and releases what handlers kept on it.
+    /// Writes as much of `bytes` as the socket takes now, without waiting; returns how much, or nil once
+    /// the client has gone.
+    func sendAvailable(_ bytes: [UInt8]) -> Int? {
+        lock.withLock {
+            guard open else { return nil }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+                guard n > 0 else {
+                    open = false
+                    break
+                }
+                offset += n
+            }
+            return open ? offset : nil
+        }
+    }
+
+    /// Ends the connection from the engine's side: `last` goes out if the socket takes it without waiting,
+    /// then the connection is shut down (its thread then sees it closed and releases what it holds).
+    func cutOff(last: [UInt8]) {
+        lock.withLock {
+            guard open else { return }
+            open = false
+            if !last.isEmpty {
+                _ = last.withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+            }
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
     /// Tells every state kept on the connection that a line could not be read (see `ControlConnectionState`).
     func requestUnreadable() {
         lock.withLock {
@@ -79,6 +115,7 @@ public final class ControlConnection: @unchecked Sendable {
         }
     }
 
+    /// Marks the connection closed and releases what handlers kept on it.
     func markClosed() {
         let kept = lock.withLock {
             open = false
@@ -111,20 +148,43 @@ public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
 
+/// How far a client is trusted when it connects, for the connection limits.
+public enum ControlTrust: Sendable {
+    /// Root or the engine's own user.
+    case privileged
+    /// A user whose effective status is `authorized`.
+    case authorized
+    /// Anyone else: it may ask `status` and `permission.request`, and holds no more than its share.
+    case other
+}
+
 /// The control socket: JSON lines over a Unix stream socket, every request authorized by the peer's uid.
 ///
 /// A thread accepts; each connection gets a thread of its own (reads block; a thread per client keeps
-/// one slow or silent client from holding up the others), with an idle timeout and a bound on how many
-/// run at once. Requests over 1 MiB, malformed requests and silent clients cost one thread for a while
-/// and nothing else.
+/// one slow or silent client from holding up the others). No client can hold the socket: a request must be
+/// complete within `requestTimeout` of its first byte (however slowly the bytes come), a connection idle
+/// between requests is closed after `idleTimeout`, a user other than root and the engine's own holds at
+/// most `maximumPerUser` connections, and the last `reserved` of the `maximumConnections` are kept for
+/// authorized users. Requests over 1 MiB, malformed requests and silent clients cost one thread for a while
+/// and nothing else; a client turned away is answered `busy` (exit 75).
 public final class ControlServer: @unchecked Sendable {
-    // @unchecked: `listener` is set in start() before the accept thread exists; the rest is immutable or
-    // atomic.
+    // @unchecked: `listener` is set in start() before the accept thread exists; the settings are set before
+    // start(); the rest is immutable, atomic or behind a mutex.
     public typealias Handler = @Sendable (ControlRequest, ControlConnection) -> ControlResponse?
 
     public let path: String
+    /// Seconds a connection may wait between requests.
     public var idleTimeout: Double = 60
+    /// Seconds from the first byte of a request to its newline.
+    public var requestTimeout: Double = 10
     public var maximumConnections = 512
+    /// Connections one user (not root, not the engine's own) may hold at once.
+    public var maximumPerUser = 32
+    /// Connections only privileged and authorized users may take, out of `maximumConnections`.
+    public var reserved = 64
+    /// How far a uid is trusted (asked only for uids that are not root or the engine's own, and only when
+    /// the reserve is at stake).
+    public var trust: @Sendable (UInt32) -> ControlTrust = { $0 == 0 || $0 == getuid() ? .privileged : .other }
     private let handler: Handler
     private let logger: Logger
     private var listener: Int32 = -1
@@ -133,6 +193,8 @@ public final class ControlServer: @unchecked Sendable {
     private let acceptExited = Atomic(false)
     /// The connections being served, so that `stop()` can end them.
     private let clients = Mutex<Set<Int32>>([])
+    /// Connections held per uid.
+    private let perUser = Mutex<[UInt32: Int]>([:])
 
     public init(path: String, logger: Logger, handler: @escaping Handler) {
         self.path = path
@@ -224,16 +286,24 @@ public final class ControlServer: @unchecked Sendable {
             let client = accept(listener, nil, nil)
             if client < 0 { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            if active.load(ordering: .relaxed) >= maximumConnections {
-                let busy = ControlResponse(
-                    id: nil, result: .failure(ControlError(.busy, "too many clients; try again")))
-                _ = writeLine(busy.line, to: client)
+            guard let peer = ControlServer.peerCredentials(client) else {
                 close(client)
                 continue
             }
-            active.add(1, ordering: .relaxed)
+            if let refusal = admit(peer.uid) {
+                let busy = ControlResponse(id: nil, result: .failure(ControlError(.busy, refusal)))
+                // The answer fits the socket's buffer; never wait for a client that is turned away.
+                _ = busy.line.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                _ = "\n".withCString { send(client, $0, 1, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                close(client)
+                continue
+            }
             let thread = Thread { [self] in
-                serve(client)
+                serve(client, peer: peer)
+                perUser.withLock { counts in
+                    counts[peer.uid, default: 1] -= 1
+                    if counts[peer.uid] == 0 { counts[peer.uid] = nil }
+                }
                 active.subtract(1, ordering: .releasing)
             }
             thread.name = "geofence.client"
@@ -241,30 +311,57 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    private func serve(_ fd: Int32) {
+    /// Takes a connection slot for `uid`, or says why not.
+    private func admit(_ uid: UInt32) -> String? {
+        let privileged = uid == 0 || uid == getuid()
+        let total = active.load(ordering: .acquiring)
+        if total >= maximumConnections { return "too many clients (\(maximumConnections)); try again" }
+        let held = perUser.withLock { $0[uid, default: 0] }
+        if !privileged {
+            if held >= maximumPerUser {
+                return "too many connections from uid \(uid) (at most \(maximumPerUser) at once); try again"
+            }
+            if total >= maximumConnections - reserved, trust(uid) == .other {
+                return "too many clients; the remaining connections are kept for authorized users; try again"
+            }
+        }
+        active.add(1, ordering: .acquiringAndReleasing)
+        perUser.withLock { $0[uid, default: 0] += 1 }
+        return nil
+    }
+
+    private func serve(_ fd: Int32, peer: ControlPeer) {
         clients.withLock { _ = $0.insert(fd) }
         defer {
             clients.withLock { _ = $0.remove(fd) }
             close(fd)
         }
-        var timeout = timeval(tv_sec: Int(idleTimeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let peer = ControlServer.peerCredentials(fd) else { return }
         let connection = ControlConnection(fd: fd, peer: peer)
         defer { connection.markClosed() }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
+        /// When the request being read began (its first byte), or, with nothing buffered, the last answer.
+        var since = HookSystem.monotonicNow()
+        /// A `watch`: the client only listens, so silence is no reason to close it.
+        var streaming = false
         while connection.isOpen && !stopping.load(ordering: .relaxed) {
             if let newline = buffer.firstIndex(of: 10) {
                 let line = buffer[..<newline]
-                defer { buffer.removeSubrange(...newline) }
+                defer {
+                    buffer.removeSubrange(...newline)
+                    since = HookSystem.monotonicNow()
+                }
                 if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { continue }
                 switch ControlRequest.parse(line) {
                 case .failure(let error):
                     connection.requestUnreadable()
                     connection.send(ControlResponse(id: nil, result: .failure(error)).line)
                 case .success(let request):
-                    if let response = handler(request, connection) { connection.send(response.line) }
+                    if let response = handler(request, connection) {
+                        connection.send(response.line)
+                    } else {
+                        streaming = true
+                    }
                 }
                 continue
             }
@@ -275,9 +372,33 @@ public final class ControlServer: @unchecked Sendable {
                     ).line)
                 return
             }
+            let partial = !buffer.isEmpty
+            let left = (partial ? requestTimeout : idleTimeout) - (HookSystem.monotonicNow() - since)
+            if !streaming && left <= 0 {
+                if partial {
+                    connection.requestUnreadable()
+                    connection.send(
+                        ControlResponse(
+                            id: nil,
+                            result: .failure(
+                                ControlError(
+                                    .badRequest,
+                                    "the request was not complete within \(Int(requestTimeout)) s of its first byte"))
+                        ).line)
+                }
+                return  // idle past the timeout, or too slow
+            }
+            // At most 1 s at a time, to notice `stop()`.
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let wait = streaming ? 1000 : Int32(max(1, min(1000, (left * 1000).rounded(.up))))
+            let ready = poll(&poller, 1, wait)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { return }
+            if ready == 0 { continue }
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }  // closed, or idle past the timeout
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 { return }  // closed
+            if buffer.isEmpty { since = HookSystem.monotonicNow() }
             buffer += chunk[0..<n]
         }
     }
@@ -294,6 +415,9 @@ public final class ControlServer: @unchecked Sendable {
 /// The CLI's side of the control socket.
 public struct ControlClient: Sendable {
     public let path: String
+    /// The error message when a request was sent and the engine went away before answering it: a change
+    /// may then have been applied or not.
+    public static let noAnswer = "the engine closed the connection without an answer"
 
     public init(path: String) { self.path = path }
 
@@ -302,6 +426,38 @@ public struct ControlClient: Sendable {
         guard let fd = try? connect(path) else { return false }
         close(fd)
         return true
+    }
+
+    /// What answers at a socket path when asked `hello`.
+    public enum Greeting: Sendable {
+        /// Nothing listens there.
+        case nobody
+        /// An engine, and what it says of itself (`stateDirectory`, `pid`, `version`, ...).
+        case engine(JSONObject)
+        /// Something listens but refused (`busy`) or did not answer as an engine does.
+        case refused(ControlError)
+    }
+
+    /// Asks whoever listens at `path` which engine it is.
+    public static func greet(_ path: String) -> Greeting {
+        guard let fd = try? connect(path) else { return .nobody }
+        defer { close(fd) }
+        // A client turned away (`busy`) is answered before its request is read, and may find the connection
+        // closed when it sends: the answer is still there to read.
+        _ = writeLine(ControlRequest(method: .hello).line, to: fd)
+        var reader = LineReader(fd: fd, maximumLength: 1 << 20)
+        guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
+            return .refused(ControlError(.unavailable, "the engine at \(path) closed the connection without an answer"))
+        }
+        switch response.result {
+        case .success(let value):
+            guard let o = value.objectValue, o["stateDirectory"]?.stringValue != nil else {
+                return .refused(ControlError(.unavailable, "\(path) does not answer as a geofence engine does"))
+            }
+            return .engine(o)
+        case .failure(let error):
+            return .refused(error)
+        }
     }
 
     static func connect(_ path: String) throws(ControlError) -> Int32 {
@@ -338,8 +494,15 @@ public struct ControlClient: Sendable {
         var responses: [ControlResponse] = []
         var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         for request in requests {
-            try ControlClient.send(request.line, to: fd)
-            responses.append(try ControlClient.response(from: &reader))
+            let sent = writeLine(request.line, to: fd)
+            // Unsent, there may still be an answer: the `busy` of a client turned away.
+            guard let response = try? ControlClient.response(from: &reader) else {
+                throw ControlError(
+                    .unavailable,
+                    sent
+                        ? ControlClient.noAnswer : "the engine closed the connection")
+            }
+            responses.append(response)
         }
         return responses
     }
@@ -352,27 +515,51 @@ public struct ControlClient: Sendable {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
         var sent = 0
+        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         for line in lines {
-            try ControlClient.send(line, to: fd)
+            guard writeLine(line, to: fd) else {
+                // Closed on us: the engine's answers so far say why (`busy`, or a part it refused).
+                var responses: [ControlResponse] = []
+                while let response = try? ControlClient.response(from: &reader) { responses.append(response) }
+                if responses.contains(where: { if case .failure = $0.result { true } else { false } }) {
+                    return responses
+                }
+                throw ControlError(.unavailable, "the engine closed the connection")
+            }
             sent += 1
         }
-        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
         var responses: [ControlResponse] = []
         for _ in 0..<sent { responses.append(try ControlClient.response(from: &reader)) }
         return responses
     }
 
-    /// Writes one request line and its newline, whole.
-    private static func send(_ line: String, to fd: Int32) throws(ControlError) {
-        guard writeLine(line, to: fd) else { throw ControlError(.unavailable, "the engine closed the connection") }
-    }
-
     /// Reads the next answer.
     private static func response(from reader: inout LineReader) throws(ControlError) -> ControlResponse {
         guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-            throw ControlError(.unavailable, "the engine closed the connection without an answer")
+            throw ControlError(.unavailable, ControlClient.noAnswer)
         }
         return response
+    }
+
+    /// Sends one request whose answer comes in lines (`list` and `export` with `stream`): each line that is
+    /// not an answer goes to `item` as it arrives; returns the answer that ends them (or the refusal that
+    /// comes instead).
+    public func streamed(_ request: ControlRequest, _ item: (ArraySlice<UInt8>) throws -> Void) throws
+        -> ControlResponse
+    {
+        let fd = try ControlClient.connect(path)
+        defer { close(fd) }
+        _ = writeLine(request.line, to: fd)
+        var reader = LineReader(fd: fd, maximumLength: 16 << 20)
+        let answer = Array(#"{"ok":"#.utf8)
+        while let line = try? reader.next() {
+            if line.starts(with: answer) {
+                guard let response = ControlResponse.parse(line) else { break }
+                return response
+            }
+            try item(line)
+        }
+        throw ControlError(.unavailable, ControlClient.noAnswer)
     }
 
     /// Sends one request and calls `body` with each line the engine streams back, until it returns false

@@ -1,0 +1,93 @@
+import Foundation
+import GeofenceCore
+
+/// A change made under a client's request id: recorded in the transaction that makes the change, so that a
+/// retry with the same id (after an answer was lost: the engine died, the connection broke) is answered
+/// from the record instead of being applied twice.
+public struct RequestRecord: Sendable, Equatable {
+    /// How long records are kept: a retry comes within minutes, not days.
+    public static let retention: Double = 7 * 24 * 3600
+
+    public var id: String
+    public var uid: UInt32
+    public var method: String
+
+    public init(id: String, uid: UInt32, method: String) {
+        self.id = id
+        self.uid = uid
+        self.method = method
+    }
+}
+
+extension Schema {
+    static func registerRequests(_ m: inout DatabaseMigrator) {
+        m.registerMigration("020-request-records") { db in
+            try db.execute(
+                """
+                CREATE TABLE requests (
+                    id         TEXT NOT NULL,
+                    uid        INTEGER NOT NULL,
+                    method     TEXT NOT NULL,
+                    answer     TEXT NOT NULL,
+                    created_at REAL NOT NULL,
+                    PRIMARY KEY (uid, id)
+                )
+                """)
+            try db.execute("CREATE INDEX requests_by_age ON requests (created_at)")
+        }
+    }
+}
+
+extension StateStore {
+    /// The answer recorded for `uid`'s request `id`, and the method it was for.
+    public func recordedRequest(id: String, uid: UInt32) throws -> (method: String, answer: String)? {
+        try queue.read { db in
+            var found: (String, String)?
+            try db.forEachRow("SELECT method, answer FROM requests WHERE uid = ? AND id = ?", [Int64(uid), id]) {
+                found = ($0.string(at: 0), $0.string(at: 1))
+            }
+            return found.map { (method: $0.0, answer: $0.1) }
+        }
+    }
+
+    /// Adds a region as `addRegion` does, recording `answer(stored)` under `request` in the same transaction.
+    public func addRegion(
+        _ region: Region, replace: Bool, request: RequestRecord, now: Date = Date(),
+        answer: @Sendable (StoredRegion) -> String
+    ) throws -> StoredRegion {
+        try queue.write { db in
+            try StateStore.insert(region, replace: replace, now: now, db: db)
+            guard let stored = try StateStore.region(id: region.id, db: db) else {
+                throw StoreError.regionNotFound(region.id)
+            }
+            try StateStore.record(request, answer: answer(stored), now: now, db: db)
+            return stored
+        }
+    }
+
+    /// Removes regions as `removeRegions` does, recording `answer(removed)` under `request` in the same
+    /// transaction.
+    public func removeRegions(
+        ids: [String], request: RequestRecord, now: Date = Date(), answer: @Sendable ([String]) -> String
+    ) throws -> [String] {
+        try queue.write { db in
+            var removed: [String] = []
+            for id in ids where !removed.contains(id) {
+                try db.execute("DELETE FROM regions WHERE id = ?", [id])
+                guard db.changes > 0 else { throw StoreError.regionNotFound(id) }
+                removed.append(id)
+            }
+            try StateStore.record(request, answer: answer(removed), now: now, db: db)
+            return removed
+        }
+    }
+
+    /// Records an answer within the caller's transaction, and forgets records past their retention.
+    static func record(_ request: RequestRecord, answer: String, now: Date, db: DatabaseConnection) throws {
+        try db.execute(
+            "DELETE FROM requests WHERE created_at < ?", [now.timeIntervalSince1970 - RequestRecord.retention])
+        try db.execute(
+            "INSERT OR REPLACE INTO requests (id, uid, method, answer, created_at) VALUES (?, ?, ?, ?, ?)",
+            [request.id, Int64(request.uid), request.method, answer, now.timeIntervalSince1970])
+    }
+}
