@@ -97,23 +97,37 @@ public struct FixFilter: Sendable {
     public private(set) var statistics = FixFilterStatistics()
     private var subjects: [String: SubjectTrack] = [:]
 
+    /// What the filter keeps of an accepted or candidate fix: what `plausible` needs, 40 bytes (a whole
+    /// `WeightedFix` is ten times that, for every vehicle of a fleet).
+    private struct Kept: Sendable {
+        var time: Date
+        var point: GeocentricPoint
+        var accuracy: Double
+
+        init(_ fix: WeightedFix) {
+            time = fix.time
+            point = GeocentricPoint(fix.coordinate)
+            accuracy = fix.accuracy
+        }
+    }
+
     private struct SubjectTrack: Sendable {
-        var last: WeightedFix?
+        var last: Kept?
         /// Consecutive refused fixes (jumps or backwards time) that may prove to be the new truth.
-        var candidates: [WeightedFix] = []
+        var candidates: [Kept] = []
     }
 
     public init(configuration: FixFilterConfiguration = FixFilterConfiguration()) {
         self.configuration = configuration
     }
 
-    /// The last accepted fix of a subject.
-    public func lastAccepted(subject: String) -> WeightedFix? { subjects[subject]?.last }
+    /// The fix time of a subject's last accepted fix.
+    public func lastAcceptedTime(subject: String) -> Date? { subjects[subject]?.last?.time }
 
     /// Seeds a subject's last accepted fix (from the store after a restart), so a restart does not
     /// reopen the door to duplicates or jumps.
     public mutating func restore(_ fix: WeightedFix) {
-        subjects[fix.subject, default: SubjectTrack()].last = fix
+        subjects[fix.subject, default: SubjectTrack()].last = Kept(fix)
     }
 
     /// Forgets these subjects' tracks (vehicles not heard from for long, whose state the monitor let go
@@ -163,37 +177,38 @@ public struct FixFilter: Sendable {
 
         let weighted = WeightedFix(
             fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
+        let kept = Kept(weighted)
         var track = subjects[fix.subject] ?? SubjectTrack()
         defer { subjects[fix.subject] = track }
 
         guard let last = track.last else {
-            track.last = weighted
+            track.last = kept
             return .accepted(weighted)
         }
         if time == last.time { return .rejected(.duplicate) }
         let reason: FixRejection?
         if time < last.time {
             reason = .outOfOrder
-        } else if !plausible(from: last, to: weighted) {
+        } else if !plausible(from: last, to: kept) {
             reason = .implausibleJump
         } else {
             reason = nil
         }
         guard let reason else {
-            track.last = weighted
+            track.last = kept
             track.candidates.removeAll()
             return .accepted(weighted)
         }
         // A refused fix may be the first of a new truth: keep a run of mutually consistent ones.
         if let previous = track.candidates.last {
-            if weighted.time == previous.time { return .rejected(.duplicate) }
-            if weighted.time < previous.time || !plausible(from: previous, to: weighted) {
+            if kept.time == previous.time { return .rejected(.duplicate) }
+            if kept.time < previous.time || !plausible(from: previous, to: kept) {
                 track.candidates.removeAll()
             }
         }
-        track.candidates.append(weighted)
+        track.candidates.append(kept)
         if track.candidates.count >= max(1, c.resyncAfter) {
-            track.last = weighted
+            track.last = kept
             track.candidates.removeAll()
             statistics.resynchronized += 1
             return .accepted(weighted)
@@ -202,13 +217,12 @@ public struct FixFilter: Sendable {
     }
 
     /// Whether moving from `a` to `b` is possible at `maxSpeed`, giving both fixes the benefit of their accuracy.
-    private func plausible(from a: WeightedFix, to b: WeightedFix) -> Bool {
+    private func plausible(from a: Kept, to b: Kept) -> Bool {
         let dt = b.time.timeIntervalSince(a.time)
         guard dt > 0 else { return false }
         let reach = configuration.maxSpeed * dt + a.accuracy + b.accuracy
         // The chord is a lower bound of the geodesic; comparing it against the reach is conservative
         // in the direction of acceptance, which is the safe side for a plausibility check.
-        let chord = GeocentricPoint(a.coordinate).chord(to: GeocentricPoint(b.coordinate))
-        return chord <= reach
+        return a.point.chord(to: b.point) <= reach
     }
 }
