@@ -221,6 +221,7 @@ public final class FixPipeline {
         try flush()
         let gone = monitor.evict(lastFixBefore: now.addingTimeInterval(-idleLimit))
         filter.forget(gone)
+        assembler.forget(gone)
         return gone.count
     }
 

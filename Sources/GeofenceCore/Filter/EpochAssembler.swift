@@ -22,13 +22,16 @@ public struct EpochAssembler: Sendable {
         case superseded(Fix)
     }
 
-    private struct Pending: Sendable {
+    /// An incomplete report waiting for the rest of its epoch.
+    private struct Held: Sendable {
         var fix: Fix
         var arrived: Double
-        var passed: Bool
     }
 
-    private var pending: [String: Pending] = [:]
+    /// Each subject's latest epoch that went on (its reports since then are duplicates), and the few reports
+    /// held: apart, so that a fleet costs a time per vehicle, and `due` looks at the held ones only.
+    private var passed: [String: Date] = [:]
+    private var held: [String: Held] = [:]
 
     public init(settle: Double = 0.3) {
         self.settle = settle
@@ -43,34 +46,40 @@ public struct EpochAssembler: Sendable {
     /// Takes one report; returns what goes on now, in order.
     public mutating func offer(_ fix: Fix, now: Double) -> [Outcome] {
         guard let time = fix.time else { return [.ready(fix)] }
+        if passed[fix.subject] == time { return [.ready(fix)] }
         var out: [Outcome] = []
-        if var p = pending[fix.subject], p.fix.time == time {
-            if p.passed { return [.ready(fix)] }
-            out.append(.superseded(p.fix))
-            p.fix = fix
-            p.arrived = now
-            if EpochAssembler.isComplete(fix) {
-                p.passed = true
-                out.append(.ready(fix))
-            }
-            pending[fix.subject] = p
-            return out
+        if let h = held.removeValue(forKey: fix.subject) {
+            // A better report of the held epoch replaces it; the next epoch sends it on as it is.
+            out.append(h.fix.time == time ? .superseded(h.fix) : .ready(h.fix))
+            if h.fix.time != time, let heldTime = h.fix.time { passed[fix.subject] = heldTime }
         }
-        if let p = pending[fix.subject], !p.passed { out.append(.ready(p.fix)) }
-        let complete = EpochAssembler.isComplete(fix)
-        pending[fix.subject] = Pending(fix: fix, arrived: now, passed: complete)
-        if complete { out.append(.ready(fix)) }
+        if EpochAssembler.isComplete(fix) {
+            passed[fix.subject] = time
+            out.append(.ready(fix))
+        } else {
+            held[fix.subject] = Held(fix: fix, arrived: now)
+        }
         return out
     }
 
     /// Reports that have waited `settle` seconds for the rest of their epoch.
     public mutating func due(now: Double) -> [Fix] {
+        guard !held.isEmpty else { return [] }
         var out: [Fix] = []
-        for (subject, p) in pending where !p.passed && now - p.arrived >= settle {
-            out.append(p.fix)
-            pending[subject]?.passed = true
+        for (subject, h) in held where now - h.arrived >= settle {
+            out.append(h.fix)
+            held[subject] = nil
+            if let time = h.fix.time { passed[subject] = time }
         }
         return out.sorted { ($0.time ?? .distantPast) < ($1.time ?? .distantPast) }
+    }
+
+    /// Forgets these subjects (vehicles not heard from for long).
+    public mutating func forget(_ gone: [String]) {
+        for subject in gone {
+            passed[subject] = nil
+            held[subject] = nil
+        }
     }
 
     /// Every report still held (at the end of a recording).
