@@ -14,6 +14,9 @@ public struct DaemonConfiguration: Sendable {
         case gpsd(GPSDAddress)
         /// gpsd-style TPV JSON lines from a path (`-` for standard input).
         case jsonLines(String)
+        /// A QoS 1 subscription with a persistent session under `clientID` (nil: one made from the host
+        /// name and the state directory, `MQTTAddress.clientID`).
+        case mqtt(MQTTAddress, clientID: String?)
     }
 
     public var stateDirectory: String
@@ -76,6 +79,14 @@ public final class Daemon: Sendable {
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
             try JSONLineSource.checkOpenable(path)
             source = JSONLineSource(path: path, liveness: c.liveness, logger: logger)
+        case .mqtt(let address, let clientID):
+            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
+            let mqtt = MQTTSource(
+                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
+                liveness: c.liveness, logger: logger)
+            try mqtt.connect()
+            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
+            source = mqtt
         }
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
@@ -174,7 +185,7 @@ public final class Daemon: Sendable {
         let stats = await service.statistics
         var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
         if let status = source.status {
-            stopped += "; \(status.lines) lines read, \(status.usableFixes) usable fixes"
+            stopped += "; \(status.countText), \(status.usableFixes) usable fixes"
             if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }
         }
         logger.notice(stopped)

@@ -225,15 +225,7 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
         switch GPSDJSON.decode(line, defaultSubject: "fleet") {
         case .tpv(let tpv):
             fix = tpv
-            if tpv.mode < .twoD {
-                unusable = (SourceStatus.Unusable.noFix, "a TPV with mode \(tpv.mode.rawValue): no 2D or 3D fix")
-            } else if tpv.latitude == nil || tpv.longitude == nil {
-                unusable = (SourceStatus.Unusable.noPosition, "a TPV without \"lat\" and \"lon\"")
-            } else if !SourceLiveness.isUsable(tpv) {
-                unusable = (SourceStatus.Unusable.badPosition, "a TPV whose position is out of range")
-            } else {
-                unusable = nil
-            }
+            unusable = SourceStatus.Unusable.reason(tpv)
         case .other:
             lock.withLock {
                 counts.lines += 1

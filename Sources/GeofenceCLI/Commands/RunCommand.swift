@@ -76,8 +76,11 @@ enum RunCommand {
             configuration.source = .gpsd(try c.gpsdAddress())
         } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
             configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
+        } else if sourceText.hasPrefix("mqtt://") {
+            configuration.source = try mqttSource(c, sourceText)
         } else {
-            throw c.usage("invalid value for --source: \"\(sourceText)\" is not gpsd or json:PATH")
+            throw c.usage(
+                "invalid value for --source: \"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
         }
         configuration.liveness = .init(
             firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
@@ -112,6 +115,44 @@ enum RunCommand {
             throw CommandFailure(socket.description, exitCode: .unavailable)
         } catch let source as SourceOpenError {
             throw CommandFailure(source.description, exitCode: .noInput)
+        } catch let mqtt as MQTTError {
+            throw CommandFailure(mqtt.description, exitCode: .unavailable)
         }
+    }
+
+    /// `--source mqtt://...`, with its password from the URL, `--mqtt-password-file` or
+    /// `GEOFENCE_MQTT_PASSWORD` (the last two keep it out of `ps`); never echoed, even in errors.
+    static func mqttSource(_ c: CommandContext, _ text: String) throws -> DaemonConfiguration.Source {
+        var address: MQTTAddress
+        do {
+            address = try MQTTAddress(parsing: text)
+        } catch {
+            throw c.usage("invalid value for --source: \(error)")
+        }
+        if let file = c.arguments.value("--mqtt-password-file") {
+            guard address.password == nil else {
+                throw c.usage("--mqtt-password-file and a password in the --source URL: give only one")
+            }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                let reason = access(file, R_OK) == 0 ? "cannot be read" : String(cString: strerror(errno))
+                throw CommandFailure("cannot read the MQTT password file \(file): \(reason)", exitCode: .noInput)
+            }
+            var password = String(decoding: data, as: UTF8.self)
+            if password.hasSuffix("\n") { password.removeLast() }
+            address.password = password
+        } else if address.password == nil, let password = c.environment["GEOFENCE_MQTT_PASSWORD"] {
+            address.password = password
+        }
+        if address.password != nil, address.username == nil {
+            throw c.usage("an MQTT password needs a user name: mqtt://USER@HOST[:PORT]/TOPIC")
+        }
+        var clientID: String?
+        if let id = c.arguments.value("--mqtt-client-id") {
+            guard !id.isEmpty, id.utf8.count <= 65535, !id.contains(where: \.isNewline) else {
+                throw c.usage("invalid value for --mqtt-client-id: must be 1 to 65535 bytes, one line")
+            }
+            clientID = id
+        }
+        return .mqtt(address, clientID: clientID)
     }
 }

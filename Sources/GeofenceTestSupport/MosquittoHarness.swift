@@ -1,0 +1,93 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A private Mosquitto broker for one test: its own config file, a free loopback port, persistence in a
+/// directory of its own (never the system's broker, its port 1883 or its config). It can be stopped and
+/// started again on the same port with the same persistence, as a broker restart is.
+public final class MosquittoBroker: @unchecked Sendable {
+    // @unchecked: `process` is only touched by the test that owns the broker, one call at a time.
+    public let port: UInt16
+    public let directory: String
+    private let config: String
+    private var process: Process?
+
+    public static let mosquittoPath = "/usr/sbin/mosquitto"
+    public static let publishPath = "/usr/bin/mosquitto_pub"
+    public static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: mosquittoPath)
+            && FileManager.default.isExecutableFile(atPath: publishPath)
+    }
+    public static let unavailableReason = "mosquitto and mosquitto_pub are not installed (make deps)"
+
+    /// Starts a broker in `directory` (which must exist).
+    public init(directory: String) throws {
+        self.directory = directory
+        port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
+        config = directory + "/mosquitto.conf"
+        let text = """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(directory)/
+            log_dest file \(directory)/mosquitto.log
+
+            """
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit { kill(signal: SIGKILL) }
+
+    /// Starts it (again) and waits until it accepts connections.
+    public func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.mosquittoPath)
+        p.arguments = ["-c", config]
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try GPSDHarness.withUnblockedSignals { try p.run() }
+        process = p
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if GPSDHarness.acceptsConnections(port: port) { return }
+            guard p.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw GPSDHarness.Failure.startFailed("mosquitto did not listen on \(port): \(log)")
+    }
+
+    /// Stops it (SIGTERM: it writes its persistence file first) and waits for the exit.
+    public func stop() { kill(signal: SIGTERM) }
+
+    private func kill(signal: Int32) {
+        guard let p = process else { return }
+        if p.isRunning {
+            Glibc.kill(p.processIdentifier, signal)
+            p.waitUntilExit()
+        }
+        process = nil
+    }
+
+    public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
+
+    /// `mosquitto_pub` with QoS 1: each of `messages` to `topic`, one message a line; returns its status.
+    @discardableResult
+    public func publish(_ topic: String, _ messages: [String]) throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.publishPath)
+        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-l"]
+        let input = Pipe()
+        p.standardInput = input
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        input.fileHandleForWriting.write(Data((messages.joined(separator: "\n") + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
