@@ -46,6 +46,8 @@ public final class Daemon: Sendable {
     private let logger: Logger
     private let version: String
 
+    private static let sourceEnded = "the source ended"
+
     public init(configuration: DaemonConfiguration, logger: Logger, version: String) {
         self.configuration = configuration
         self.logger = logger
@@ -146,7 +148,7 @@ public final class Daemon: Sendable {
                     await service.handle(report)
                     source.consumed()
                 }
-                return "the source ended"
+                return Self.sourceEnded
             }
             group.addTask {
                 // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
@@ -178,6 +180,12 @@ public final class Daemon: Sendable {
             // while the engine commits its last state.
             server?.stop()
             await source.stop()
+            // What the source handed over before it stopped is still judged, not dropped with the stream's
+            // buffer: an MQTT broker has been told those messages arrived. The stream is finished, so this
+            // ends once its last report is handled.
+            if why != Self.sourceEnded {
+                while let next = await group.next(), next != Self.sourceEnded {}
+            }
             group.cancelAll()
         }
         await service.recordSourceStatus()

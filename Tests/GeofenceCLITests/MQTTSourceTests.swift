@@ -116,6 +116,33 @@ struct MQTTSourceTests {
         #expect(second.log.contains("12 messages received, 12 usable fixes"), "\(second.log)")
     }
 
+    @Test("a backlog stopped half-way: what the engine took from the broker is judged before it exits, none lost")
+    func backlogAcrossAStop() async throws {
+        let (cli, broker) = try Self.setUp()
+        defer { cli.dir.remove() }
+        let source = ["--source", "mqtt://127.0.0.1:\(broker.port)/fleet/#"]
+        let first = try cli.daemon(source, log: "first.log")
+        #expect(await first.waitForLog("running:", timeout: 10), "\(first.log)")
+        #expect(await first.stop() != nil)
+        // 400 vehicles, one fix each, inside the depot: each must give one `determined`.
+        let count = 400
+        #expect(try broker.publish("fleet/backlog", (0..<count).map { Self.tpv(8, device: "v\($0)") }) == 0)
+        let second = try cli.daemon(source, log: "second.log")
+        #expect(await second.waitForLog("event determined", timeout: 10), "\(second.log)")
+        #expect(await second.stop() != nil)
+        let third = try cli.daemon(source, log: "third.log")
+        let deadline = Date().addingTimeInterval(30)
+        var subjects = Set<String>()
+        while Date() < deadline {
+            subjects = Set(try Self.events(cli).filter { $0.type == "determined" }.map(\.subject))
+            if subjects.count == count { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(await third.stop() != nil)
+        #expect(subjects.count == count, "\(second.log)\n\(third.log)")
+        #expect(try Self.events(cli).count == count, "no vehicle determined twice")
+    }
+
     @Test("the broker killed and restarted: status says disconnected and why, the engine reconnects and receives")
     func brokerRestart() async throws {
         let (cli, broker) = try Self.setUp()
