@@ -66,6 +66,19 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
         topicFilter = topic
     }
 
+    /// Where the password is in an `mqtt://` URL as given, in bytes of UTF-8 (`:PASS`, with its colon), so
+    /// the engine can blank it in its own command line; nil when the URL has none.
+    public static func passwordSpan(in text: String) -> Range<Int>? {
+        let bytes = Array(text.utf8)
+        let start = "mqtt://".utf8.count
+        guard bytes.starts(with: "mqtt://".utf8) else { return nil }
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
+        guard let at = bytes[start..<end].lastIndex(of: UInt8(ascii: "@")),
+            let colon = bytes[start..<at].firstIndex(of: UInt8(ascii: ":"))
+        else { return nil }
+        return colon..<at
+    }
+
     /// What is wrong with a topic filter (MQTT 3.1.1 §4.7), or nil.
     static func filterProblem(_ filter: String) -> String? {
         if filter.isEmpty { return "it has no topic filter (mqtt://HOST[:PORT]/TOPIC-FILTER)" }

@@ -59,8 +59,11 @@ struct MQTTSourceTests {
     func tpvEvents() async throws {
         let (cli, broker) = try Self.setUp()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon(["--source", "mqtt://127.0.0.1:\(broker.port)/fleet/#"])
+        let daemon = try cli.daemon(["--source", "mqtt://fleet:hunter2@127.0.0.1:\(broker.port)/fleet/#"])
         #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        // Re-executed for huge pages without the password in its arguments (it goes in the environment).
+        let commandLine = (try? String(contentsOfFile: "/proc/\(daemon.pid)/cmdline", encoding: .utf8)) ?? ""
+        #expect(commandLine.contains("mqtt://fleet@127.0.0.1") && !commandLine.contains("hunter2"), "\(commandLine)")
         #expect(try broker.publish("fleet/truck-1", (0...16).map { Self.tpv($0) }) == 0)
         // No `device`: the topic names the vehicle.
         #expect(try broker.publish("fleet/van-2", (0...16).map { Self.tpv($0, device: nil) }) == 0)
@@ -171,10 +174,18 @@ struct MQTTSourceTests {
     func statusAndMalformedPayloads() async throws {
         let (cli, broker) = try Self.setUp()
         defer { cli.dir.remove() }
-        let daemon = try cli.daemon([
-            "--source", "mqtt://engine:s3cret@127.0.0.1:\(broker.port)/fleet/#", "--first-fix-deadline", "3s",
-        ])
+        // Without the re-execution for huge pages: the engine blanks the password in its own command line.
+        let daemon = try DaemonProcess(
+            [
+                "run", "--source", "mqtt://engine:s3cret@127.0.0.1:\(broker.port)/fleet/#", "--first-fix-deadline",
+                "3s", "--state-dir", cli.stateDir,
+            ], logPath: cli.dir.file("run.log"),
+            environment: cli.environment.merging(["GEOFENCE_NO_HUGEPAGES": "1"]) { $1 })
         #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        // Nor in `ps`.
+        let commandLine = (try? String(contentsOfFile: "/proc/\(daemon.pid)/cmdline", encoding: .utf8)) ?? ""
+        #expect(commandLine.contains("mqtt://engine:xxxxxx@127.0.0.1"), "\(commandLine)")
+        #expect(!commandLine.contains("s3cret"))
         let bad = [
             "not json", #"{"lat":1}"#, #"{"class":"TPV","device":"truck-1","mode":3,"time":"2026-11-30T00:00:00Z"}"#,
             #"{"_type":"location","lat":"north","lon":2.35,"tst":1796000000}"#,

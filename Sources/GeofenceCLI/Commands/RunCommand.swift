@@ -58,10 +58,9 @@ enum RunCommand {
     /// random; with glibc's malloc asking for transparent huge pages, far fewer TLB misses cost each fix
     /// (Docs/benchmarks.md). The tunable is read at process start, so the engine re-executes itself once
     /// with it set. GEOFENCE_NO_HUGEPAGES=1, or a GLIBC_TUNABLES of one's own, leaves things alone.
-    static func useHugePages(_ environment: [String: String]) {
+    static func useHugePages(_ environment: [String: String], arguments: [String]) {
         guard environment["GLIBC_TUNABLES"] == nil, environment["GEOFENCE_NO_HUGEPAGES"] == nil else { return }
         setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1)
-        let arguments = CommandLine.arguments
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         execv("/proc/self/exe", &argv)
@@ -103,7 +102,7 @@ enum RunCommand {
             throw c.usage(
                 "invalid value for --log-level: \"\(levelText)\" is not error, warning, notice, info or debug")
         }
-        useHugePages(c.environment)
+        useHugePages(c.environment, arguments: hidingPassword(sourceText))
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)
@@ -117,6 +116,28 @@ enum RunCommand {
             throw CommandFailure(source.description, exitCode: .noInput)
         } catch let mqtt as MQTTError {
             throw CommandFailure(mqtt.description, exitCode: .unavailable)
+        }
+    }
+
+    /// A password given in the `--source` URL is blanked in this process's command line (what `ps` and
+    /// /proc/PID/cmdline show), and the arguments for the re-execution leave it out, passing it on in
+    /// `GEOFENCE_MQTT_PASSWORD` (which only the same user and root can read). Returns those arguments.
+    static func hidingPassword(_ sourceText: String) -> [String] {
+        guard let span = MQTTAddress.passwordSpan(in: sourceText),
+            let password = (try? MQTTAddress(parsing: sourceText))?.password
+        else { return CommandLine.arguments }
+        let bytes = Array(sourceText.utf8)
+        setenv("GEOFENCE_MQTT_PASSWORD", password, 1)
+        let hidden = String(decoding: bytes[..<span.lowerBound] + bytes[span.upperBound...], as: UTF8.self)
+        for i in 0..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[i] else { continue }
+            let length = strlen(argument)
+            guard length >= bytes.count, String(cString: argument).hasSuffix(sourceText) else { continue }
+            let offset = length - bytes.count
+            for j in span.dropFirst() { argument[offset + j] = CChar(UInt8(ascii: "x")) }
+        }
+        return CommandLine.arguments.map { argument in
+            argument == sourceText ? hidden : argument == "--source=" + sourceText ? "--source=" + hidden : argument
         }
     }
 
