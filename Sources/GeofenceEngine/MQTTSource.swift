@@ -163,7 +163,16 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
         {
             return OwnTracksJSON.decode(object, subject: OwnTracksJSON.subject(topic: topic) ?? topic)
         }
-        return GPSDJSON.decode(payload, defaultSubject: topic)
+        let report = GPSDJSON.decode(payload, defaultSubject: topic)
+        // A TPV without `device` is named by its topic, which is held to the same naming rule.
+        if case .tpv(var fix) = report, fix.subject == topic {
+            if let problem = SubjectName.problem(topic) {
+                return .malformed(.init(.badDevice, "a TPV without \"device\" on a topic that \(problem)"))
+            }
+            fix.subject = VisibleName.normalized(topic)
+            return .tpv(fix)
+        }
+        return report
     }
 
     private func take(topic: String, payload: [UInt8]) -> Fix? {

@@ -192,12 +192,14 @@ struct MQTTSourceTests {
             #"{"class":"TPV","device":"a\u001bb","mode":3,"lat":48.85,"lon":2.35}"#,
         ]
         #expect(try broker.publish("fleet/junk", bad) == 0)
+        // A TPV without `device` is named by its topic, and a topic the naming rule refuses is refused.
+        #expect(try broker.publish("fleet/gpj\u{202E}exe", [Self.tpv(0, device: nil)]) == 0)
         #expect(await daemon.waitForLog("source silent", timeout: 10), "\(daemon.log)")
-        #expect(daemon.log.contains("5 message(s) received from mqtt://engine@127.0.0.1:\(broker.port)/fleet/#"))
+        #expect(daemon.log.contains("6 message(s) received from mqtt://engine@127.0.0.1:\(broker.port)/fleet/#"))
         #expect(try broker.publish("fleet/truck-1", (0...2).map { Self.tpv($0) }) == 0)
         #expect(await daemon.waitForLog("source restored", timeout: 10), "\(daemon.log)")
 
-        let json = try await FleetSourceTests.status(cli) { $0["data"]?["messages"]?.intValue == 8 }
+        let json = try await FleetSourceTests.status(cli) { $0["data"]?["messages"]?.intValue == 9 }
         #expect(json["hardware"]?["source"]?.stringValue == "mqtt", "\(json)")
         #expect(json["hardware"]?["broker"]?.stringValue == "mqtt://engine@127.0.0.1:\(broker.port)/fleet/#")
         #expect(json["hardware"]?["connected"] == true)
@@ -208,7 +210,7 @@ struct MQTTSourceTests {
         #expect(unusable?["no-class"]?.intValue == 1)
         #expect(unusable?["no-position"]?.intValue == 1)
         #expect(unusable?["wrong-type"]?.intValue == 1)
-        #expect(unusable?["bad-device"]?.intValue == 1)
+        #expect(unusable?["bad-device"]?.intValue == 2)
         #expect(json["data"]?["lastFixTime"]?.stringValue == Self.time(10))
         #expect((json["data"]?["age"]?.doubleValue ?? 99) < 10)
         let text = try cli.run(["status", "--wait", "1s"], environment: try FleetSourceTests.deadGPSD())
@@ -216,7 +218,7 @@ struct MQTTSourceTests {
             text.stdout.contains(
                 "1 Hardware    ok       MQTT mqtt://engine@127.0.0.1:\(broker.port)/fleet/#: connected"),
             "\(text.stdout)")
-        #expect(text.stdout.contains("fixes arriving: 8 messages received, 3 usable fixes, 5 unusable"))
+        #expect(text.stdout.contains("fixes arriving: 9 messages received, 3 usable fixes, 6 unusable"))
         #expect(daemon.isRunning)
         #expect(await daemon.stop() != nil)
         // The password is in no log line and no answer.
