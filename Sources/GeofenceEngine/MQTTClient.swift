@@ -11,7 +11,7 @@ import Foundation
 /// acknowledgement waits), so a handler that waits holds the broker back rather than filling memory.
 final class MQTTClient: @unchecked Sendable {
     // @unchecked: `handle` is used through libmosquitto, whose threaded API is safe to call from any
-    // thread; the Swift state is `firstConnect`, guarded by `lock`.
+    // thread; the Swift state (`firstConnect`, `loopRunning`, `started`) is guarded by `lock`.
 
     /// What the loop thread reports.
     enum Event: Sendable {
@@ -45,6 +45,9 @@ final class MQTTClient: @unchecked Sendable {
     private let lock = NSCondition()
     private var firstConnect: Event?
     private var loopRunning = false
+    /// `start` has returned: from now on, losing the connection is reported (and retried), not thrown.
+    private var started = false
+    private var isStarted: Bool { lock.withLock { started } }
 
     /// A client with a persistent session (clean session off) under `options.clientID`.
     init(options: Options, handler: @escaping @Sendable (Event) -> Void) throws(MQTTError) {
@@ -95,9 +98,9 @@ final class MQTTClient: @unchecked Sendable {
             let reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(code)
             throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
         }
-        let started = mosquitto_loop_start(handle)
-        guard started == MOSQ_ERR_SUCCESS.rawValue else {
-            throw MQTTError(description: "cannot start the MQTT client's loop: \(Self.text(started))")
+        let looping = mosquitto_loop_start(handle)
+        guard looping == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(description: "cannot start the MQTT client's loop: \(Self.text(looping))")
         }
         lock.withLock { loopRunning = true }
         let deadline = Date().addingTimeInterval(timeout)
@@ -106,7 +109,9 @@ final class MQTTClient: @unchecked Sendable {
             return firstConnect
         }
         switch answer {
-        case .connected: return
+        case .connected:
+            lock.withLock { started = true }
+            return
         case .refused(let why):
             stop()
             throw MQTTError(description: "the MQTT broker at \(address) refused the connection: \(why)")
@@ -140,20 +145,26 @@ final class MQTTClient: @unchecked Sendable {
                 subscribed == MOSQ_ERR_SUCCESS.rawValue
                 ? .connected : .refused("cannot subscribe to \(options.topicFilter): \(Self.text(subscribed))")
         } else {
-            event = .refused(String(cString: mosquitto_connack_string(code)))
+            var words = String(cString: mosquitto_connack_string(code))
+            if words.hasSuffix(".") { words.removeLast() }
+            event = .refused(words)
         }
-        lock.withLock {
-            if firstConnect == nil {
-                firstConnect = event
+        let first = lock.withLock {
+            defer {
+                firstConnect = firstConnect ?? event
                 lock.broadcast()
             }
+            return firstConnect == nil
         }
+        // A refusal at the first connection is `start`'s error to throw, not a reconnection to report.
+        if first, case .refused = event { return }
+        if case .refused = event, !isStarted { return }
         handler(event)
     }
 
     private func disconnected(code: Int32) {
-        // 0: our own `mosquitto_disconnect`.
-        guard code != 0 else { return }
+        // 0: our own `mosquitto_disconnect`; before `start` has returned, its error says it all.
+        guard code != 0, isStarted else { return }
         handler(.disconnected(Self.text(code)))
     }
 

@@ -22,19 +22,37 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
     public static let unavailableReason = "mosquitto and mosquitto_pub are not installed (make deps)"
 
-    /// Starts a broker in `directory` (which must exist).
-    public init(directory: String) throws {
+    /// Starts a broker in `directory` (which must exist); with `users`, only they may connect, each with
+    /// their password (a `mosquitto_passwd` file).
+    public init(directory: String, users: [String: String] = [:]) throws {
         self.directory = directory
         port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
         config = directory + "/mosquitto.conf"
-        let text = """
+        var text = """
             listener \(port) 127.0.0.1
-            allow_anonymous true
             persistence true
             persistence_location \(directory)/
             log_dest file \(directory)/mosquitto.log
 
             """
+        // As root it would become the `mosquitto` user, who cannot read the test's private directory.
+        if getuid() == 0 { text += "user root\n" }
+        if users.isEmpty {
+            text += "allow_anonymous true\n"
+        } else {
+            let passwords = directory + "/passwords"
+            _ = FileManager.default.createFile(atPath: passwords, contents: nil)
+            for (user, password) in users.sorted(by: { $0.key < $1.key }) {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
+                p.arguments = ["-b", passwords, user, password]
+                p.standardOutput = FileHandle.nullDevice
+                p.standardError = FileHandle.nullDevice
+                try p.run()
+                p.waitUntilExit()
+            }
+            text += "allow_anonymous false\npassword_file \(passwords)\n"
+        }
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         try start()
     }
@@ -47,8 +65,13 @@ public final class MosquittoBroker: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.mosquittoPath)
         p.arguments = ["-c", config]
         p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        // What it says before its log is open (a bad config) goes here.
+        let errors = directory + "/mosquitto.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        let errorHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        defer { try? errorHandle.close() }
+        p.standardOutput = errorHandle
+        p.standardError = errorHandle
         try GPSDHarness.withUnblockedSignals { try p.run() }
         process = p
         let deadline = Date().addingTimeInterval(10)
@@ -57,7 +80,8 @@ public final class MosquittoBroker: @unchecked Sendable {
             guard p.isRunning else { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        throw GPSDHarness.Failure.startFailed("mosquitto did not listen on \(port): \(log)")
+        let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        throw GPSDHarness.Failure.startFailed("mosquitto did not listen on \(port): \(said)\(log)")
     }
 
     /// Stops it (SIGTERM: it writes its persistence file first) and waits for the exit.

@@ -226,6 +226,42 @@ struct MQTTSourceTests {
         #expect(!text.stdout.contains("s3cret") && !"\(json)".contains("s3cret"))
     }
 
+    @Test("a broker that wants a password: from the URL, the file or the environment; a wrong one is exit 69")
+    func passwords() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let brokerDirectory = cli.dir.file("broker")
+        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
+        let broker = try MosquittoBroker(directory: brokerDirectory, users: ["engine": "p@ss:w/rd"])
+        let url = "mqtt://engine@127.0.0.1:\(broker.port)/fleet/#"
+
+        let wrong = try cli.run(["run", "--source", url], environment: ["GEOFENCE_MQTT_PASSWORD": "guess"])
+        #expect(wrong.status == 69, "\(wrong.stderr)")
+        // One line: no warning about reconnecting before it.
+        #expect(
+            wrong.stderr
+                == "Error: the MQTT broker at 127.0.0.1:\(broker.port) refused the connection: Connection Refused: "
+                + "not authorised\n", "\(wrong.stderr)")
+        let none = try cli.run(["run", "--source", url])
+        #expect(none.status == 69, "\(none.stderr)")
+
+        let file = cli.dir.file("mqtt.pw")
+        try "p@ss:w/rd\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let encoded = "mqtt://engine:p%40ss%3Aw%2Frd@127.0.0.1:\(broker.port)/fleet/#"
+        for (arguments, environment) in [
+            (["--source", url, "--mqtt-password-file", file], [:]),
+            (["--source", url], ["GEOFENCE_MQTT_PASSWORD": "p@ss:w/rd"]),
+            (["--source", encoded], [:]),
+        ] as [([String], [String: String])] {
+            let daemon = try DaemonProcess(
+                ["run"] + arguments + ["--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
+                environment: cli.environment.merging(environment) { $1 })
+            #expect(await daemon.waitForLog("running:", timeout: 10), "\(arguments): \(daemon.log)")
+            #expect(await daemon.stop() != nil)
+            #expect(!daemon.log.contains("p@ss") && !daemon.log.contains("p%40ss"))
+        }
+    }
+
     @Test(
         "bad input at start: one error line each (an unreachable broker 69, a bad URL 64, a missing password file 66)")
     func startErrors() throws {
