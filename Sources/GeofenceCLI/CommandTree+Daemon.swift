@@ -35,7 +35,8 @@ extension CommandTree {
                 help: """
                     Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
                     a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
-                    mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON).
+                    mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
+                    mqtts:// for TLS.
                     """, default: "gpsd"),
             .value(
                 "--mqtt-client-id", valueName: "id",
@@ -49,6 +50,12 @@ extension CommandTree {
                     Read the MQTT password from this file (one line), keeping it out of `ps` as \
                     GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
                     """),
+            .value(
+                "--mqtt-ca", valueName: "file",
+                help: """
+                    With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
+                    (its host name is checked too).
+                    """, defaultDescription: "the system's CA certificates"),
             .value(
                 "--first-fix-deadline", valueName: "duration",
                 help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",

@@ -1,6 +1,7 @@
 import Foundation
 
-/// An MQTT source as `--source` takes it: `mqtt://[USER[:PASS]@]HOST[:PORT]/TOPIC-FILTER`.
+/// An MQTT source as `--source` takes it: `mqtt://[USER[:PASS]@]HOST[:PORT]/TOPIC-FILTER`, or `mqtts://`
+/// for TLS (port 8883 by default).
 ///
 /// Parsed by hand rather than by `URL`: a topic filter's `#` is a wildcard here, not a fragment.
 public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
@@ -9,6 +10,10 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
     public var username: String?
     public var password: String?
     public var topicFilter: String
+    /// `mqtts://`: TLS, the broker's certificate checked against `caFile` (else the system's CAs).
+    public var tls = false
+    /// A PEM file of the CA certificates to trust (`--mqtt-ca`).
+    public var caFile: String?
 
     public init(host: String, port: Int32 = 1883, topicFilter: String) {
         self.host = host
@@ -18,8 +23,11 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `text`; what is wrong with it, in a few words, when it is not an MQTT source.
     public init(parsing text: String) throws(MQTTAddressError) {
-        guard text.hasPrefix("mqtt://") else { throw MQTTAddressError("it does not start with mqtt://") }
-        let rest = text.dropFirst("mqtt://".count)
+        let scheme = text.hasPrefix("mqtts://") ? "mqtts://" : "mqtt://"
+        guard text.hasPrefix(scheme) else { throw MQTTAddressError("it does not start with mqtt:// or mqtts://") }
+        tls = scheme == "mqtts://"
+        port = tls ? 8883 : 1883
+        let rest = text.dropFirst(scheme.count)
         guard let slash = rest.firstIndex(of: "/") else {
             throw MQTTAddressError("it has no topic filter (mqtt://HOST[:PORT]/TOPIC-FILTER)")
         }
@@ -70,8 +78,9 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
     /// the engine can blank it in its own command line; nil when the URL has none.
     public static func passwordSpan(in text: String) -> Range<Int>? {
         let bytes = Array(text.utf8)
-        let start = "mqtt://".utf8.count
-        guard bytes.starts(with: "mqtt://".utf8) else { return nil }
+        let scheme = text.hasPrefix("mqtts://") ? "mqtts://" : "mqtt://"
+        let start = scheme.utf8.count
+        guard bytes.starts(with: scheme.utf8) else { return nil }
         let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
         guard let at = bytes[start..<end].lastIndex(of: UInt8(ascii: "@")),
             let colon = bytes[start..<at].firstIndex(of: UInt8(ascii: ":"))
@@ -97,7 +106,7 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         let user = username.map { ($0.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? $0) + "@" }
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "mqtt://\(user ?? "")\(shownHost):\(port)/\(topicFilter)"
+        return "\(tls ? "mqtts" : "mqtt")://\(user ?? "")\(shownHost):\(port)/\(topicFilter)"
     }
 
     /// A client id for a persistent session that stays the same across restarts of one engine: made from

@@ -11,7 +11,7 @@ import Foundation
 /// acknowledgement waits), so a handler that waits holds the broker back rather than filling memory.
 final class MQTTClient: @unchecked Sendable {
     // @unchecked: `handle` is used through libmosquitto, whose threaded API is safe to call from any
-    // thread; the Swift state (`firstConnect`, `loopRunning`, `started`) is guarded by `lock`.
+    // thread; the Swift state (`firstConnect`, `loopRunning`, `started`, `lastError`) is guarded by `lock`.
 
     /// What the loop thread reports.
     enum Event: Sendable {
@@ -31,6 +31,9 @@ final class MQTTClient: @unchecked Sendable {
         var username: String?
         var password: String?
         var topicFilter: String
+        /// TLS, with the CA certificates of `caFile` (nil: the system's).
+        var tls = false
+        var caFile: String?
         var keepalive: Int32 = 30
         /// Reconnect delays, seconds: first, at most (doubling in between).
         var reconnectDelay: UInt32 = 1
@@ -47,6 +50,8 @@ final class MQTTClient: @unchecked Sendable {
     private var loopRunning = false
     /// `start` has returned: from now on, losing the connection is reported (and retried), not thrown.
     private var started = false
+    /// The last error libmosquitto logged (a failed TLS handshake): at start, the reason the connection failed.
+    private var lastError: String?
     private var isStarted: Bool { lock.withLock { started } }
 
     /// A client with a persistent session (clean session off) under `options.clientID`.
@@ -63,12 +68,31 @@ final class MQTTClient: @unchecked Sendable {
         if let username = options.username {
             _ = mosquitto_username_pw_set(handle, username, options.password)
         }
+        if options.tls {
+            // The broker's certificate and host name are checked (libmosquitto's default); never insecure.
+            let code =
+                options.caFile.map { mosquitto_tls_set(handle, $0, nil, nil, nil, nil) }
+                ?? mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1)
+            // (Thrown once every property is set: `deinit` runs and destroys the handle.)
+            guard code == MOSQ_ERR_SUCCESS.rawValue else {
+                throw MQTTError(description: "cannot use the CA certificates for TLS: \(Self.text(code))")
+            }
+        }
         _ = mosquitto_reconnect_delay_set(handle, options.reconnectDelay, options.reconnectDelayMax, true)
         mosquitto_connect_callback_set(handle) { _, object, code in
             MQTTClient.from(object)?.connected(code: code)
         }
         mosquitto_disconnect_callback_set(handle) { _, object, code in
             MQTTClient.from(object)?.disconnected(code: code)
+        }
+        // libmosquitto says why a TLS handshake failed only in its log: the last error is kept for `start`.
+        mosquitto_log_callback_set(handle) { _, object, level, text in
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let text, let client = MQTTClient.from(object) else { return }
+            let line = String(cString: text)
+            client.lock.withLock {
+                client.lastError = line
+                client.lock.broadcast()
+            }
         }
         mosquitto_message_callback_set(handle) { _, object, message in
             guard let client = MQTTClient.from(object), let message else { return }
@@ -105,7 +129,7 @@ final class MQTTClient: @unchecked Sendable {
         lock.withLock { loopRunning = true }
         let deadline = Date().addingTimeInterval(timeout)
         let answer: Event? = lock.withLock {
-            while firstConnect == nil, lock.wait(until: deadline) {}
+            while firstConnect == nil, lastError == nil, lock.wait(until: deadline) {}
             return firstConnect
         }
         switch answer {
@@ -117,6 +141,8 @@ final class MQTTClient: @unchecked Sendable {
             throw MQTTError(description: "the MQTT broker at \(address) refused the connection: \(why)")
         default:
             stop()
+            let why = lock.withLock { lastError }
+            if let why { throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(why)") }
             throw MQTTError(
                 description: "the MQTT broker at \(address) did not answer within \(Int(timeout)) s")
         }

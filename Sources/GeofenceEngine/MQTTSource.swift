@@ -66,7 +66,7 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
     public func connect(timeout: Double = 10) throws(MQTTError) {
         let options = MQTTClient.Options(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
-            password: address.password, topicFilter: address.topicFilter)
+            password: address.password, topicFilter: address.topicFilter, tls: address.tls, caFile: address.caFile)
         let client = try MQTTClient(options: options) { [weak self] event in self?.handle(event) }
         try client.start(timeout: timeout)
         lock.withLock { self.client = client }

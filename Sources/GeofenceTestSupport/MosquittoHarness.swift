@@ -11,6 +11,8 @@ public final class MosquittoBroker: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the broker, one call at a time.
     public let port: UInt16
     public let directory: String
+    /// The CA that signed a TLS broker's certificate (nil: plain MQTT).
+    public let caFile: String?
     private let config: String
     private var process: Process?
 
@@ -24,8 +26,12 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Starts a broker in `directory` (which must exist); with `users`, only they may connect, each with
     /// their password (a `mosquitto_passwd` file).
-    public init(directory: String, users: [String: String] = [:]) throws {
+    ///
+    /// With `tls`, it speaks only TLS, with a server certificate for 127.0.0.1 signed by a CA of its own
+    /// (`caFile`), both made here with openssl.
+    public init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
         self.directory = directory
+        caFile = tls ? directory + "/ca.crt" : nil
         port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
         config = directory + "/mosquitto.conf"
         var text = """
@@ -37,6 +43,10 @@ public final class MosquittoBroker: @unchecked Sendable {
             """
         // As root it would become the `mosquitto` user, who cannot read the test's private directory.
         if getuid() == 0 { text += "user root\n" }
+        if tls {
+            try Self.makeCertificates(in: directory)
+            text += "cafile \(directory)/ca.crt\ncertfile \(directory)/server.crt\nkeyfile \(directory)/server.key\n"
+        }
         if users.isEmpty {
             text += "allow_anonymous true\n"
         } else {
@@ -96,6 +106,26 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
+    private static func makeCertificates(in directory: String) throws {
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
+        let steps = [
+            "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=geofence-test-ca",
+            "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1",
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext",
+        ]
+        for step in steps {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = step.split(separator: " ").map(String.init)
+            p.currentDirectoryURL = URL(fileURLWithPath: directory)
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw GPSDHarness.Failure.startFailed("openssl \(step) failed") }
+        }
+    }
+
     public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
 
     /// `mosquitto_pub` with QoS 1: each of `messages` to `topic`, one message a line; returns its status.
@@ -103,7 +133,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     public func publish(_ topic: String, _ messages: [String]) throws -> Int32 {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.publishPath)
-        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-l"]
+        p.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-l"]
+            + (caFile.map { ["--cafile", $0] } ?? [])
         let input = Pipe()
         p.standardInput = input
         p.standardOutput = FileHandle.nullDevice

@@ -262,6 +262,38 @@ struct MQTTSourceTests {
         }
     }
 
+    @Test("mqtts:// with --mqtt-ca: events over TLS; a broker whose certificate is not trusted is one line, exit 69")
+    func tls() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let brokerDirectory = cli.dir.file("broker")
+        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
+        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true)
+        #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+        let url = "mqtts://127.0.0.1:\(broker.port)/fleet/#"
+
+        // The system's CAs do not know the test's own.
+        let untrusted = try cli.run(["run", "--source", url])
+        #expect(untrusted.status == 69, "\(untrusted.stderr)")
+        #expect(
+            untrusted.stderr.hasPrefix("Error: cannot connect to the MQTT broker at 127.0.0.1:\(broker.port): "),
+            "\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("certificate verify failed"))
+        #expect(untrusted.stderr.components(separatedBy: "\n").count == 2, "one line: \(untrusted.stderr)")
+        let plain = try cli.run([
+            "run", "--source", "mqtt://127.0.0.1:\(broker.port)/fleet/#", "--mqtt-ca", broker.caFile!,
+        ])
+        #expect(plain.status == 64)
+        #expect(plain.stderr.hasPrefix("Error: --mqtt-ca is for TLS: use mqtts:// in --source"), "\(plain.stderr)")
+
+        let daemon = try cli.daemon(["--source", url, "--mqtt-ca", broker.caFile!])
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        #expect(try broker.publish("fleet/truck-1", (0...16).map { Self.tpv($0) }) == 0)
+        #expect(await daemon.waitForLog("event exit", timeout: 15), "\(daemon.log)")
+        #expect(await daemon.stop() != nil)
+        #expect(try Self.events(cli).map(\.type) == ["determined", "enter", "exit"])
+    }
+
     @Test(
         "bad input at start: one error line each (an unreachable broker 69, a bad URL 64, a missing password file 66)")
     func startErrors() throws {

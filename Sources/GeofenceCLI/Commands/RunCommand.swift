@@ -75,7 +75,7 @@ enum RunCommand {
             configuration.source = .gpsd(try c.gpsdAddress())
         } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
             configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
-        } else if sourceText.hasPrefix("mqtt://") {
+        } else if sourceText.hasPrefix("mqtt://") || sourceText.hasPrefix("mqtts://") {
             configuration.source = try mqttSource(c, sourceText)
         } else {
             throw c.usage(
@@ -163,6 +163,14 @@ enum RunCommand {
             address.password = password
         } else if address.password == nil, let password = c.environment["GEOFENCE_MQTT_PASSWORD"] {
             address.password = password
+        }
+        if let ca = c.arguments.value("--mqtt-ca") {
+            guard address.tls else { throw c.usage("--mqtt-ca is for TLS: use mqtts:// in --source") }
+            guard access(ca, R_OK) == 0 else {
+                throw CommandFailure(
+                    "cannot read the MQTT CA file \(ca): \(String(cString: strerror(errno)))", exitCode: .noInput)
+            }
+            address.caFile = ca
         }
         if address.password != nil, address.username == nil {
             throw c.usage("an MQTT password needs a user name: mqtt://USER@HOST[:PORT]/TOPIC")
