@@ -15,23 +15,13 @@ import GeofenceGPSD
 /// are in flight, so a broker faster than the engine holds its messages (QoS 1 in-flight window) instead
 /// of the engine's memory filling.
 public final class MQTTSource: FixSource, @unchecked Sendable {
-    // @unchecked: the mutable fields are only touched under `lock` (the in-flight count under `room`).
+    // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
     public let address: MQTTAddress
     public let clientID: String
-    public let reports: AsyncStream<GPSDReport>
-    private let continuation: AsyncStream<GPSDReport>.Continuation
+    private let intake: FleetIntake
     private let lock = NSLock()
-    private var stopped = false
-    private var inFlight = 0
-    private let room = NSCondition()
-    public var maximumInFlight = 16
-    private var liveness: SourceLiveness
-    private var counts: SourceStatus
-    private let logger: Logger?
-    private let clock = MonotonicClock()
-    private var lastSummary = -Double.infinity
-    private var unusableAtSummary = 0
     private var client: MQTTClient?
+    private let logger: Logger?
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
@@ -40,25 +30,14 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
         self.address = address
         self.clientID = clientID
         self.logger = logger
-        self.liveness = SourceLiveness(configuration: liveness, startedAt: clock.now)
-        counts = SourceStatus(mqtt: address.description)
-        (reports, continuation) = AsyncStream.makeStream(of: GPSDReport.self)
+        intake = FleetIntake(status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger)
     }
 
-    public var label: String { counts.label }
+    public var reports: AsyncStream<GPSDReport> { intake.reports }
 
-    public var status: SourceStatus? {
-        lock.withLock {
-            var status = counts
-            switch liveness.state {
-            case .awaitingFirstFix: status.liveness = "awaiting-first-fix"
-            case .receiving: status.liveness = "receiving"
-            case .silent: status.liveness = "silent"
-            case .lost: status.liveness = "lost"
-            }
-            return status
-        }
-    }
+    public var label: String { intake.label }
+
+    public var status: SourceStatus? { intake.status }
 
     /// Connects and subscribes, before the engine loads its regions: a broker that is unreachable or
     /// refuses (credentials, client id) is said at once, in one line, and the engine does not start.
@@ -72,83 +51,50 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
         lock.withLock { self.client = client }
     }
 
-    public func start() {
-        lock.withLock { liveness.restart(at: clock.now) }
-        let watchdog = Thread { self.watch() }
-        watchdog.name = "geofence.mqtt-watchdog"
-        watchdog.start()
-    }
+    public func start() { intake.startWatchdog(name: "geofence.mqtt-watchdog") }
 
     public func stop() async { halt() }
 
     private func halt() {
-        lock.withLock { stopped = true }
-        room.withLock { room.broadcast() }
+        intake.stop()
         // Disconnected first, so that no message is taken from the broker that the stream would not carry.
         let client = lock.withLock {
             defer { self.client = nil }
             return self.client
         }
         client?.stop()
-        continuation.finish()
+        intake.finish()
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
-
-    public func consumed() {
-        room.lock()
-        inFlight -= 1
-        if inFlight < maximumInFlight / 2 { room.signal() }
-        room.unlock()
-    }
-
-    private func send(_ report: GPSDReport) {
-        room.lock()
-        while inFlight >= maximumInFlight && !isStopped { _ = room.wait(until: Date().addingTimeInterval(0.2)) }
-        inFlight += 1
-        room.unlock()
-        continuation.yield(report)
-    }
-
-    private func sendNow(_ report: GPSDReport) {
-        room.lock()
-        inFlight += 1
-        room.unlock()
-        continuation.yield(report)
-    }
-
-    private func watch() {
-        while !isStopped {
-            let transition = lock.withLock { liveness.advance(to: clock.now) }
-            if let transition { sendNow(.liveness(transition)) }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-    }
+    public func consumed() { intake.consumed() }
 
     /// On libmosquitto's loop thread.
     private func handle(_ event: MQTTClient.Event) {
         switch event {
         case .connected:
-            let wasDown = lock.withLock {
+            let wasDown = intake.update { status in
                 defer {
-                    counts.open = true
-                    counts.problem = nil
+                    status.open = true
+                    status.problem = nil
                 }
-                return !counts.open && counts.problem != nil
+                return !status.open && status.problem != nil
             }
             if wasDown { logger?.notice("\(label): connected again") }
-            sendNow(.connected)
+            intake.sendNow(.connected)
         case .refused(let why), .disconnected(let why):
-            let first = lock.withLock {
+            let first = intake.update { status in
                 defer {
-                    counts.open = false
-                    counts.problem = why
+                    status.open = false
+                    status.problem = why
                 }
-                return counts.problem != why
+                return status.problem != why
             }
             if first { logger?.warning("\(label): \(why); reconnecting with backoff (1 s doubling to 30 s)") }
         case .message(let topic, let payload):
-            if let fix = take(topic: topic, payload: payload) { send(.fix(fix)) }
+            let on = " on " + JSONValue.string(topic).serialized()
+            if let fix = intake.take(Self.decode(topic: topic, payload: payload), context: on) {
+                intake.send(.fix(fix))
+            }
         }
     }
 
@@ -173,54 +119,5 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
             return .tpv(fix)
         }
         return report
-    }
-
-    private func take(topic: String, payload: [UInt8]) -> Fix? {
-        let unusable: (kind: String, why: String)?
-        var fix: Fix?
-        switch Self.decode(topic: topic, payload: payload) {
-        case .tpv(let decoded):
-            fix = decoded
-            unusable = SourceStatus.Unusable.reason(decoded)
-        case .other:
-            lock.withLock {
-                counts.lines += 1
-                counts.ignored += 1
-            }
-            return nil
-        case .malformed(let problem):
-            unusable = (problem.kind.rawValue, problem.description)
-        }
-        let now = clock.now
-        var restored: SourceLiveness.Transition?
-        var first = false
-        var summary: String?
-        lock.withLock {
-            counts.lines += 1
-            if let unusable {
-                first = counts.unusable[unusable.kind] == nil
-                counts.unusable[unusable.kind, default: 0] += 1
-                let total = counts.unusableTotal
-                if !first, now - lastSummary >= 60, total > unusableAtSummary + 1 {
-                    summary = "\(total) message(s) from \(label) gave no usable fix so far: \(counts.unusableSummary)"
-                    lastSummary = now
-                    unusableAtSummary = total
-                }
-                if first { lastSummary = now }
-            } else if let fix {
-                counts.usableFixes += 1
-                counts.lastFixTime = fix.time
-                counts.lastFixRead = Date()
-                restored = liveness.usableFix(at: now)
-            }
-        }
-        if let unusable, first {
-            let on = JSONValue.string(topic).serialized()
-            logger?.warning(
-                "\(label): skipped a message on \(on) (\(unusable.kind)): \(unusable.why); further ones are counted")
-        }
-        if let summary { logger?.warning(summary) }
-        if let restored { sendNow(.liveness(restored)) }
-        return fix
     }
 }
