@@ -7,15 +7,15 @@ import Foundation
 ///
 /// libmosquitto's rules: `mosquitto_lib_init` once per process; with the threaded loop, the callbacks
 /// run on the loop thread, and `subscribe`/`disconnect` may be called from any thread. The handler is
-/// called on the loop thread, in order; while it runs, no further message is read (and, for QoS 1, the
-/// acknowledgement waits), so a handler that waits holds the broker back rather than filling memory.
+/// called on the loop thread, in order; while it runs, no further message is read, so a handler that
+/// waits holds the broker back (its QoS 1 in-flight window) rather than filling memory.
 final class MQTTClient: @unchecked Sendable {
     // @unchecked: `handle` is used through libmosquitto, whose threaded API is safe to call from any
     // thread; the Swift state (`firstConnect`, `loopRunning`, `started`, `lastError`) is guarded by `lock`.
 
     /// What the loop thread reports.
     enum Event: Sendable {
-        /// The broker accepted the connection (its session resumed when `sessionPresent`).
+        /// The broker accepted the connection, and the subscription has been asked for again.
         case connected
         /// The broker answered the connection with a refusal (bad credentials, a client id refused).
         case refused(String)
