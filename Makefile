@@ -4,11 +4,12 @@
 #   make test    install what is missing, build, run every test
 #
 # System packages are installed here (never by hand): the C libraries the package links against and
-# Debian's gpsd, which the integration tests and the demo run privately (never the system one).
+# Debian's gpsd and mosquitto (broker and clients), which the integration tests and the demo run
+# privately (never the system's).
 
 SWIFT       ?= swift
 CONFIG      ?= debug
-APT_PACKAGES = libsqlite3-dev libgps-dev gpsd
+APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN          = .build/$(CONFIG)/geofence
 

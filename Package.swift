@@ -28,8 +28,16 @@ let package = Package(
         ),
         .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "CGPS"]),
 
+        // MQTT through Debian's libmosquitto-dev (Mosquitto 2).
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+
         // The daemon and the pipeline that replay shares with it.
-        .target(name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD"]),
+        .target(
+            name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
 
         // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
         .target(

@@ -20,15 +20,42 @@ extension CommandTree {
             that stops giving them for the staleness limit `lost`, and `restored` when fixes return. JSON \
             lines that give no usable fix are counted by reason (`status` shows the counts) and the first of \
             each kind is logged. A JSON source that cannot be opened at start is an error (exit 66).
+
+            With --source mqtt://..., the engine subscribes with QoS 1 and a persistent session (clean \
+            session off, a fixed client id), so fixes published while it is down are delivered when it \
+            returns; it reconnects with backoff (1 s doubling to 30 s). A payload is a gpsd TPV (its \
+            `device` names the vehicle, else the topic) or an OwnTracks location (the vehicle USER/DEVICE \
+            from owntracks/USER/DEVICE); others are counted by reason. A broker that is unreachable or \
+            refuses the connection at start is an error (exit 69). The password is never logged or shown.
             """,
         options: [
             gpsd,
             .value(
-                "--source", valueName: "gpsd|json:path",
+                "--source", valueName: "gpsd|json:path|mqtt://host/topic",
                 help: """
-                    Where fixes come from: gpsd, or TPV JSON lines (the `device` field names the vehicle) from \
-                    a file, a FIFO, or - for standard input.
+                    Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
+                    a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
+                    mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
+                    mqtts:// for TLS.
                     """, default: "gpsd"),
+            .value(
+                "--mqtt-client-id", valueName: "id",
+                help: """
+                    The MQTT client id, which names the broker's session for this engine: messages published \
+                    while it is down wait under it.
+                    """, defaultDescription: "geofence- and a hash of the host name and state directory"),
+            .value(
+                "--mqtt-password-file", valueName: "file",
+                help: """
+                    Read the MQTT password from this file (one line), keeping it out of `ps` as \
+                    GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
+                    """),
+            .value(
+                "--mqtt-ca", valueName: "file",
+                help: """
+                    With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
+                    (its host name is checked too).
+                    """, defaultDescription: "the system's CA certificates"),
             .value(
                 "--first-fix-deadline", valueName: "duration",
                 help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
@@ -64,6 +91,9 @@ extension CommandTree {
             Example(
                 "A fleet, fed by gpsd-style JSON lines:",
                 "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-"),
+            Example(
+                "A fleet from an MQTT broker (password from a file):",
+                "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw"),
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 
@@ -94,10 +124,11 @@ extension CommandTree {
             Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
             answer): is it reachable, which devices does it have and what can they report, is data \
             arriving. Then what the engine (if running) sees, and the regions by status. Each problem comes \
-            with the command that fixes it. When the engine reads JSON lines (--source json:PATH), the \
-            answers are that stream's own, as the engine last recorded them (every half second): open or \
-            not, lines read, usable fixes, unusable lines by reason, the last fix and its age; gpsd is not \
-            asked.
+            with the command that fixes it. When the engine reads JSON lines (--source json:PATH) or an \
+            MQTT topic (--source mqtt://...), the answers are that source's own, as the engine last \
+            recorded them (every half second): open (or, for MQTT, the broker connected) or not and why, \
+            lines (messages) received, usable fixes, unusable ones by reason, the last fix and its age; gpsd \
+            is not asked.
 
             The exit status says whether the engine is ready, after the report either way: 0 when the \
             engine runs and all four answers are ok, 3 (not ready) when it runs but an answer is a problem \

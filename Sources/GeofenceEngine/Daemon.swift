@@ -14,6 +14,9 @@ public struct DaemonConfiguration: Sendable {
         case gpsd(GPSDAddress)
         /// gpsd-style TPV JSON lines from a path (`-` for standard input).
         case jsonLines(String)
+        /// A QoS 1 subscription with a persistent session under `clientID` (nil: one made from the host
+        /// name and the state directory, `MQTTAddress.clientID`).
+        case mqtt(MQTTAddress, clientID: String?)
     }
 
     public var stateDirectory: String
@@ -45,6 +48,8 @@ public final class Daemon: Sendable {
     public let configuration: DaemonConfiguration
     private let logger: Logger
     private let version: String
+
+    private static let sourceEnded = "the source ended"
 
     public init(configuration: DaemonConfiguration, logger: Logger, version: String) {
         self.configuration = configuration
@@ -86,6 +91,14 @@ public final class Daemon: Sendable {
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
             try JSONLineSource.checkOpenable(path)
             source = JSONLineSource(path: path, liveness: c.liveness, logger: logger)
+        case .mqtt(let address, let clientID):
+            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
+            let mqtt = MQTTSource(
+                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
+                liveness: c.liveness, logger: logger)
+            try mqtt.connect()
+            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
+            source = mqtt
         }
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
@@ -151,7 +164,7 @@ public final class Daemon: Sendable {
                     await service.handle(report)
                     source.consumed()
                 }
-                return "the source ended"
+                return Self.sourceEnded
             }
             group.addTask {
                 // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
@@ -183,6 +196,12 @@ public final class Daemon: Sendable {
             // while the engine commits its last state.
             server?.stop()
             await source.stop()
+            // What the source handed over before it stopped is still judged, not dropped with the stream's
+            // buffer: an MQTT broker has been told those messages arrived. The stream is finished, so this
+            // ends once its last report is handled.
+            if why != Self.sourceEnded {
+                while let next = await group.next(), next != Self.sourceEnded {}
+            }
             group.cancelAll()
         }
         await service.recordSourceStatus()
@@ -190,7 +209,7 @@ public final class Daemon: Sendable {
         let stats = await service.statistics
         var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
         if let status = source.status {
-            stopped += "; \(status.lines) lines read, \(status.usableFixes) usable fixes"
+            stopped += "; \(status.countText), \(status.usableFixes) usable fixes"
             if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }
         }
         logger.notice(stopped)

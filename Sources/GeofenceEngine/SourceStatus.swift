@@ -1,8 +1,10 @@
 import Foundation
 import GeofenceCore
+import GeofenceGPSD
 
 /// What a fleet source knows about itself, in its own terms: the first and fourth questions for a stream
-/// of JSON lines (is it open, are lines arriving, are they usable fixes, when was the last one).
+/// of JSON lines (is it open, are lines arriving, are they usable fixes, when was the last one), or for an
+/// MQTT subscription (is the broker connected, are messages arriving, ...).
 ///
 /// The engine writes it to the store's settings (`source.status`) every tick, so `geofence status` can
 /// answer for that source instead of asking a gpsd the engine does not use.
@@ -12,13 +14,27 @@ public struct SourceStatus: Sendable, Equatable {
         public static let noFix = "no-fix"
         public static let noPosition = "no-position"
         public static let badPosition = "bad-position"
+
+        /// Why a decoded fix is no usable one (the kind to count, the words to log), or nil.
+        public static func reason(_ fix: Fix) -> (kind: String, why: String)? {
+            if fix.mode < .twoD { return (noFix, "a TPV with mode \(fix.mode.rawValue): no 2D or 3D fix") }
+            if fix.latitude == nil || fix.longitude == nil {
+                return (noPosition, "a TPV without \"lat\" and \"lon\"")
+            }
+            if !SourceLiveness.isUsable(fix) { return (badPosition, "a TPV whose position is out of range") }
+            return nil
+        }
     }
 
+    /// `json` (a file, FIFO or standard input) or `mqtt` (a broker's topic filter).
+    public var kind = "json"
+    /// The file's path, or the MQTT address without its password.
     public var path: String
-    /// Whether the file, FIFO or standard input is open now.
+    /// Whether the file, FIFO or standard input is open now; for MQTT, whether the broker is connected.
     public var open = false
-    /// Why it is not open (a FIFO that cannot be opened again), when it is not.
+    /// Why it is not open (a FIFO that cannot be opened again, a broker that went away), when it is not.
     public var problem: String?
+    /// Lines read (for MQTT: messages received).
     public var lines = 0
     public var usableFixes = 0
     /// Lines of other classes (SKY, VERSION, ...): not errors, not fixes.
@@ -33,6 +49,16 @@ public struct SourceStatus: Sendable, Equatable {
 
     public init(path: String) { self.path = path }
 
+    /// An MQTT subscription's status; `address` is shown as it is, so it must carry no password.
+    public init(mqtt address: String) {
+        kind = "mqtt"
+        path = address
+    }
+
+    private var isMQTT: Bool { kind == "mqtt" }
+    /// What the source delivers: lines, or MQTT messages.
+    public var unit: String { isMQTT ? "message" : "line" }
+
     public var unusableTotal: Int { unusable.values.reduce(0, +) }
 
     /// "21 no-position, 3 not-json", most frequent first.
@@ -42,10 +68,31 @@ public struct SourceStatus: Sendable, Equatable {
     }
 
     /// Where the lines come from, as `status` and the log say it.
-    public var label: String { path == "-" ? "JSON lines on standard input" : "JSON lines from \(path)" }
+    public var label: String {
+        isMQTT ? "MQTT \(path)" : path == "-" ? "JSON lines on standard input" : "JSON lines from \(path)"
+    }
+
+    /// How `status` says the first question's answer: open or connected, or why not.
+    public var openText: String {
+        if isMQTT {
+            return open ? "connected" : "not connected" + (problem.map { " (\($0))" } ?? "")
+        }
+        return open
+            ? "open" : "not open" + (problem.map { " (\($0))" } ?? " (a FIFO waiting for a writer, or at its end)")
+    }
+
+    /// "9 lines read", "9 messages received".
+    public var countText: String { isMQTT ? "\(lines) messages received" : "\(lines) lines read" }
 
     /// Why no usable fix has come: what is known, in the source's terms (for the `silent` event).
     public var silenceReason: String {
+        if isMQTT {
+            if !open { return "\(label) is not connected" + (problem.map { ": \($0)" } ?? "") }
+            if lines == 0 { return "no message has arrived from \(path)" }
+            var text = "\(lines) message(s) received from \(path), none a usable fix"
+            if unusableTotal > 0 { text += " (" + unusableSummary + ")" }
+            return text
+        }
         if !open { return "\(label) is not open" + (problem.map { ": \($0)" } ?? "") }
         if lines == 0 {
             return path == "-" ? "no line has arrived on standard input" : "no line has arrived from \(path)"
@@ -57,6 +104,16 @@ public struct SourceStatus: Sendable, Equatable {
 
     /// Why usable fixes stopped (for the `lost` event).
     public var lostReason: String {
+        if isMQTT {
+            var text =
+                open
+                ? "\(usableFixes) usable fix(es) from \(path) so far"
+                : "\(label) is not connected"
+                    + (problem.map { ": \($0)" } ?? "") + "; \(usableFixes) usable fix(es) so far"
+            if let lastFixRead { text += ", the last received at \(TimestampParser.format(lastFixRead))" }
+            if unusableTotal > 0 { text += "; \(unusableTotal) unusable message(s) (\(unusableSummary))" }
+            return text
+        }
         if !open { return "\(label) is not open" + (problem.map { ": \($0)" } ?? " (its writer went away)") }
         var text = "\(usableFixes) usable fix(es) from \(path == "-" ? "standard input" : path) so far"
         if let lastFixRead { text += ", the last read at \(TimestampParser.format(lastFixRead))" }
@@ -66,7 +123,7 @@ public struct SourceStatus: Sendable, Equatable {
 
     public var json: JSONObject {
         var o: JSONObject = [
-            "kind": "json", "path": .string(path), "open": .bool(open), "lines": .number(Double(lines)),
+            "kind": .string(kind), "path": .string(path), "open": .bool(open), "lines": .number(Double(lines)),
             "usableFixes": .number(Double(usableFixes)), "ignored": .number(Double(ignored)),
             "liveness": .string(liveness),
             "unusable": .object(
@@ -83,7 +140,10 @@ public struct SourceStatus: Sendable, Equatable {
 
     /// Reads back what `json` wrote (nil for anything else).
     public init?(json value: JSONValue) {
-        guard value["kind"]?.stringValue == "json", let path = value["path"]?.stringValue else { return nil }
+        guard let kind = value["kind"]?.stringValue, kind == "json" || kind == "mqtt",
+            let path = value["path"]?.stringValue
+        else { return nil }
+        self.kind = kind
         self.path = path
         open = value["open"]?.boolValue ?? false
         problem = value["problem"]?.stringValue

@@ -293,7 +293,7 @@ public final class GPSDHarness: Sendable {
     }
 
     /// A port nothing listens on now, found by binding port 0; never gpsd's 2947.
-    private static func freePort(type: Int32) throws -> UInt16 {
+    static func freePort(type: Int32) throws -> UInt16 {
         while true {
             let descriptor = socket(AF_INET, type | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard descriptor >= 0 else { throw Failure.system("socket", errno) }
@@ -314,7 +314,7 @@ public final class GPSDHarness: Sendable {
         }
     }
 
-    private static func acceptsConnections(port: UInt16) -> Bool {
+    static func acceptsConnections(port: UInt16) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }

@@ -58,10 +58,9 @@ enum RunCommand {
     /// random; with glibc's malloc asking for transparent huge pages, far fewer TLB misses cost each fix
     /// (Docs/benchmarks.md). The tunable is read at process start, so the engine re-executes itself once
     /// with it set. GEOFENCE_NO_HUGEPAGES=1, or a GLIBC_TUNABLES of one's own, leaves things alone.
-    static func useHugePages(_ environment: [String: String]) {
+    static func useHugePages(_ environment: [String: String], arguments: [String]) {
         guard environment["GLIBC_TUNABLES"] == nil, environment["GEOFENCE_NO_HUGEPAGES"] == nil else { return }
         setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1)
-        let arguments = CommandLine.arguments
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         execv("/proc/self/exe", &argv)
@@ -76,8 +75,11 @@ enum RunCommand {
             configuration.source = .gpsd(try c.gpsdAddress())
         } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
             configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
+        } else if sourceText.hasPrefix("mqtt://") || sourceText.hasPrefix("mqtts://") {
+            configuration.source = try mqttSource(c, sourceText)
         } else {
-            throw c.usage("invalid value for --source: \"\(sourceText)\" is not gpsd or json:PATH")
+            throw c.usage(
+                "invalid value for --source: \"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
         }
         configuration.liveness = .init(
             firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
@@ -105,7 +107,7 @@ enum RunCommand {
             throw c.usage(
                 "invalid value for --log-level: \"\(levelText)\" is not error, warning, notice, info or debug")
         }
-        useHugePages(c.environment)
+        useHugePages(c.environment, arguments: hidingPassword(sourceText))
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)
@@ -117,6 +119,74 @@ enum RunCommand {
             throw CommandFailure(socket.description, exitCode: .unavailable)
         } catch let source as SourceOpenError {
             throw CommandFailure(source.description, exitCode: .noInput)
+        } catch let mqtt as MQTTError {
+            throw CommandFailure(mqtt.description, exitCode: .unavailable)
         }
+    }
+
+    /// A password given in the `--source` URL is blanked in this process's command line (what `ps` and
+    /// /proc/PID/cmdline show), and the arguments for the re-execution leave it out, passing it on in
+    /// `GEOFENCE_MQTT_PASSWORD` (which only the same user and root can read). Returns those arguments.
+    static func hidingPassword(_ sourceText: String) -> [String] {
+        guard let span = MQTTAddress.passwordSpan(in: sourceText),
+            let password = (try? MQTTAddress(parsing: sourceText))?.password
+        else { return CommandLine.arguments }
+        let bytes = Array(sourceText.utf8)
+        setenv("GEOFENCE_MQTT_PASSWORD", password, 1)
+        let hidden = String(decoding: bytes[..<span.lowerBound] + bytes[span.upperBound...], as: UTF8.self)
+        for i in 0..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[i] else { continue }
+            let length = strlen(argument)
+            guard length >= bytes.count, String(cString: argument).hasSuffix(sourceText) else { continue }
+            let offset = length - bytes.count
+            for j in span.dropFirst() { argument[offset + j] = CChar(UInt8(ascii: "x")) }
+        }
+        return CommandLine.arguments.map { argument in
+            argument == sourceText ? hidden : argument == "--source=" + sourceText ? "--source=" + hidden : argument
+        }
+    }
+
+    /// `--source mqtt://...`, with its password from the URL, `--mqtt-password-file` or
+    /// `GEOFENCE_MQTT_PASSWORD` (the last two keep it out of `ps`); never echoed, even in errors.
+    static func mqttSource(_ c: CommandContext, _ text: String) throws -> DaemonConfiguration.Source {
+        var address: MQTTAddress
+        do {
+            address = try MQTTAddress(parsing: text)
+        } catch {
+            throw c.usage("invalid value for --source: \(error)")
+        }
+        if let file = c.arguments.value("--mqtt-password-file") {
+            guard address.password == nil else {
+                throw c.usage("--mqtt-password-file and a password in the --source URL: give only one")
+            }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                let reason = access(file, R_OK) == 0 ? "cannot be read" : String(cString: strerror(errno))
+                throw CommandFailure("cannot read the MQTT password file \(file): \(reason)", exitCode: .noInput)
+            }
+            var password = String(decoding: data, as: UTF8.self)
+            if password.hasSuffix("\n") { password.removeLast() }
+            address.password = password
+        } else if address.password == nil, let password = c.environment["GEOFENCE_MQTT_PASSWORD"] {
+            address.password = password
+        }
+        if let ca = c.arguments.value("--mqtt-ca") {
+            guard address.tls else { throw c.usage("--mqtt-ca is for TLS: use mqtts:// in --source") }
+            guard access(ca, R_OK) == 0 else {
+                throw CommandFailure(
+                    "cannot read the MQTT CA file \(ca): \(String(cString: strerror(errno)))", exitCode: .noInput)
+            }
+            address.caFile = ca
+        }
+        if address.password != nil, address.username == nil {
+            throw c.usage("an MQTT password needs a user name: mqtt://USER@HOST[:PORT]/TOPIC")
+        }
+        var clientID: String?
+        if let id = c.arguments.value("--mqtt-client-id") {
+            guard !id.isEmpty, id.utf8.count <= 65535, !id.contains(where: \.isNewline) else {
+                throw c.usage("invalid value for --mqtt-client-id: must be 1 to 65535 bytes, one line")
+            }
+            clientID = id
+        }
+        return .mqtt(address, clientID: clientID)
     }
 }

@@ -123,14 +123,8 @@ enum StatusCommand {
         if let fleet {
             if !engineRunning {
                 hardware = (false, "the engine is not running; it last read \(fleet.label)", [])
-            } else if fleet.open {
-                hardware = (true, "\(fleet.label): open", [])
             } else {
-                hardware = (
-                    false,
-                    "\(fleet.label): not open"
-                        + (fleet.problem.map { " (\($0))" } ?? " (a FIFO waiting for a writer, or at its end)"), []
-                )
+                hardware = (fleet.open, "\(fleet.label): \(fleet.openText)", [])
             }
         } else if !probe.reachable {
             hardware = (
@@ -178,7 +172,7 @@ enum StatusCommand {
         }
         let data: (ok: Bool, text: String)
         if let fleet {
-            var counts = "\(fleet.lines) lines read, \(fleet.usableFixes) usable fixes"
+            var counts = "\(fleet.countText), \(fleet.usableFixes) usable fixes"
             if fleet.unusableTotal > 0 { counts += ", \(fleet.unusableTotal) unusable (\(fleet.unusableSummary))" }
             if let read = fleet.lastFixRead {
                 counts +=
@@ -217,7 +211,15 @@ enum StatusCommand {
             var o: JSONObject = ["stateDirectory": .string(directory)]
             var hw: JSONObject =
                 fleet.map {
-                    ["ok": .bool(hardware.ok), "source": "json", "path": .string($0.path), "open": .bool($0.open)]
+                    $0.kind == "mqtt"
+                        ? [
+                            "ok": .bool(hardware.ok), "source": "mqtt", "broker": .string($0.path),
+                            "connected": .bool($0.open),
+                        ]
+                        : [
+                            "ok": .bool(hardware.ok), "source": "json", "path": .string($0.path),
+                            "open": .bool($0.open),
+                        ]
                 }
                 ?? ["ok": .bool(hardware.ok), "gpsd": .string("\(address)"), "reachable": .bool(probe.reachable)]
             if !hardware.ok { hw["problem"] = .string(hardware.text) }
@@ -238,6 +240,7 @@ enum StatusCommand {
                 for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime"] {
                     d[key] = fleet.json[key]
                 }
+                if fleet.kind == "mqtt" { d["messages"] = fleet.json["lines"] }
                 if let read = fleet.lastFixRead {
                     d["age"] = .number((c.now.timeIntervalSince(read) * 10).rounded() / 10)
                 }

@@ -1,0 +1,158 @@
+import Foundation
+import GeofenceCore
+import GeofenceGPSD
+
+/// What every fleet source (JSON lines, MQTT) does the same way, written once: the report stream with
+/// back-pressure, the first-fix deadline and staleness watchdog, and the counting of what arrives (usable
+/// fixes, the unusable by reason, the first of each kind logged, then a summary at most once a minute).
+///
+/// A source feeds it decoded reports from its own thread (`take`, `send`) and says whether it is open or
+/// connected (`update`); `status` is its answer for `geofence status`.
+final class FleetIntake: @unchecked Sendable {
+    // @unchecked: the mutable fields are only touched under `lock` (the in-flight count under `room`).
+    let reports: AsyncStream<GPSDReport>
+    private let continuation: AsyncStream<GPSDReport>.Continuation
+    private let lock = NSLock()
+    private var stopped = false
+    /// Reports yielded but not yet taken by the consumer. `send` waits at `maximumInFlight`, so a producer
+    /// faster than the engine is held back (through the pipe, or the broker's in-flight window) instead of
+    /// filling memory with an unbounded buffer.
+    private var inFlight = 0
+    private let room = NSCondition()
+    var maximumInFlight = 16
+    private var liveness: SourceLiveness
+    private var counts: SourceStatus
+    private let logger: Logger?
+    private let clock = MonotonicClock()
+    /// When unusable reports were last summed up in the log, and how many there were then.
+    private var lastSummary = -Double.infinity
+    private var unusableAtSummary = 0
+
+    init(status: SourceStatus, liveness: SourceLiveness.Configuration, logger: Logger?) {
+        counts = status
+        self.logger = logger
+        self.liveness = SourceLiveness(configuration: liveness, startedAt: clock.now)
+        (reports, continuation) = AsyncStream.makeStream(of: GPSDReport.self)
+    }
+
+    var label: String { lock.withLock { counts.label } }
+
+    var status: SourceStatus {
+        lock.withLock {
+            var status = counts
+            switch liveness.state {
+            case .awaitingFirstFix: status.liveness = "awaiting-first-fix"
+            case .receiving: status.liveness = "receiving"
+            case .silent: status.liveness = "silent"
+            case .lost: status.liveness = "lost"
+            }
+            return status
+        }
+    }
+
+    var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Changes the source's own facts (open or connected, and why not); returns what `body` returns.
+    func update<T>(_ body: (inout SourceStatus) -> T) -> T { lock.withLock { body(&counts) } }
+
+    /// Restarts the deadlines and watches them every 0.1 s, on a thread of its own: the source's thread may
+    /// be blocked for good (in `open` or `read` on an idle FIFO, or in libmosquitto's loop).
+    func startWatchdog(name: String) {
+        lock.withLock { liveness.restart(at: clock.now) }
+        let watchdog = Thread { [self] in
+            while !isStopped {
+                let transition = lock.withLock { liveness.advance(to: clock.now) }
+                if let transition { sendNow(.liveness(transition)) }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        watchdog.name = name
+        watchdog.start()
+    }
+
+    /// No more waiting for room; the watchdog ends. The stream stays open until `finish`.
+    func stop() {
+        lock.withLock { stopped = true }
+        room.withLock { room.broadcast() }
+    }
+
+    func finish() { continuation.finish() }
+
+    func consumed() {
+        room.lock()
+        inFlight -= 1
+        if inFlight < maximumInFlight / 2 { room.signal() }
+        room.unlock()
+    }
+
+    /// Yields a report once there is room for it (every yield is matched by one `consumed()`).
+    func send(_ report: GPSDReport) {
+        room.lock()
+        while inFlight >= maximumInFlight && !isStopped { _ = room.wait(until: Date().addingTimeInterval(0.2)) }
+        inFlight += 1
+        room.unlock()
+        continuation.yield(report)
+    }
+
+    /// Yields a report without waiting for room: liveness and connection news never wait behind fixes.
+    func sendNow(_ report: GPSDReport) {
+        room.lock()
+        inFlight += 1
+        room.unlock()
+        continuation.yield(report)
+    }
+
+    /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
+    /// filter counts its own refusals). `context` goes into the log line after the unit (` on "topic"`).
+    func take(_ report: GPSDJSONReport, context: String = "") -> Fix? {
+        let unusable: (kind: String, why: String)?
+        var fix: Fix?
+        switch report {
+        case .tpv(let decoded):
+            fix = decoded
+            unusable = SourceStatus.Unusable.reason(decoded)
+        case .other:
+            lock.withLock {
+                counts.lines += 1
+                counts.ignored += 1
+            }
+            return nil
+        case .malformed(let problem):
+            unusable = (problem.kind.rawValue, problem.description)
+        }
+        let now = clock.now
+        var restored: SourceLiveness.Transition?
+        var first = false
+        var summary: String?
+        let (label, unit) = lock.withLock { (counts.label, counts.unit) }
+        lock.withLock {
+            counts.lines += 1
+            if let unusable {
+                first = counts.unusable[unusable.kind] == nil
+                counts.unusable[unusable.kind, default: 0] += 1
+                // After the first of each kind, at most one line a minute sums up what came since.
+                let total = counts.unusableTotal
+                if !first, now - lastSummary >= 60, total > unusableAtSummary + 1 {
+                    summary = "\(total) \(unit)(s) from \(label) gave no usable fix so far: \(counts.unusableSummary)"
+                    lastSummary = now
+                    unusableAtSummary = total
+                }
+                if first { lastSummary = now }
+            } else if let fix {
+                counts.usableFixes += 1
+                counts.lastFixTime = fix.time
+                counts.lastFixRead = Date()
+                restored = liveness.usableFix(at: now)
+            }
+        }
+        if let unusable, first {
+            logger?.warning(
+                "\(label): skipped a \(unit)\(context) (\(unusable.kind)): \(unusable.why); further ones are counted")
+        }
+        if let summary { logger?.warning(summary) }
+        // `restored` before the fix that ended the outage, as gpsd's source sends it.
+        if let restored { sendNow(.liveness(restored)) }
+        // A refused vehicle name never reaches the pipeline; other fixes do, and the filter judges them.
+        return fix
+    }
+}

@@ -1,0 +1,207 @@
+import CMosquitto
+import Foundation
+
+/// One MQTT connection through libmosquitto, wrapped once at the edge: connect, subscribe, and the
+/// network loop on libmosquitto's own thread (`mosquitto_loop_start`), which also reconnects with
+/// backoff (`mosquitto_reconnect_delay_set`) and calls back into Swift.
+///
+/// libmosquitto's rules: `mosquitto_lib_init` once per process; with the threaded loop, the callbacks
+/// run on the loop thread, and `subscribe`/`disconnect` may be called from any thread. The handler is
+/// called on the loop thread, in order; while it runs, no further message is read, so a handler that
+/// waits holds the broker back (its QoS 1 in-flight window) rather than filling memory.
+final class MQTTClient: @unchecked Sendable {
+    // @unchecked: `handle` is used through libmosquitto, whose threaded API is safe to call from any
+    // thread; the Swift state (`firstConnect`, `loopRunning`, `started`, `lastError`) is guarded by `lock`.
+
+    /// What the loop thread reports.
+    enum Event: Sendable {
+        /// The broker accepted the connection, and the subscription has been asked for again.
+        case connected
+        /// The broker answered the connection with a refusal (bad credentials, a client id refused).
+        case refused(String)
+        /// The connection went away; libmosquitto reconnects on its own.
+        case disconnected(String)
+        case message(topic: String, payload: [UInt8])
+    }
+
+    struct Options: Sendable {
+        var host: String
+        var port: Int32
+        var clientID: String
+        var username: String?
+        var password: String?
+        var topicFilter: String
+        /// TLS, with the CA certificates of `caFile` (nil: the system's).
+        var tls = false
+        var caFile: String?
+        var keepalive: Int32 = 30
+        /// Reconnect delays, seconds: first, at most (doubling in between).
+        var reconnectDelay: UInt32 = 1
+        var reconnectDelayMax: UInt32 = 30
+    }
+
+    private static let initialized: Void = { _ = mosquitto_lib_init() }()
+
+    private let handle: OpaquePointer
+    private let options: Options
+    private let handler: @Sendable (Event) -> Void
+    private let lock = NSCondition()
+    private var firstConnect: Event?
+    private var loopRunning = false
+    /// `start` has returned: from now on, losing the connection is reported (and retried), not thrown.
+    private var started = false
+    /// The last error libmosquitto logged (a failed TLS handshake): at start, the reason the connection failed.
+    private var lastError: String?
+    private var isStarted: Bool { lock.withLock { started } }
+
+    /// A client with a persistent session (clean session off) under `options.clientID`.
+    init(options: Options, handler: @escaping @Sendable (Event) -> Void) throws(MQTTError) {
+        _ = Self.initialized
+        self.options = options
+        self.handler = handler
+        guard let made = mosquitto_new(options.clientID, false, nil) else {
+            throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        handle = made
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        _ = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, CMosquitto_PROTOCOL_V311)
+        if let username = options.username {
+            _ = mosquitto_username_pw_set(handle, username, options.password)
+        }
+        if options.tls {
+            // The broker's certificate and host name are checked (libmosquitto's default); never insecure.
+            let code =
+                options.caFile.map { mosquitto_tls_set(handle, $0, nil, nil, nil, nil) }
+                ?? mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1)
+            // (Thrown once every property is set: `deinit` runs and destroys the handle.)
+            guard code == MOSQ_ERR_SUCCESS.rawValue else {
+                throw MQTTError(description: "cannot use the CA certificates for TLS: \(Self.text(code))")
+            }
+        }
+        _ = mosquitto_reconnect_delay_set(handle, options.reconnectDelay, options.reconnectDelayMax, true)
+        mosquitto_connect_callback_set(handle) { _, object, code in
+            MQTTClient.from(object)?.connected(code: code)
+        }
+        mosquitto_disconnect_callback_set(handle) { _, object, code in
+            MQTTClient.from(object)?.disconnected(code: code)
+        }
+        // libmosquitto says why a TLS handshake failed only in its log: the last error is kept for `start`.
+        mosquitto_log_callback_set(handle) { _, object, level, text in
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let text, let client = MQTTClient.from(object) else { return }
+            let line = String(cString: text)
+            client.lock.withLock {
+                client.lastError = line
+                client.lock.broadcast()
+            }
+        }
+        mosquitto_message_callback_set(handle) { _, object, message in
+            guard let client = MQTTClient.from(object), let message else { return }
+            let topic = String(cString: message.pointee.topic)
+            let count = Int(message.pointee.payloadlen)
+            let payload =
+                count > 0 && message.pointee.payload != nil
+                ? [UInt8](UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
+            client.handler(.message(topic: topic, payload: payload))
+        }
+    }
+
+    deinit {
+        stop()
+        mosquitto_destroy(handle)
+    }
+
+    private static func from(_ object: UnsafeMutableRawPointer?) -> MQTTClient? {
+        object.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Connects, starts the loop, and waits up to `timeout` seconds for the broker's answer: an
+    /// unreachable or refusing broker at start is an error to say at once, not a source that stays quiet.
+    func start(timeout: Double) throws(MQTTError) {
+        let code = mosquitto_connect(handle, options.host, options.port, options.keepalive)
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            let reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(code)
+            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
+        }
+        let looping = mosquitto_loop_start(handle)
+        guard looping == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError(description: "cannot start the MQTT client's loop: \(Self.text(looping))")
+        }
+        lock.withLock { loopRunning = true }
+        let deadline = Date().addingTimeInterval(timeout)
+        let answer: Event? = lock.withLock {
+            while firstConnect == nil, lastError == nil, lock.wait(until: deadline) {}
+            return firstConnect
+        }
+        switch answer {
+        case .connected:
+            lock.withLock { started = true }
+            return
+        case .refused(let why):
+            stop()
+            throw MQTTError(description: "the MQTT broker at \(address) refused the connection: \(why)")
+        default:
+            stop()
+            let why = lock.withLock { lastError }
+            if let why { throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(why)") }
+            throw MQTTError(
+                description: "the MQTT broker at \(address) did not answer within \(Int(timeout)) s")
+        }
+    }
+
+    /// Disconnects (the broker keeps the session and queues QoS 1 messages for it) and ends the loop.
+    func stop() {
+        let running = lock.withLock {
+            defer { loopRunning = false }
+            return loopRunning
+        }
+        guard running else { return }
+        _ = mosquitto_disconnect(handle)
+        _ = mosquitto_loop_stop(handle, false)
+    }
+
+    var address: String { "\(options.host):\(options.port)" }
+
+    private func connected(code: Int32) {
+        let event: Event
+        if code == 0 {
+            // Subscribed again at every connection: a broker that lost its session (no persistence) must
+            // still send the topic's messages.
+            let subscribed = mosquitto_subscribe(handle, nil, options.topicFilter, 1)
+            event =
+                subscribed == MOSQ_ERR_SUCCESS.rawValue
+                ? .connected : .refused("cannot subscribe to \(options.topicFilter): \(Self.text(subscribed))")
+        } else {
+            var words = String(cString: mosquitto_connack_string(code))
+            if words.hasSuffix(".") { words.removeLast() }
+            event = .refused(words)
+        }
+        let first = lock.withLock {
+            defer {
+                firstConnect = firstConnect ?? event
+                lock.broadcast()
+            }
+            return firstConnect == nil
+        }
+        // A refusal at the first connection is `start`'s error to throw, not a reconnection to report.
+        if first, case .refused = event { return }
+        if case .refused = event, !isStarted { return }
+        handler(event)
+    }
+
+    private func disconnected(code: Int32) {
+        // 0: our own `mosquitto_disconnect`; before `start` has returned, its error says it all.
+        guard code != 0, isStarted else { return }
+        handler(.disconnected(Self.text(code)))
+    }
+
+    private static func text(_ code: Int32) -> String {
+        var words = String(cString: mosquitto_strerror(code))
+        if words.hasSuffix(".") { words.removeLast() }
+        return words.prefix(1).lowercased() + words.dropFirst()
+    }
+}
+
+/// An MQTT source that cannot start: a broker unreachable or refusing at start, a bad password file.
+public struct MQTTError: Error, CustomStringConvertible {
+    public var description: String
+}

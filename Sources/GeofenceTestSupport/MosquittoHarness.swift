@@ -1,0 +1,149 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A private Mosquitto broker for one test: its own config file, a free loopback port, persistence in a
+/// directory of its own (never the system's broker, its port 1883 or its config). It can be stopped and
+/// started again on the same port with the same persistence, as a broker restart is.
+public final class MosquittoBroker: @unchecked Sendable {
+    // @unchecked: `process` is only touched by the test that owns the broker, one call at a time.
+    public let port: UInt16
+    public let directory: String
+    /// The CA that signed a TLS broker's certificate (nil: plain MQTT).
+    public let caFile: String?
+    private let config: String
+    private var process: Process?
+
+    public static let mosquittoPath = "/usr/sbin/mosquitto"
+    public static let publishPath = "/usr/bin/mosquitto_pub"
+    public static var isAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: mosquittoPath)
+            && FileManager.default.isExecutableFile(atPath: publishPath)
+    }
+    public static let unavailableReason = "mosquitto and mosquitto_pub are not installed (make deps)"
+
+    /// Starts a broker in `directory` (which must exist); with `users`, only they may connect, each with
+    /// their password (a `mosquitto_passwd` file).
+    ///
+    /// With `tls`, it speaks only TLS, with a server certificate for 127.0.0.1 signed by a CA of its own
+    /// (`caFile`), both made here with openssl.
+    public init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
+        self.directory = directory
+        caFile = tls ? directory + "/ca.crt" : nil
+        port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
+        config = directory + "/mosquitto.conf"
+        var text = """
+            listener \(port) 127.0.0.1
+            persistence true
+            persistence_location \(directory)/
+            log_dest file \(directory)/mosquitto.log
+
+            """
+        // As root it would become the `mosquitto` user, who cannot read the test's private directory.
+        if getuid() == 0 { text += "user root\n" }
+        if tls {
+            try Self.makeCertificates(in: directory)
+            text += "cafile \(directory)/ca.crt\ncertfile \(directory)/server.crt\nkeyfile \(directory)/server.key\n"
+        }
+        if users.isEmpty {
+            text += "allow_anonymous true\n"
+        } else {
+            let passwords = directory + "/passwords"
+            _ = FileManager.default.createFile(atPath: passwords, contents: nil)
+            for (user, password) in users.sorted(by: { $0.key < $1.key }) {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
+                p.arguments = ["-b", passwords, user, password]
+                p.standardOutput = FileHandle.nullDevice
+                p.standardError = FileHandle.nullDevice
+                try p.run()
+                p.waitUntilExit()
+            }
+            text += "allow_anonymous false\npassword_file \(passwords)\n"
+        }
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit { kill(signal: SIGKILL) }
+
+    /// Starts it (again) and waits until it accepts connections.
+    public func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.mosquittoPath)
+        p.arguments = ["-c", config]
+        p.standardInput = FileHandle.nullDevice
+        // What it says before its log is open (a bad config) goes here.
+        let errors = directory + "/mosquitto.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        let errorHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        defer { try? errorHandle.close() }
+        p.standardOutput = errorHandle
+        p.standardError = errorHandle
+        try GPSDHarness.withUnblockedSignals { try p.run() }
+        process = p
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if GPSDHarness.acceptsConnections(port: port) { return }
+            guard p.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        throw GPSDHarness.Failure.startFailed("mosquitto did not listen on \(port): \(said)\(log)")
+    }
+
+    /// Stops it (SIGTERM: it writes its persistence file first) and waits for the exit.
+    public func stop() { kill(signal: SIGTERM) }
+
+    private func kill(signal: Int32) {
+        guard let p = process else { return }
+        if p.isRunning {
+            Glibc.kill(p.processIdentifier, signal)
+            p.waitUntilExit()
+        }
+        process = nil
+    }
+
+    private static func makeCertificates(in directory: String) throws {
+        try "subjectAltName=IP:127.0.0.1\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
+        let steps = [
+            "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=geofence-test-ca",
+            "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1",
+            "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext",
+        ]
+        for step in steps {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = step.split(separator: " ").map(String.init)
+            p.currentDirectoryURL = URL(fileURLWithPath: directory)
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw GPSDHarness.Failure.startFailed("openssl \(step) failed") }
+        }
+    }
+
+    public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
+
+    /// `mosquitto_pub` with QoS 1: each of `messages` to `topic`, one message a line; returns its status.
+    @discardableResult
+    public func publish(_ topic: String, _ messages: [String]) throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.publishPath)
+        p.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-l"]
+            + (caFile.map { ["--cafile", $0] } ?? [])
+        let input = Pipe()
+        p.standardInput = input
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        input.fileHandleForWriting.write(Data((messages.joined(separator: "\n") + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
