@@ -40,6 +40,8 @@ struct DocExamplesTests {
         "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0": "the engine: needs a remote gpsd, runs until stopped",
         "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-": "needs Kafka (kcat), runs until stopped",
         "sudo systemctl enable --now geofence": "needs root and systemd",
+        "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw":
+            "needs an MQTT broker and its password file, runs until stopped",
         "geofence locate --accuracy 10 --timeout 20s": "needs gpsd with a receiver (else waits out its timeout)",
         "geofence locate --json || echo \"no location: exit $?\"":
             "needs gpsd with a receiver (else waits out its timeout)",
