@@ -26,7 +26,7 @@ enum CommandTree {
         ],
         subcommands: [
             add, remove, list, show, importCommand, export, replay, run, locate, status, watch, services, permission,
-            hook, events,
+            hook, events, vehicles,
         ],
         runsWithoutSubcommand: true,
         examples: [
@@ -147,6 +147,27 @@ enum CommandTree {
         examples: [
             Example("Back up the regions:", "geofence export > regions.json"),
             Example("Look at them on a map:", "geofence export --format geojson -o regions.geojson"),
+        ])
+
+    static let vehicles = CommandSpec(
+        name: "vehicles",
+        abstract: "List the vehicles the store knows: their last fix and the regions they are inside.",
+        discussion: """
+            Every subject (a gpsd device or a fleet vehicle) with its state in the store, by name: when its \
+            last fix was, where, how accurate, and the regions it is inside. An engine keeps in memory only \
+            the vehicles heard from within --idle-after (1d by default); the others are here until they \
+            return. --prune removes the vehicles not heard from for the given time, with their region \
+            states (their events stay in the outbox); a vehicle that comes back later starts over, with \
+            `determined`. Prune with the engine stopped: one that runs refuses it (exit 75).
+            """,
+        options: [
+            .value(
+                "--prune", valueName: "older-than",
+                help: "Remove the vehicles not heard from for this long (e.g. 30d), and print how many.")
+        ],
+        examples: [
+            Example("Which vehicles are where:", "geofence vehicles"),
+            Example("Forget vehicles not seen for a month (engine stopped):", "geofence vehicles --prune 30d"),
         ])
 
     static let replay = CommandSpec(

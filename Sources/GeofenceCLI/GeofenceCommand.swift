@@ -74,6 +74,7 @@ public enum GeofenceCommand {
         case ["locate"]: try LocateCommand.run(c)
         case ["status"]: try StatusCommand.run(c)
         case ["watch"]: try ControlCommands.watch(c)
+        case ["vehicles"]: try VehiclesCommand.run(c)
         case ["services"]: try ControlCommands.services(c)
         case let p where p.first == "permission": try ControlCommands.permission(p, c)
         case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)

@@ -637,3 +637,61 @@ public final class StateStore: Sendable {
         try queue.writeWithoutTransaction { db in try db.integrityCheck() }
     }
 }
+
+/// One vehicle (subject) as `geofence vehicles` shows it: its last fix and the regions it is inside.
+public struct VehicleSummary: Sendable, Equatable {
+    public var subject: String
+    public var lastFixTime: Date?
+    public var lastFix: EventFix?
+    /// Ids of the regions it is inside, in id order.
+    public var inside: [String]
+}
+
+extension StateStore {
+    /// Every vehicle the store knows, by name, with its last fix and the regions it is inside.
+    public func vehicles() throws -> [VehicleSummary] {
+        try queue.read { db in
+            var all: [VehicleSummary] = []
+            try db.forEachRow(
+                """
+                SELECT s.subject, s.last_fix_time, s.last_fix,
+                       (SELECT group_concat(id, char(31)) FROM (
+                            SELECT r.id FROM region_states rs JOIN regions r ON r.seq = rs.region_seq
+                            WHERE rs.subject = s.subject AND rs.state = 'inside' ORDER BY r.id))
+                FROM subjects s ORDER BY s.subject
+                """
+            ) { row in
+                all.append(
+                    VehicleSummary(
+                        subject: row.string(at: 0),
+                        lastFixTime: row.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
+                        lastFix: row.optionalString(at: 2).flatMap { try? JSON.parse($0).objectValue }.flatMap(
+                            EventFix.init(json:)),
+                        inside: row.optionalString(at: 3).map { $0.split(separator: "\u{1F}").map(String.init) } ?? []))
+            }
+            return all
+        }
+    }
+
+    /// Removes every vehicle whose last fix is before `cutoff` (or that has none), with its region states;
+    /// its events stay. Returns the names removed.
+    @discardableResult
+    public func pruneVehicles(lastFixBefore cutoff: Date) throws -> [String] {
+        try queue.write { db in
+            var gone: [String] = []
+            try db.forEachRow(
+                "SELECT subject FROM subjects WHERE last_fix_time IS NULL OR last_fix_time < ?1 ORDER BY subject",
+                [cutoff.timeIntervalSince1970]
+            ) { gone.append($0.string(at: 0)) }
+            try db.execute(
+                """
+                DELETE FROM region_states WHERE subject IN
+                    (SELECT subject FROM subjects WHERE last_fix_time IS NULL OR last_fix_time < ?1)
+                """, [cutoff.timeIntervalSince1970])
+            try db.execute(
+                "DELETE FROM subjects WHERE last_fix_time IS NULL OR last_fix_time < ?1", [cutoff.timeIntervalSince1970]
+            )
+            return gone
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+/// `geofence vehicles`: the subjects the store knows, and `--prune` of the ones gone quiet.
+enum VehiclesCommand {
+    static func run(_ c: CommandContext) throws {
+        let store = try c.openStore()
+        if c.arguments.value("--prune") != nil {
+            guard let age = try c.arguments.duration("--prune"), age > 0 else {
+                throw c.usage("invalid value for --prune: must be more than 0")
+            }
+            if try c.route().socket != nil {
+                throw CommandFailure(
+                    "an engine serves \(c.stateDirectory): stop it before pruning vehicles (it may hold them in "
+                        + "memory), or let it forget quiet ones with geofence run --idle-after", exitCode: .tempFail)
+            }
+            let gone = try store.pruneVehicles(lastFixBefore: c.now.addingTimeInterval(-age))
+            if c.json {
+                c.console.print(JSONValue.object(["pruned": .array(gone.map { .string($0) })]).serialized())
+            } else {
+                c.console.message(
+                    "Removed \(gone.count) vehicle(s) not heard from since \(TimestampParser.format(c.now.addingTimeInterval(-age)))."
+                )
+            }
+            return
+        }
+        let vehicles = try store.vehicles()
+        if c.json {
+            c.console.print(JSONValue.array(vehicles.map { .object(json($0)) }).serialized())
+            return
+        }
+        guard !vehicles.isEmpty else {
+            c.console.message("No vehicles yet: none has sent a fix.")
+            return
+        }
+        var table = TextTable(["SUBJECT", "LAST FIX", "LAT", "LON", "ACCURACY", "INSIDE"])
+        for v in vehicles {
+            table.add([
+                v.subject, v.lastFixTime.map { TimestampParser.format($0) } ?? "-",
+                v.lastFix.map { String(format: "%.6f", $0.latitude) } ?? "-",
+                v.lastFix.map { String(format: "%.6f", $0.longitude) } ?? "-",
+                v.lastFix.map { String(format: "%.1f m", $0.accuracy) } ?? "-",
+                v.inside.isEmpty ? "-" : v.inside.joined(separator: ", "),
+            ])
+        }
+        c.console.write(table.render())
+    }
+
+    static func json(_ v: VehicleSummary) -> JSONObject {
+        var o: JSONObject = ["subject": .string(v.subject), "inside": .array(v.inside.map { .string($0) })]
+        if let time = v.lastFixTime { o["lastFixTime"] = .string(TimestampParser.format(time)) }
+        if let fix = v.lastFix { o["lastFix"] = .object(fix.json) }
+        return o
+    }
+}
