@@ -361,6 +361,13 @@ public struct RegionMonitor: Sendable {
             gone.append(names[i])
             removeTrack(at: i)
         }
+        // Arrays and dictionaries keep their capacity when emptied: after a fleet went quiet, give it back.
+        if !gone.isEmpty && tracks.capacity > 2 * tracks.count + 1024 {
+            tracks = Array(tracks)
+            motions = Array(motions)
+            names = Array(names)
+            trackBySubject = Dictionary(uniqueKeysWithValues: trackBySubject.map { ($0.key, $0.value) })
+        }
         return gone
     }
 
