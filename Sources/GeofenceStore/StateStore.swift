@@ -436,6 +436,30 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// The subject whose state was written last (its last fix is the freshest the engine recorded), without
+    /// its region states: what `status` shows, in one look at the table however large the fleet.
+    public func latestSubject() throws -> StoredSubject? {
+        try queue.read { db in
+            var found: StoredSubject?
+            try db.forEachRow(
+                """
+                SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects
+                WHERE last_fix IS NOT NULL ORDER BY updated_at DESC LIMIT 1
+                """
+            ) { s in
+                found = StoredSubject(
+                    subject: s.string(at: 0),
+                    record: SubjectRecord(
+                        lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
+                        baselineSeq: s.int64(at: 2),
+                        lastFix: s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
+                            EventFix.init(json:))),
+                    pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4)))
+            }
+            return found
+        }
+    }
+
     /// One subject's persisted state, or nil for a subject the store has never seen.
     public func subject(named name: String) throws -> StoredSubject? {
         try queue.read { db in

@@ -86,11 +86,8 @@ enum StatusCommand {
             servicesOn = try store.servicesOn()
             regionCounts = try store.regionCountsByStatus()
             eventCount = try store.eventCount()
-            for s in try store.subjects() {
-                guard let fix = s.record.lastFix else { continue }
-                if lastFix == nil || s.updatedAt > lastFix!.recorded {
-                    lastFix = (s.subject, fix, s.record.lastFixTime, s.updatedAt)
-                }
+            if let s = try store.latestSubject(), let fix = s.record.lastFix {
+                lastFix = (s.subject, fix, s.record.lastFixTime, s.updatedAt)
             }
         }
         if let engine {
