@@ -441,20 +441,8 @@ public final class StateStore: Sendable {
     public func latestSubject() throws -> StoredSubject? {
         try queue.read { db in
             var found: StoredSubject?
-            try db.forEachRow(
-                """
-                SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects
-                WHERE last_fix IS NOT NULL ORDER BY updated_at DESC LIMIT 1
-                """
-            ) { s in
-                found = StoredSubject(
-                    subject: s.string(at: 0),
-                    record: SubjectRecord(
-                        lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                        baselineSeq: s.int64(at: 2),
-                        lastFix: s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
-                            EventFix.init(json:))),
-                    pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4)))
+            try db.forEachRow(Self.subjectColumns + " WHERE last_fix IS NOT NULL ORDER BY updated_at DESC LIMIT 1") {
+                found = Self.storedSubject($0)
             }
             return found
         }
@@ -467,25 +455,33 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// The columns `storedSubject` reads, in its order.
+    private static let subjectColumns =
+        "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects"
+
+    /// A row of `subjectColumns`, without its region states.
+    private static func storedSubject(_ s: Statement) -> StoredSubject {
+        StoredSubject(
+            subject: s.string(at: 0),
+            record: SubjectRecord(
+                lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
+                baselineSeq: s.int64(at: 2), lastFix: eventFix(s.optionalString(at: 3))),
+            pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4)))
+    }
+
+    /// A subject's last fix as the store keeps it (its event JSON).
+    static func eventFix(_ text: String?) -> EventFix? {
+        text.flatMap { try? JSON.parse($0).objectValue }.flatMap(EventFix.init(json:))
+    }
+
     private static func readSubjects(
         _ db: DatabaseConnection, where filter: String, pairsWhere pairsFilter: String, _ arguments: StatementArguments
     ) throws -> [StoredSubject] {
         var bySubject: [String: Int] = [:]
         var all: [StoredSubject] = []
-        try db.forEachRow(
-            "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects \(filter) ORDER BY subject",
-            arguments
-        ) { s in
-            let lastFix = s.optionalString(at: 3).flatMap { try? JSON.parse($0).objectValue }.flatMap(
-                EventFix.init(json:))
+        try db.forEachRow(Self.subjectColumns + " \(filter) ORDER BY subject", arguments) { s in
             bySubject[s.string(at: 0)] = all.count
-            all.append(
-                StoredSubject(
-                    subject: s.string(at: 0),
-                    record: SubjectRecord(
-                        lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                        baselineSeq: s.int64(at: 2), lastFix: lastFix),
-                    pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4))))
+            all.append(Self.storedSubject(s))
         }
         try db.forEachRow(
             "SELECT subject, region_seq, state, since, dwell_fired FROM region_states \(pairsFilter)", arguments
@@ -689,8 +685,7 @@ extension StateStore {
                     VehicleSummary(
                         subject: row.string(at: 0),
                         lastFixTime: row.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                        lastFix: row.optionalString(at: 2).flatMap { try? JSON.parse($0).objectValue }.flatMap(
-                            EventFix.init(json:)),
+                        lastFix: Self.eventFix(row.optionalString(at: 2)),
                         inside: row.optionalString(at: 3).map { $0.split(separator: "\u{1F}").map(String.init) } ?? []))
             }
             return all
