@@ -80,10 +80,7 @@ public struct EpochAssembler: Sendable {
             passed[subject] = nil
             held[subject] = nil
         }
-        // A dictionary keeps its capacity when emptied: after a fleet went quiet, give it back.
-        if !gone.isEmpty && passed.capacity > 2 * passed.count + 1024 {
-            passed = Dictionary(uniqueKeysWithValues: passed.map { ($0.key, $0.value) })
-        }
+        if !gone.isEmpty && passed.isSparse { passed = passed.compacted }
     }
 
     /// Every report still held (at the end of a recording).

@@ -134,10 +134,7 @@ public struct FixFilter: Sendable {
     /// too); `restore` brings a subject back.
     public mutating func forget(_ gone: [String]) {
         for subject in gone { subjects[subject] = nil }
-        // A dictionary keeps its capacity when emptied: after a fleet went quiet, give it back.
-        if !gone.isEmpty && subjects.capacity > 2 * subjects.count + 1024 {
-            subjects = Dictionary(uniqueKeysWithValues: subjects.map { ($0.key, $0.value) })
-        }
+        if !gone.isEmpty && subjects.isSparse { subjects = subjects.compacted }
     }
 
     /// Counts a refusal decided before the filter (a report superseded within its epoch is a duplicate).

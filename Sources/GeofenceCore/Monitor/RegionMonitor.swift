@@ -361,12 +361,11 @@ public struct RegionMonitor: Sendable {
             gone.append(names[i])
             removeTrack(at: i)
         }
-        // Arrays and dictionaries keep their capacity when emptied: after a fleet went quiet, give it back.
-        if !gone.isEmpty && tracks.capacity > 2 * tracks.count + 1024 {
+        if !gone.isEmpty && tracks.isSparse {
             tracks = Array(tracks)
             motions = Array(motions)
             names = Array(names)
-            trackBySubject = Dictionary(uniqueKeysWithValues: trackBySubject.map { ($0.key, $0.value) })
+            trackBySubject = trackBySubject.compacted
         }
         return gone
     }
