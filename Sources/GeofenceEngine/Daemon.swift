@@ -43,6 +43,29 @@ public struct DaemonConfiguration: Sendable {
     }
 }
 
+extension DaemonConfiguration.Source {
+    /// The one place where sources are named: a new source is a file of its own and a case here.
+    func makeSource(configuration c: DaemonConfiguration, logger: Logger) throws -> any LocationSource {
+        switch self {
+        case .gpsd(let address):
+            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness))
+        case .jsonLines(let path):
+            // A file that is not there is said now, before loading regions: under systemd a non-zero exit
+            // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
+            try JSONLineSource.checkOpenable(path)
+            return JSONLineSource(path: path, liveness: c.liveness, logger: logger)
+        case .mqtt(let address, let clientID):
+            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
+            let mqtt = MQTTSource(
+                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
+                liveness: c.liveness, logger: logger)
+            try mqtt.connect()
+            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
+            return mqtt
+        }
+    }
+}
+
 /// `geofence run`: store → source → monitor → outbox, under one task group, stopped by SIGTERM/SIGINT.
 public final class Daemon: Sendable {
     public let configuration: DaemonConfiguration
@@ -51,7 +74,13 @@ public final class Daemon: Sendable {
 
     private static let sourceEnded = "the source ended"
 
-    public init(configuration: DaemonConfiguration, logger: Logger, version: String) {
+    /// The source the engine was handed (an embedder's own); nil: the one `configuration.source` names.
+    private let given: (any LocationSource)?
+
+    public init(
+        configuration: DaemonConfiguration, logger: Logger, version: String, source: (any LocationSource)? = nil
+    ) {
+        given = source
         self.configuration = configuration
         self.logger = logger
         self.version = version
@@ -82,24 +111,7 @@ public final class Daemon: Sendable {
         let lock = try DaemonLock(directory: c.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
 
-        let source: any FixSource
-        switch c.source {
-        case .gpsd(let address):
-            source = GPSDSource(configuration: .init(address: address, liveness: c.liveness))
-        case .jsonLines(let path):
-            // A file that is not there is said now, before loading regions: under systemd a non-zero exit
-            // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
-            try JSONLineSource.checkOpenable(path)
-            source = JSONLineSource(path: path, liveness: c.liveness, logger: logger)
-        case .mqtt(let address, let clientID):
-            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
-            let mqtt = MQTTSource(
-                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger)
-            try mqtt.connect()
-            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
-            source = mqtt
-        }
+        let source = try given ?? c.source.makeSource(configuration: c, logger: logger)
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
         let watchers = Watchers(store: store)
@@ -162,7 +174,6 @@ public final class Daemon: Sendable {
             group.addTask {
                 for await report in source.reports {
                     await service.handle(report)
-                    source.consumed()
                 }
                 return Self.sourceEnded
             }

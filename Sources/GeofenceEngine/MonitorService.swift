@@ -48,6 +48,12 @@ actor MonitorService {
     private let maxRegions: Int?
     /// Called when the switch changes (the hook runner holds location-bearing hooks while off).
     private let onServices: @Sendable (Bool) -> Void
+    /// The wall clock (injected: tests run the engine on their own).
+    private let now: @Sendable () -> Date
+    /// A number in [0, 1] for the retry backoff's jitter (injected, as the clock).
+    private let random: @Sendable () -> Double
+    /// What the source said last about itself, for `GeofenceMonitor.status()`.
+    private(set) var health = SourceHealth()
     /// Whether usable fixes arrive (false once the source is `silent` or `lost`, true again when `restored`).
     private var locationAvailable = true
     /// Whether the last reconciliation held regions out of the monitor (a limit, denied owners).
@@ -68,8 +74,11 @@ actor MonitorService {
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
         sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
-        onEvents: @escaping @Sendable () -> Void
+        onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
     ) {
+        now = { clock.now() }
+        self.random = random
         self.sourceLabel = sourceLabel
         self.sourceStatus = sourceStatus
         self.policy = policy
@@ -83,7 +92,9 @@ actor MonitorService {
     }
 
     /// Whether Location Services are on: off, no fix is consumed.
-    private var servicesOn = true
+    private(set) var servicesOn = true
+    /// The capability snapshot the source sent last (nil: none, or a source that cannot tell).
+    var capabilities: CapabilitySnapshot? { snapshot }
 
     /// Loads regions and subject state; returns the number of regions monitored.
     func load() throws -> Int {
@@ -139,11 +150,14 @@ actor MonitorService {
             // The region-status events are made inside the reconciler's transaction, with this actor's id
             // generator (lent for the synchronous call, then taken back, so ids stay ordered).
             let lent = LentIDs(ids)
-            let retryAt = Date().addingTimeInterval(retryDelay())
+            let stamp = now()
+            let retryAt = stamp.addingTimeInterval(retryDelay())
             let changes =
                 inputs.allClear && !mayHoldRegions
                 ? []
-                : try store.reconcile(inputs, retryAt: retryAt) { MonitorService.statusEvents($0, ids: lent) }
+                : try store.reconcile(inputs, retryAt: retryAt) {
+                    MonitorService.statusEvents($0, ids: lent, now: stamp)
+                }
             ids = lent.ids
             mayHoldRegions = !inputs.allClear
             if inputs.allClear {
@@ -166,7 +180,7 @@ actor MonitorService {
     /// Exponential backoff with equal jitter, 1 s doubling to 5 minutes.
     private func retryDelay() -> Double {
         let ceiling = min(300, pow(2, Double(min(retryRound, 20))))
-        return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
+        return ceiling / 2 + random() * (ceiling / 2)
     }
 
     /// Makes the monitor hold exactly the regions that should be active.
@@ -180,9 +194,8 @@ actor MonitorService {
     }
 
     /// Region status changes become `region-status` events (one per region, or one summary for many).
-    static func statusEvents(_ changes: [RegionStatusChange], ids: LentIDs) -> [StateEvent] {
+    static func statusEvents(_ changes: [RegionStatusChange], ids: LentIDs, now: Date) -> [StateEvent] {
         guard !changes.isEmpty else { return [] }
-        let now = Date()
         if changes.count <= 50 {
             return changes.map { change in
                 StateEvent(
@@ -223,18 +236,22 @@ actor MonitorService {
         reconcile()
     }
 
-    func handle(_ report: GPSDReport) {
+    func handle(_ report: LocationReport) {
         switch report {
         case .fix(let fix):
             handle(fixes: [fix])
         case .fixes(let fixes):
             handle(fixes: fixes)
-        case .connected:
+        case .up:
+            health.connected = true
+            health.reason = nil
             lastDisconnection = nil
             logger.info("connected to \(sourceLabel)")
             setSettings([(DaemonSettings.connection, "connected"), (DaemonSettings.connectionReason, "")])
-        case .disconnected(let d):
-            let text = d.description
+        case .down(let d):
+            health.connected = false
+            health.reason = d.reason
+            let text = d.reason
             if text != lastDisconnection {
                 logger.warning("\(text); retrying in \(format(d.retryIn))")
             } else {
@@ -271,17 +288,19 @@ actor MonitorService {
                 level = .notice
             }
             logger.log(level, "source \(transition.rawValue): \(reason)")
+            health.liveness = transition == .restored ? "receiving" : transition.rawValue
+            health.livenessReason = transition == .restored ? nil : reason
             // The cause before its effects: the source event, then the regions' new statuses.
             appendState(
                 StateEvent(
-                    id: ids.next(now: Date()), type: .source, time: Date(), state: transition.rawValue, reason: reason))
+                    id: ids.next(now: now()), type: .source, time: now(), state: transition.rawValue, reason: reason))
             setLocationAvailable(transition == .restored)
             setSettings([
                 (DaemonSettings.liveness, transition == .restored ? "receiving" : transition.rawValue),
-                (DaemonSettings.livenessChanged, TimestampParser.format(Date())),
+                (DaemonSettings.livenessChanged, TimestampParser.format(now())),
             ])
-        case .gpsdError(let message):
-            logger.warning("gpsd reported an error: \(message)")
+        case .warning(let message):
+            logger.warning(message)
         }
     }
 
@@ -302,6 +321,9 @@ actor MonitorService {
 
     private func handle(fixes: [Fix]) {
         guard servicesOn else { return }
+        if health.liveness == "awaiting-first-fix", fixes.contains(where: SourceLiveness.isUsable) {
+            health.liveness = "receiving"
+        }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
         // and the fixes after it in the batch must still be judged, or their crossings would be lost.
         for fix in fixes {
@@ -332,18 +354,18 @@ actor MonitorService {
             }
             // Failed regions whose retry is due: count the attempt; the cause, if it cleared, was acted on
             // when it did.
-            if let due = retryDue, due <= Date() {
-                let retries = try store.countRetries(dueBy: Date(), next: Date().addingTimeInterval(retryDelay()))
+            if let due = retryDue, due <= now() {
+                let retries = try store.countRetries(dueBy: now(), next: now().addingTimeInterval(retryDelay()))
                 if retries.counted > 0 { retryRound += 1 }
                 retryDue = retries.nextDue
             }
-            committed(try pipeline.expire(now: Date()))
+            committed(try pipeline.expire(now: now()))
             committed(try pipeline.flush())
             // Vehicles not heard from for long leave memory (their state is in the store), once a second at
             // most: a look at every vehicle's last fix time.
-            if let limit = pipeline.idleLimit, Date() >= nextEviction {
-                nextEviction = Date().addingTimeInterval(min(60, max(1, limit / 4)))
-                let gone = try pipeline.evictIdle(now: Date())
+            if let limit = pipeline.idleLimit, now() >= nextEviction {
+                nextEviction = now().addingTimeInterval(min(60, max(1, limit / 4)))
+                let gone = try pipeline.evictIdle(now: now())
                 if gone > 0 {
                     logger.info(
                         "forgot \(gone) vehicle(s) not heard from for \(Int(limit)) s; tracking \(pipeline.monitor.subjectCount)"
@@ -368,7 +390,7 @@ actor MonitorService {
         } catch {
             storeFailed(error)
         }
-        setSettings([(DaemonSettings.stopped, TimestampParser.format(Date()))])
+        setSettings([(DaemonSettings.stopped, TimestampParser.format(now()))])
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
@@ -417,13 +439,13 @@ actor MonitorService {
             logger.info("device added: \(path)" + (device?.driver.map { " (\($0))" } ?? ""))
             if old != nil {
                 appendState(
-                    StateEvent(id: ids.next(now: Date()), type: .device, time: Date(), state: "added", subject: path))
+                    StateEvent(id: ids.next(now: now()), type: .device, time: now(), state: "added", subject: path))
             }
         }
         for path in before.subtracting(after).sorted() {
             logger.warning("device removed: \(path)")
             appendState(
-                StateEvent(id: ids.next(now: Date()), type: .device, time: Date(), state: "removed", subject: path))
+                StateEvent(id: ids.next(now: now()), type: .device, time: now(), state: "removed", subject: path))
         }
     }
 
@@ -449,6 +471,18 @@ actor MonitorService {
         let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
         return String(format: "%.1f s", seconds)
     }
+}
+
+/// What the engine knows of its source's health (the first and fourth questions), from its reports.
+struct SourceHealth: Sendable, Equatable {
+    /// Whether the source reached what it reads from (nil: it has not said).
+    var connected: Bool?
+    /// Why it is not connected.
+    var reason: String?
+    /// `awaiting-first-fix`, `receiving`, `silent` or `lost`.
+    var liveness = "awaiting-first-fix"
+    /// Why fixes are not arriving, in the source's terms.
+    var livenessReason: String?
 }
 
 /// The actor's event id generator, lent to a synchronous call that runs on another closure (the

@@ -26,7 +26,6 @@ import Testing
         var fixes = 0
         for await report in source.reports {
             if case .fixes(let batch) = report { fixes += batch.count }
-            source.consumed()
         }
         await source.stop()
 

@@ -34,8 +34,7 @@ enum ReplayCommand {
         var hooksFinished = false
         // A failed replay still lets its hooks finish (and says how they did) before the error is reported.
         defer { if !hooksFinished { replayHooks?.finish() } }
-        var reader = LineReader(fd: fd)
-        var lineNumber = 0
+        var lines = JSONLines(fd: fd, defaultSubject: subject, skipsBlankLines: true)
         var tpv = 0
         var other = 0
         var malformed = 0
@@ -51,10 +50,8 @@ enum ReplayCommand {
             if !committed.isEmpty { replayHooks?.runner.wake() }
         }
 
-        while let line = try reader.next() {
-            lineNumber += 1
-            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
-            switch GPSDJSON.decode(line, defaultSubject: subject) {
+        while let report = try lines.next() {
+            switch report {
             case .tpv(let fix):
                 tpv += 1
                 let step = try pipeline.process(fix)
@@ -65,7 +62,7 @@ enum ReplayCommand {
             case .malformed(let reason):
                 malformed += 1
                 if malformed <= 10 {
-                    c.console.message("warning: \(name):\(lineNumber): skipped: \(reason)")
+                    c.console.message("warning: \(name):\(lines.lineNumber): skipped: \(reason)")
                 } else if malformed == 11 {
                     c.console.message("warning: further malformed lines are counted, not shown")
                 }
@@ -79,8 +76,8 @@ enum ReplayCommand {
 
         guard c.arguments.flag("--stats") else { return }
         printStats(
-            c, pipeline: pipeline, lines: lineNumber, tpv: tpv, other: other,
-            malformed: malformed + reader.oversizedLines, events: events)
+            c, pipeline: pipeline, lines: lines.lineNumber, tpv: tpv, other: other,
+            malformed: malformed + lines.oversizedLines, events: events)
     }
 
     /// One JSON line per TPV on stderr: what the filter made of it.

@@ -9,17 +9,13 @@ import GeofenceGPSD
 /// A source feeds it decoded reports from its own thread (`take`, `send`) and says whether it is open or
 /// connected (`update`); `status` is its answer for `geofence status`.
 final class FleetIntake: @unchecked Sendable {
-    // @unchecked: the mutable fields are only touched under `lock` (the in-flight count under `room`).
-    let reports: AsyncStream<GPSDReport>
-    private let continuation: AsyncStream<GPSDReport>.Continuation
-    private let lock = NSLock()
-    private var stopped = false
-    /// Reports yielded but not yet taken by the consumer. `send` waits at `maximumInFlight`, so a producer
+    // @unchecked: the mutable fields are only touched under `lock`.
+    /// The reports, with back-pressure: `send` waits while `BackPressure.standard`'s sixteen wait, so a producer
     /// faster than the engine is held back (through the pipe, or the broker's in-flight window) instead of
     /// filling memory with an unbounded buffer.
-    private var inFlight = 0
-    private let room = NSCondition()
-    var maximumInFlight = 16
+    let reports = LocationReports(backPressure: .standard)
+    private let lock = NSLock()
+    private var stopped = false
     private var liveness: SourceLiveness
     private var counts: SourceStatus
     private let logger: Logger?
@@ -32,7 +28,6 @@ final class FleetIntake: @unchecked Sendable {
         counts = status
         self.logger = logger
         self.liveness = SourceLiveness(configuration: liveness, startedAt: clock.now)
-        (reports, continuation) = AsyncStream.makeStream(of: GPSDReport.self)
     }
 
     var label: String { lock.withLock { counts.label } }
@@ -73,34 +68,16 @@ final class FleetIntake: @unchecked Sendable {
     /// No more waiting for room; the watchdog ends. The stream stays open until `finish`.
     func stop() {
         lock.withLock { stopped = true }
-        room.withLock { room.broadcast() }
+        reports.stopWaiting()
     }
 
-    func finish() { continuation.finish() }
+    func finish() { reports.finish() }
 
-    func consumed() {
-        room.lock()
-        inFlight -= 1
-        if inFlight < maximumInFlight / 2 { room.signal() }
-        room.unlock()
-    }
+    /// Hands a report over once there is room for it.
+    func send(_ report: LocationReport) { reports.send(report) }
 
-    /// Yields a report once there is room for it (every yield is matched by one `consumed()`).
-    func send(_ report: GPSDReport) {
-        room.lock()
-        while inFlight >= maximumInFlight && !isStopped { _ = room.wait(until: Date().addingTimeInterval(0.2)) }
-        inFlight += 1
-        room.unlock()
-        continuation.yield(report)
-    }
-
-    /// Yields a report without waiting for room: liveness and connection news never wait behind fixes.
-    func sendNow(_ report: GPSDReport) {
-        room.lock()
-        inFlight += 1
-        room.unlock()
-        continuation.yield(report)
-    }
+    /// Hands a report over without waiting for room: liveness and connection news never wait behind fixes.
+    func sendNow(_ report: LocationReport) { reports.sendNow(report) }
 
     /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
     /// filter counts its own refusals). `context` goes into the log line after the unit (` on "topic"`).

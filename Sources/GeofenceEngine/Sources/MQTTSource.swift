@@ -14,7 +14,7 @@ import GeofenceGPSD
 /// Back-pressure: a message is handed over on libmosquitto's loop thread, which waits while 16 reports
 /// are in flight, so a broker faster than the engine holds its messages (QoS 1 in-flight window) instead
 /// of the engine's memory filling.
-public final class MQTTSource: FixSource, @unchecked Sendable {
+public final class MQTTSource: LocationSource, @unchecked Sendable {
     // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
     public let address: MQTTAddress
     public let clientID: String
@@ -33,7 +33,7 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
         intake = FleetIntake(status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger)
     }
 
-    public var reports: AsyncStream<GPSDReport> { intake.reports }
+    public var reports: LocationReports { intake.reports }
 
     public var label: String { intake.label }
 
@@ -66,8 +66,6 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
         intake.finish()
     }
 
-    public func consumed() { intake.consumed() }
-
     /// On libmosquitto's loop thread.
     private func handle(_ event: MQTTClient.Event) {
         switch event {
@@ -80,7 +78,7 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
                 return !status.open && status.problem != nil
             }
             if wasDown { logger?.notice("\(label): connected again") }
-            intake.sendNow(.connected)
+            intake.sendNow(.up)
         case .refused(let why), .disconnected(let why):
             let first = intake.update { status in
                 defer {

@@ -1,33 +1,44 @@
 import Foundation
 import GeofenceCore
-import GeofenceGPSD
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Where the daemon's fixes come from: gpsd, or a stream of gpsd-style JSON lines for a fleet.
-public protocol FixSource: AnyObject, Sendable {
-    /// Everything the source has to say; ends after `stop()` (or, for a file, at its end).
-    var reports: AsyncStream<GPSDReport> { get }
-    func start()
-    func stop() async
-    /// For logs and `status`: where the fixes come from.
-    var label: String { get }
-    /// The consumer has taken one report off `reports`: a source that can wait (a file, a FIFO) uses this
-    /// to read no further ahead than a bounded number of reports.
-    func consumed()
-    /// What the source knows of itself in its own terms, for `status` (nil: gpsd, which `status` asks itself).
-    var status: SourceStatus? { get }
-}
+/// gpsd-style JSON lines read from a descriptor and decoded, one at a time: the one read-and-decode loop of
+/// the JSON-lines source and of `geofence replay`.
+public struct JSONLines {
+    private var reader: LineReader
+    /// The subject of a TPV without a `device` field.
+    public let defaultSubject: String
+    /// Whether blank lines are passed over (`replay`) rather than decoded (and counted as malformed).
+    public let skipsBlankLines: Bool
+    /// Lines read so far, blank ones included: the number of the line `next()` returned last.
+    public private(set) var lineNumber = 0
 
-extension FixSource {
-    public func consumed() {}
-    public var status: SourceStatus? { nil }
-}
+    public init(fd: Int32, defaultSubject: String, skipsBlankLines: Bool = false) {
+        reader = LineReader(fd: fd)
+        self.defaultSubject = defaultSubject
+        self.skipsBlankLines = skipsBlankLines
+    }
 
-extension GPSDSource: FixSource {
-    public var label: String { "gpsd at \(configuration.address)" }
+    /// The next line, decoded; nil at the end of the input.
+    public mutating func next() throws -> GPSDJSONReport? {
+        while let line = try reader.next() {
+            lineNumber += 1
+            if skipsBlankLines && line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
+                continue
+            }
+            return GPSDJSON.decode(line, defaultSubject: defaultSubject)
+        }
+        return nil
+    }
+
+    /// Whether a whole line is already read (a batch can grow without waiting for the producer).
+    public var hasBufferedLine: Bool { reader.hasBufferedLine }
+
+    /// Lines cut off for being longer than the reader takes (each counted, none decoded).
+    public var oversizedLines: Int { reader.oversizedLines }
 }
 
 /// Fleet ingest: gpsd-style TPV JSON lines (`gpspipe -w`, `kcat`, any producer) from a file, a FIFO or
@@ -41,26 +52,28 @@ extension GPSDSource: FixSource {
 /// thread of its own, since the reader may block for good in `open` or `read` on an idle FIFO: a stream of
 /// nothing, or of lines that are no usable fix, is reported `silent` or `lost`, never just quiet. Lines
 /// that give no usable fix are counted by reason (`status`), and the first of each kind is logged.
-public final class JSONLineSource: FixSource, @unchecked Sendable {
+public final class JSONLineSource: LocationSource, @unchecked Sendable {
     // @unchecked: the only mutable state is in `intake`, which guards its own.
     public let path: String
     private let intake: FleetIntake
-    /// Reports read ahead at most (each a batch of at most `maximumBatch` fixes): at most 16 × 512 fixes
-    /// wait in memory, and a faster producer is held back through the FIFO or pipe.
-    public var maximumInFlight: Int {
-        get { intake.maximumInFlight }
-        set { intake.maximumInFlight = newValue }
-    }
+    /// Fixes handed over at most in one report. With `LocationReports.BackPressure.standard`, at most 16 × 512
+    /// fixes wait in memory, and a faster producer is held back through the FIFO or pipe.
     public var maximumBatch = 512
+    /// The subject of a TPV without a `device` field.
+    public let defaultSubject: String
     private let logger: Logger?
 
-    public init(path: String, liveness: SourceLiveness.Configuration = .init(), logger: Logger? = nil) {
+    public init(
+        path: String, defaultSubject: String = "fleet", liveness: SourceLiveness.Configuration = .init(),
+        logger: Logger? = nil
+    ) {
         self.path = path
+        self.defaultSubject = defaultSubject
         self.logger = logger
         intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, logger: logger)
     }
 
-    public var reports: AsyncStream<GPSDReport> { intake.reports }
+    public var reports: LocationReports { intake.reports }
 
     public var label: String { intake.label }
 
@@ -105,8 +118,6 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
 
     private var isStopped: Bool { intake.isStopped }
 
-    public func consumed() { intake.consumed() }
-
     private func readLoop() {
         defer { intake.finish() }
         var openFailures = 0
@@ -136,13 +147,13 @@ public final class JSONLineSource: FixSource, @unchecked Sendable {
                 $0.open = true
                 $0.problem = nil
             }
-            intake.send(.connected)
-            var reader = LineReader(fd: descriptor)
+            intake.sendNow(.up)
+            var lines = JSONLines(fd: descriptor, defaultSubject: defaultSubject)
             // Lines already read go over in one batch (up to `maximumBatch`): one hand-over to the engine per batch.
             var batch: [Fix] = []
-            while !isStopped, let line = try? reader.next() {
-                if let fix = intake.take(GPSDJSON.decode(line, defaultSubject: "fleet")) { batch.append(fix) }
-                if !batch.isEmpty && (batch.count >= maximumBatch || !reader.hasBufferedLine) {
+            while !isStopped, let report = try? lines.next() {
+                if let fix = intake.take(report) { batch.append(fix) }
+                if !batch.isEmpty && (batch.count >= maximumBatch || !lines.hasBufferedLine) {
                     intake.send(.fixes(batch))
                     batch.removeAll(keepingCapacity: true)
                 }
