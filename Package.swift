@@ -4,6 +4,8 @@ import PackageDescription
 let package = Package(
     name: "geofence",
     products: [
+        // geofence as a library (Docs/library.md): `import Geofence`.
+        .library(name: "Geofence", targets: ["Geofence"]),
         .executable(name: "geofence", targets: ["geofence"]),
         .executable(name: "geofence-sim", targets: ["GeofenceSim"]),
         .executable(name: "geofence-bench", targets: ["GeofenceBench"]),
@@ -39,6 +41,11 @@ let package = Package(
         .target(
             name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
 
+        // The library's façade: the small public API an embedder sees, and nothing else.
+        .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine"]),
+        // A program that embeds the library, for the crash tests (kill -9, then resume from an event id).
+        .executableTarget(name: "GeofenceEmbedProbe", dependencies: ["Geofence"]),
+
         // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
         .target(
             name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
@@ -63,6 +70,9 @@ let package = Package(
         .testTarget(
             name: "GeofenceEngineTests",
             dependencies: ["GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
+        // The library as an embedder sees it: `import Geofence` and test support only.
+        .testTarget(
+            name: "GeofenceTests", dependencies: ["Geofence", "GeofenceTestSupport", "GeofenceEmbedProbe"]),
         // End-to-end: runs the built `geofence` binary (hence the dependency on the executable).
         .testTarget(
             name: "GeofenceCLITests",

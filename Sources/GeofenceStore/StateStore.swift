@@ -107,6 +107,19 @@ public final class StateStore: Sendable {
         queue = DatabaseQueue(connection: connection)
     }
 
+    /// A store that lives in memory only, for tests and embedders who need no durability: the same schema and
+    /// the same transactions as a file, gone with the process. Its `directory` is `:memory:`.
+    public static func inMemory() throws -> StateStore {
+        try StateStore(memory: ())
+    }
+
+    private init(memory: Void) throws {
+        directory = ":memory:"
+        let connection = try DatabaseConnection(path: ":memory:")
+        try Schema.migrator.migrate(connection)
+        queue = DatabaseQueue(connection: connection)
+    }
+
     static func makeDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
@@ -632,6 +645,11 @@ public final class StateStore: Sendable {
 
     public func eventCount() throws -> Int {
         try queue.read { db in try db.scalar("SELECT count(*) FROM events", as: Int.self) ?? 0 }
+    }
+
+    /// The outbox sequence number of the event with this id, nil when the outbox has none.
+    public func eventSeq(id: String) throws -> Int64? {
+        try queue.read { db in try db.scalar("SELECT seq FROM events WHERE id = ?", [id], as: Int64.self) }
     }
 
     public func hasEvent(id: String) throws -> Bool {

@@ -1,0 +1,62 @@
+// geofence as a library: everything an embedder needs, and nothing else.
+//
+// `import Geofence` gives the names below and only those: the engine's modules (GeofenceCore, GeofenceStore,
+// GeofenceEngine, GeofenceGPSD) stay implementation. Docs/library.md is the guide.
+
+import GeofenceCore
+import GeofenceEngine
+
+// MARK: The monitor
+
+/// The engine, embedded: regions, a source, committed events as an async sequence (`GeofenceEngine.GeofenceMonitor`).
+public typealias GeofenceMonitor = GeofenceEngine.GeofenceMonitor
+/// A committed event, with its JSON exactly as hooks and `geofence watch` see it.
+public typealias GeofenceEvent = GeofenceEngine.GeofenceEvent
+/// The four questions, answered for a monitor's source.
+public typealias MonitorStatus = GeofenceEngine.MonitorStatus
+/// The wall and monotonic clocks the engine reads; `SystemClock` is the system's.
+public typealias GeofenceClock = GeofenceCore.GeofenceClock
+public typealias SystemClock = GeofenceEngine.SystemClock
+/// Where the engine's log lines go.
+public typealias Logger = GeofenceEngine.Logger
+public typealias LogLevel = GeofenceEngine.LogLevel
+
+// MARK: Regions and fixes
+
+/// A circular region: validated on construction.
+public typealias Region = GeofenceCore.Region
+public typealias RegionValidationError = GeofenceCore.RegionValidationError
+public typealias NotifyKind = GeofenceCore.NotifyKind
+/// A WGS84 latitude and longitude, degrees.
+public typealias Coordinate = GeofenceCore.Coordinate
+/// One position report, as a source read it.
+public typealias Fix = GeofenceCore.Fix
+public typealias FixMode = GeofenceCore.FixMode
+/// How fixes are judged (`Configuration.filter`, `Configuration.monitor`).
+public typealias FixFilterConfiguration = GeofenceCore.FixFilterConfiguration
+public typealias MonitorConfiguration = GeofenceCore.MonitorConfiguration
+public typealias RegionEventType = GeofenceCore.RegionEventType
+public typealias AuthorizationStatus = GeofenceCore.AuthorizationStatus
+public typealias CapabilitySnapshot = GeofenceCore.CapabilitySnapshot
+
+// MARK: Sources
+
+/// Where fixes come from: conform to it for a source of your own.
+public typealias LocationSource = GeofenceEngine.LocationSource
+/// A source's reports, with back-pressure by watermarks.
+public typealias LocationReports = GeofenceEngine.LocationReports
+/// One thing a source has to say.
+public typealias LocationReport = GeofenceCore.LocationReport
+public typealias SourceDown = GeofenceCore.SourceDown
+public typealias SourceLiveness = GeofenceCore.SourceLiveness
+/// A fleet source's own account of itself.
+public typealias SourceStatus = GeofenceEngine.SourceStatus
+/// gpsd-style TPV JSON lines from a file, a FIFO or standard input.
+public typealias JSONLineSource = GeofenceEngine.JSONLineSource
+/// gpsd, through libgps.
+public typealias GPSDLocationSource = GeofenceEngine.GPSDLocationSource
+/// An MQTT subscription (QoS 1, persistent session).
+public typealias MQTTSource = GeofenceEngine.MQTTSource
+public typealias MQTTAddress = GeofenceEngine.MQTTAddress
+/// Reports given by the program itself: for tests, simulators, fixes from elsewhere.
+public typealias ScriptedSource = GeofenceEngine.ScriptedSource

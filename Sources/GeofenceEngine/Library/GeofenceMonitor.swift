@@ -1,0 +1,334 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The geofence engine, embedded: regions in a store, fixes from a `LocationSource`, and the committed events
+/// as an async sequence. The same decisions as `geofence run` and `geofence replay` (the same pipeline: fix
+/// filter, motion check, hysteresis band, outbox), without the daemon's control socket and hooks.
+///
+/// ```swift
+/// let monitor = try GeofenceMonitor(
+///     source: JSONLineSource(path: "drive.jsonl"), store: .sqlite(directory: "/var/lib/my-app/geofence"))
+/// try await monitor.add(Region(id: "depot", center: Coordinate(latitude: 51.5, longitude: -0.12), radius: 200))
+/// for try await event in monitor.events() { print(event.json) }
+/// ```
+///
+/// Lifecycle: `events(after:)` starts the one session a monitor has with its source, and the session lasts as
+/// long as the sequence is consumed. Cancelling the consuming task stops it: the source is stopped, monitoring
+/// pauses, and what was decided is committed. A source that ends by itself (the end of a file) ends the
+/// sequence once every event it caused is delivered.
+///
+/// Guarantees: an event is yielded only after the transaction that stored it has committed; `events(after:)`
+/// with the id of the last event a consumer handled resumes with every committed event after it, none
+/// skipped (at least once across restarts and crashes, with the SQLite store).
+public actor GeofenceMonitor {
+    /// Where regions, the monitor's state and the event outbox are kept.
+    public enum Store: Sendable, Equatable {
+        /// A SQLite file in this directory (created, mode 0700): durable across restarts and crashes. The
+        /// directory is the monitor's alone while it exists, as a `geofence run` state directory is the
+        /// engine's (a second monitor or engine on it is refused).
+        case sqlite(directory: String)
+        /// Memory only: for tests, and for embedders who need no durability.
+        case inMemory
+    }
+
+    /// How fixes are judged; the defaults are `geofence run`'s.
+    public struct Configuration: Sendable {
+        public var filter = FixFilterConfiguration()
+        public var monitor = MonitorConfiguration()
+        /// A vehicle not heard from for this long (seconds) leaves memory, its state kept in the store until
+        /// its next fix; nil keeps every vehicle in memory.
+        public var idleLimit: Double? = 86_400
+        /// How often regions changed by another process on the same store (the `geofence` CLI) are followed,
+        /// and expiry is looked at, seconds.
+        public var syncInterval: Double = 0.5
+        /// Where the engine's log lines go (nil: nowhere).
+        public var logger: Logger?
+
+        public init() {}
+    }
+
+    /// Why the monitor cannot do what it was asked.
+    public enum MonitorError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// `events(after:)` was called while another sequence is being consumed.
+        case alreadyMonitoring
+        /// The source's one session is over (it was stopped, or it ended); make a new monitor with a new source.
+        case sessionEnded
+        /// `events(after:)` was given an id the outbox does not hold.
+        case unknownEvent(String)
+
+        public var description: String {
+            switch self {
+            case .alreadyMonitoring: "the monitor's events are already being consumed (one consumer at a time)"
+            case .sessionEnded: "this monitor's session with its source is over: make a new monitor with a new source"
+            case .unknownEvent(let id): "no event with id \"\(id)\" in the outbox"
+            }
+        }
+    }
+
+    private let source: any LocationSource
+    private let store: StateStore
+    private let lock: DaemonLock?
+    private let service: MonitorService
+    private let executor: ThreadExecutor
+    private let configuration: Configuration
+    private let waker = Waker()
+    private var loaded = false
+    private var state = SessionState.idle
+
+    private enum SessionState { case idle, running, ended }
+
+    /// - Parameters:
+    ///   - source: where fixes come from; started by `events(after:)`, stopped when its consumer stops.
+    ///   - store: `.sqlite(directory:)` for durability, `.inMemory` for none.
+    ///   - clock: the wall and monotonic clocks the engine reads (event times, expiry, epoch assembly).
+    public init(
+        source: any LocationSource, store: Store, configuration: Configuration = .init(),
+        clock: any GeofenceClock = SystemClock()
+    ) throws {
+        switch store {
+        case .sqlite(let directory):
+            self.store = try StateStore(directory: directory)
+            lock = try DaemonLock(directory: directory)
+        case .inMemory:
+            self.store = try StateStore.inMemory()
+            lock = nil
+        }
+        self.source = source
+        self.configuration = configuration
+        executor = ThreadExecutor(name: "geofence.embedded-monitor")
+        let pipeline = FixPipeline(
+            store: self.store, filter: configuration.filter, monitor: configuration.monitor,
+            clock: { clock.now() }, monotonic: { clock.uptime() })
+        pipeline.idleLimit = configuration.idleLimit
+        let waker = self.waker
+        service = MonitorService(
+            store: self.store, pipeline: pipeline, logger: configuration.logger ?? Logger(minimum: .error) { _ in },
+            executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
+            policy: AccessPolicy(daemonUID: getuid()), maxRegions: nil, onServices: { _ in },
+            onEvents: { waker.wake() }, clock: clock)
+    }
+
+    deinit {
+        executor.finish()
+        withExtendedLifetime(lock) {}
+    }
+
+    // MARK: Regions
+
+    /// Adds a region, durably; a session that runs monitors it from its next fix.
+    /// Throws if a region with this id exists.
+    public func add(_ region: Region) async throws {
+        try store.addRegion(region)
+        if loaded { await service.apply(.regions) }
+    }
+
+    /// Removes a region (its states go with it); returns whether there was one.
+    @discardableResult
+    public func remove(id: String) async throws -> Bool {
+        let removed = try store.removeRegion(id: id)
+        if removed && loaded { await service.apply(.regions) }
+        return removed
+    }
+
+    /// Every region in the store, in the order they were added.
+    public func regions() throws -> [Region] {
+        try store.regions().map(\.region)
+    }
+
+    // MARK: Status
+
+    /// The four questions, answered for this monitor's source: what the hardware is, whether Location
+    /// Services are on, whether this process may use them, and whether usable fixes arrive.
+    public func status() async throws -> MonitorStatus {
+        let health = await service.health
+        let servicesOn = loaded ? await service.servicesOn : try store.servicesOn()
+        let policy = AccessPolicy(daemonUID: getuid())
+        let uid = getuid()
+        let authorization = policy.effectiveStatus(
+            uid: uid, recorded: try store.permission(uid: uid)?.status, servicesOn: servicesOn)
+        return MonitorStatus(
+            capabilities: await service.capabilities, servicesOn: servicesOn, authorization: authorization,
+            source: source.label, connected: health.connected, reason: health.reason,
+            liveness: state == .running
+                ? MonitorStatus.Liveness(rawValue: health.liveness) ?? .awaitingFirstFix : .notStarted,
+            livenessReason: health.livenessReason, sourceStatus: source.status,
+            regions: try store.regionCount(), monitoring: state == .running)
+    }
+
+    // MARK: Events
+
+    /// The committed events (region events and state events), oldest first, from just after the event `id`
+    /// (nil: only those committed from now on). Starts the session with the source; cancelling the consuming
+    /// task ends it. One consumer at a time.
+    public nonisolated func events(after id: String? = nil) -> AsyncThrowingStream<GeofenceEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: GeofenceEvent.self)
+        let task = Task {
+            do {
+                try await self.session(after: id, continuation)
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    private func session(
+        after id: String?, _ continuation: AsyncThrowingStream<GeofenceEvent, any Error>.Continuation
+    ) async throws {
+        switch state {
+        case .running: throw MonitorError.alreadyMonitoring
+        case .ended: throw MonitorError.sessionEnded
+        case .idle: state = .running
+        }
+        defer { state = .ended }
+        let cursor: Int64
+        if let id {
+            guard let seq = try store.eventSeq(id: id) else { throw MonitorError.unknownEvent(id) }
+            cursor = seq
+        } else {
+            cursor = try store.latestEventSeq()
+        }
+        if !loaded {
+            _ = try await service.load()
+            loaded = true
+        }
+        let wakes = waker.begin()
+        let (store, service, source) = (self.store, self.service, self.source)
+        let interval = configuration.syncInterval
+        source.start()
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await report in source.reports { await service.handle(report) }
+                // The source ended by itself (or is stopping): what it reported is judged and committed.
+                await service.shutdown()
+                return false
+            }
+            group.addTask {
+                var last = ContinuousClock.now
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    await service.settle()
+                    if ContinuousClock.now - last >= .seconds(interval) {
+                        last = ContinuousClock.now
+                        await service.tick()
+                    }
+                }
+                return false
+            }
+            group.addTask {
+                // Yields what the outbox holds after the cursor, each time the engine committed something.
+                var position = cursor
+                func drain() throws {
+                    while true {
+                        let batch = try store.events(after: position, limit: 1000)
+                        guard let last = batch.last else { return }
+                        for stored in batch { continuation.yield(GeofenceEvent(stored)) }
+                        position = last.seq
+                    }
+                }
+                try drain()
+                for await _ in wakes { try drain() }
+                try drain()
+                return true
+            }
+            // The source's end finishes the pipeline, and the drain after its last commit ends the sequence.
+            while let finished = try await group.next() {
+                if finished { break }
+                if !Task.isCancelled && source.reports.isFinished { waker.end() }
+            }
+            group.cancelAll()
+        }
+        await source.stop()
+        await service.shutdown()
+    }
+}
+
+/// Wakes the session's outbox reader after each commit (at most one wake-up waits: it reads everything).
+private final class Waker: Sendable {
+    private let continuation = Mutex<AsyncStream<Void>.Continuation?>(nil)
+
+    func begin() -> AsyncStream<Void> {
+        let (stream, c) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        continuation.withLock { $0 = c }
+        return stream
+    }
+
+    func wake() { _ = continuation.withLock { $0 }?.yield() }
+
+    /// No more commits: the reader drains once more and ends.
+    func end() { continuation.withLock { $0 }?.finish() }
+}
+
+/// An event from the outbox: a region event (`determined`, `enter`, `exit`, `dwell`, `expired`) or a state
+/// event (`services`, `authorization`, `source`, `device`, `region-status`).
+public struct GeofenceEvent: Sendable, Equatable {
+    /// Unique and time-ordered: a receiver de-duplicates by it, and `events(after:)` resumes from it.
+    public var id: String
+    public var type: String
+    /// The region, for region events and a region's status.
+    public var region: String?
+    /// The vehicle (gpsd device, fleet subject), where one applies.
+    public var subject: String?
+    public var time: Date
+    /// The event as JSON, exactly as hooks, `geofence watch` and `geofence replay` show it (Docs/events.md).
+    public var json: String
+
+    package init(_ stored: StoredEvent) {
+        id = stored.id
+        type = stored.type
+        region = stored.region
+        subject = stored.subject
+        time = stored.time
+        json = stored.body
+    }
+
+    /// Whether it is a region event (a vehicle and a region), not a state event.
+    public var isRegionEvent: Bool { RegionEventType(rawValue: type) != nil }
+}
+
+/// The four questions, answered for a monitor's source.
+public struct MonitorStatus: Sendable, Equatable {
+    /// Whether usable fixes arrive (fourth question).
+    public enum Liveness: String, Sendable {
+        /// No session is running.
+        case notStarted = "not-started"
+        /// Started; the first usable fix has not come (yet: the deadline has not passed).
+        case awaitingFirstFix = "awaiting-first-fix"
+        case receiving
+        /// No usable fix came before the first-fix deadline.
+        case silent
+        /// Usable fixes stopped arriving for longer than the staleness limit.
+        case lost
+    }
+
+    /// What the hardware is and can report (first question); nil when the source has not said (fleet sources
+    /// cannot tell).
+    public var capabilities: CapabilitySnapshot?
+    /// Whether Location Services are on (second question).
+    public var servicesOn: Bool
+    /// This process's effective authorization (third question): `denied` while services are off.
+    public var authorization: AuthorizationStatus
+    /// Where the fixes come from.
+    public var source: String
+    /// Whether the source reached what it reads from (nil: it has not said).
+    public var connected: Bool?
+    /// Why it is not connected.
+    public var reason: String?
+    public var liveness: Liveness
+    /// Why fixes are not arriving, in the source's terms.
+    public var livenessReason: String?
+    /// A fleet source's own account of itself (lines, messages, unusable ones by reason).
+    public var sourceStatus: SourceStatus?
+    /// Regions in the store.
+    public var regions: Int
+    /// Whether a session with the source is running.
+    public var monitoring: Bool
+}

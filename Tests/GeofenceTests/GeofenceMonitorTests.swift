@@ -1,0 +1,155 @@
+import Foundation
+import Geofence
+import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
+import GeofenceTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The library as an embedder uses it: `GeofenceMonitor` with a source, a store, and its event sequence.
+@Suite struct GeofenceMonitorTests {
+    /// A motorway through gates: the events `replay` makes of the same fixes are the oracle.
+    static let drive = DecisionScenarios.motorway(passes: 4)
+
+    /// What identifies an event apart from its id (made anew by each run): its JSON without the id.
+    static func essence(_ json: String) -> String {
+        guard var object = try? JSON.parse(json).objectValue else { return json }
+        object["id"] = nil
+        return JSONValue.object(object).serialized()
+    }
+
+    @Test func scriptedDriveGivesCommittedEventsInOrderAndCancellingStopsTheSource() async throws {
+        let source = ScriptedSource(fixes: Self.drive.fixes)
+        let monitor = try GeofenceMonitor(source: source, store: .inMemory)
+        for region in Self.drive.regions { try await monitor.add(region) }
+        #expect(try await monitor.regions().map(\.id) == Self.drive.regions.map(\.id))
+
+        let received = Mutex<[GeofenceEvent]>([])
+        let consumer = Task {
+            for try await event in monitor.events() { received.withLock { $0.append(event) } }
+        }
+        // The first gate determined (outside: the others are beyond the vicinity then), then every gate entered
+        // and left: 1 + 8 region events.
+        let expected = 1 + Self.drive.regions.count * 2
+        #expect(await eventually { received.withLock { $0.filter(\.isRegionEvent).count } >= expected })
+        #expect(try await monitor.status().monitoring)
+        #expect(source.starts == 1 && source.stops == 0, "the session runs while its events are consumed")
+
+        consumer.cancel()
+        _ = await consumer.result
+        #expect(await eventually { source.stops == 1 }, "cancelling the consumer stopped the source")
+        let status = try await monitor.status()
+        #expect(!status.monitoring)
+        #expect(status.liveness == .notStarted)
+
+        let events = received.withLock { $0 }.filter(\.isRegionEvent)
+        #expect(events.count == expected, "\(events.map(\.type))")
+        #expect(events.map(\.id) == events.map(\.id).sorted(), "ids are time-ordered, and yielded in order")
+        for (k, region) in Self.drive.regions.enumerated() {
+            let own = events.filter { $0.region == region.id }.map(\.type)
+            #expect(own == (k == 0 ? ["determined"] : []) + ["enter", "exit"], "gate \(k): \(own)")
+        }
+        // In the order they happened, gate after gate.
+        let crossings = events.filter { $0.type != "determined" }.map { "\($0.region ?? "") \($0.type)" }
+        #expect(crossings == Self.drive.regions.flatMap { ["\($0.id) enter", "\($0.id) exit"] })
+        // One session per monitor: the source cannot be started again.
+        await #expect(throws: GeofenceMonitor.MonitorError.sessionEnded) {
+            for try await _ in monitor.events() {}
+        }
+    }
+
+    @Test func eventsAreYieldedOnlyOnceCommitted() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .sqlite(directory: dir.path))
+        for region in Self.drive.regions { try await monitor.add(region) }
+        // A second reader of the same file: each event is there by the time it is yielded.
+        let reader = try StateStore(directory: dir.path)
+        var yielded: [GeofenceEvent] = []
+        for try await event in monitor.events() {
+            #expect(try reader.hasEvent(id: event.id), "yielded before its commit: \(event.json)")
+            yielded.append(event)
+        }
+        #expect(source.stops == 1, "the source's end ended the sequence, and the session stopped it")
+        let stored = try reader.events(after: 0, limit: 10_000)
+        #expect(yielded.map(\.id) == stored.map(\.id), "every committed event, in outbox order")
+        #expect(yielded.filter(\.isRegionEvent).count == 1 + Self.drive.regions.count * 2)
+    }
+
+    @Test func theJSONSourceGivesTheEventsReplayMakes() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.file("drive.jsonl")
+        try Self.drive.tpvLines.write(toFile: path, atomically: true, encoding: .utf8)
+
+        let monitor = try GeofenceMonitor(
+            source: JSONLineSource(path: path, defaultSubject: "gpsd"), store: .sqlite(directory: dir.file("embedded")))
+        for region in Self.drive.regions { try await monitor.add(region) }
+        var embedded: [String] = []
+        for try await event in monitor.events() where event.isRegionEvent { embedded.append(Self.essence(event.json)) }
+
+        // `geofence replay`'s pipeline on the same lines.
+        let store = try StateStore(directory: dir.file("replayed"))
+        for region in Self.drive.regions { try store.addRegion(region) }
+        let pipeline = FixPipeline(store: store)
+        try pipeline.load()
+        var replayed: [String] = []
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        var lines = JSONLines(fd: fd, defaultSubject: "gpsd", skipsBlankLines: true)
+        while let report = try lines.next() {
+            if case .tpv(let fix) = report {
+                replayed += try pipeline.process(fix).events.map {
+                    Self.essence(JSONValue.object($0.json).serialized())
+                }
+            }
+        }
+        replayed += try pipeline.finish().events.map { Self.essence(JSONValue.object($0.json).serialized()) }
+        #expect(!replayed.isEmpty)
+        #expect(embedded == replayed)
+    }
+
+    @Test func resumingFromAnUnknownIdIsRefused() async throws {
+        let monitor = try GeofenceMonitor(source: ScriptedSource(), store: .inMemory)
+        await #expect(throws: GeofenceMonitor.MonitorError.unknownEvent("nope")) {
+            for try await _ in monitor.events(after: "nope") {}
+        }
+    }
+
+    @Test func statusAnswersTheFourQuestionsInTheSourcesTerms() async throws {
+        let source = ScriptedSource()
+        let monitor = try GeofenceMonitor(source: source, store: .inMemory)
+        var status = try await monitor.status()
+        #expect(!status.monitoring && status.liveness == .notStarted && status.servicesOn)
+        #expect(status.authorization == .authorized, "the embedding process's own user")
+        let consumer = Task { for try await _ in monitor.events() {} }
+        source.send(.down(SourceDown(reason: "the broker is not reachable", retryIn: .seconds(2))))
+        #expect(await eventually { (try? await monitor.status().connected) == false })
+        status = try await monitor.status()
+        #expect(status.reason == "the broker is not reachable")
+        #expect(status.liveness == .awaitingFirstFix, "started, and no fix yet: not `receiving`")
+        source.send(.liveness(.silent))
+        #expect(await eventually { (try? await monitor.status().liveness) == .silent })
+        source.send(.up, .fix(Self.drive.fixes[0]), .liveness(.restored))
+        #expect(await eventually { (try? await monitor.status().liveness) == .receiving })
+        #expect(try await monitor.status().connected == true)
+        consumer.cancel()
+        _ = await consumer.result
+    }
+
+    /// Polls `condition` for up to `timeout` seconds.
+    func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await condition()
+    }
+}
