@@ -52,9 +52,12 @@ release: deps
 # Tests run one at a time: many of them start real processes (gpsd, the daemon, hooks) and measure
 # deadlines, which two cores shared by every test at once would turn into flakes. The short versions of
 # the soak scenarios run here; `make soak` runs them at full length against the release binary.
+# Then the library's example (Examples/print-events), built against this package as an application would,
+# must print the events `geofence replay` prints on the same drive.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+	Scripts/example-check.sh
 
 SOAK_FILTER ?= kill9Soak|ChaosTests|DiskFaultTests|LeakSoakTests|DaemonHookTests
 

@@ -15,7 +15,7 @@ func fail(_ message: String) -> Never {
 }
 
 let usage = """
-    usage: geofence-sim demo-drive                      print the demo's recorded drive (NMEA) on stdout
+    usage: geofence-sim demo-drive [--json]             print the demo's recorded drive (NMEA, or gpsd JSON)
            geofence-sim feed --port PORT [--host H] [--speed X] FILE|-
                                                         play NMEA into gpsd's UDP feed, re-stamped to now
            geofence-sim free-ports N                    print N free local ports
@@ -23,8 +23,21 @@ let usage = """
 
 /// The demo's drive: out of the depot, a stop at a customer, past a fuel station. 2 epochs a second.
 func demoDrive() -> [String] {
-    let depot = Coordinate(latitude: 51.50070, longitude: -0.12460)
     let generator = NMEAGenerator()
+    return demoEpochs().flatMap(generator.sentences(for:))
+}
+
+/// The same drive as gpsd TPV JSON lines (what `geofence replay` and the JSON source read), eph 5 m.
+func demoDriveJSON() -> [String] {
+    demoEpochs().map { e in
+        let time = TimestampParser.format(e.time)
+        return
+            #"{"class":"TPV","device":"/dev/demo","mode":3,"time":"\#(time)","lat":\#(e.latitude),"lon":\#(e.longitude),"eph":5,"speed":\#(e.speed),"track":\#(e.course)}"#
+    }
+}
+
+func demoEpochs() -> [NMEAGenerator.Epoch] {
+    let depot = Coordinate(latitude: 51.50070, longitude: -0.12460)
     var epochs: [NMEAGenerator.Epoch] = []
     var time = Date(timeIntervalSince1970: 1_795_003_200)  // 2026-11-18T12:00:00Z
     var here = depot
@@ -45,7 +58,7 @@ func demoDrive() -> [String] {
     go(east: 0, north: 0, seconds: 6, speed: 0)  // a stop at the customer
     go(east: 300, north: 60, seconds: 10, speed: 30)  // on, past the fuel station
     go(east: 200, north: 0, seconds: 4, speed: 50)
-    return epochs.flatMap(generator.sentences(for:))
+    return epochs
 }
 
 /// Replaces an NMEA sentence's time (and date) fields with `now`, and fixes its checksum.
@@ -138,7 +151,7 @@ guard let command = arguments.first else { fail(usage) }
 arguments.removeFirst()
 switch command {
 case "demo-drive":
-    for line in demoDrive() { print(line) }
+    for line in arguments.first == "--json" ? demoDriveJSON() : demoDrive() { print(line) }
 case "feed":
     var host = "127.0.0.1"
     var port: UInt16?
