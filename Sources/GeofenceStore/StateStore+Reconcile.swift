@@ -1,38 +1,10 @@
 import Foundation
 import GeofenceCore
 
-/// What the reconciler knows about the world when it decides every region's status.
-public struct ReconcileInputs: Sendable, Equatable {
-    /// The Location Services switch.
-    public var servicesOn: Bool
-    /// Whether usable fixes are arriving (false: gpsd unreachable, `silent` or `lost`).
-    public var locationAvailable: Bool
-    /// Owners whose regions must not be monitored (their effective permission is not `authorized`).
-    public var deniedOwners: Set<UInt32>
-    /// At most this many regions are active (nil: no limit); the oldest come first.
-    public var maxRegions: Int?
-
-    /// Nothing holds any region back: every region not expired is to be `monitoring`.
-    public var allClear: Bool { servicesOn && locationAvailable && deniedOwners.isEmpty && maxRegions == nil }
-
-    public init(servicesOn: Bool, locationAvailable: Bool, deniedOwners: Set<UInt32> = [], maxRegions: Int? = nil) {
-        self.servicesOn = servicesOn
-        self.locationAvailable = locationAvailable
-        self.deniedOwners = deniedOwners
-        self.maxRegions = maxRegions
-    }
-}
-
-/// One region whose status the reconciler changed.
-public struct RegionStatusChange: Sendable, Equatable {
-    public var seq: Int64
-    public var id: String
-    public var status: RegionStatus
-}
-
 extension StateStore {
     /// Sets every requested region's status from the inputs, in one statement, and returns the regions
-    /// whose status changed. Precedence: services off (`suspended: services-off`), then the owner's
+    /// whose status changed: what `ReconcilePolicy.changes` says, in SQL (a test holds the two to each other).
+    /// Precedence: services off (`suspended: services-off`), then the owner's
     /// permission (`failed: permission-denied`), then the active-region limit (`pending: limit`), then the
     /// location source (`failed: location-unavailable`), else `monitoring` (an `accuracyLimited` region
     /// stays so). Expired regions are left alone; no region is ever deleted.
