@@ -127,6 +127,24 @@ struct HookRunnerTests {
         #expect(f.log.contains("delivered on attempt 3"))
     }
 
+    @Test("while Location Services are off, a location event's hook is held, and runs once they are on")
+    func locationHooksHeldWhileServicesOff() async throws {
+        let f = try HookFixture()
+        defer { f.remove() }
+        let ran = f.dir.file("ran")
+        try f.addRegion("depot", hooks: [.enter: "echo \"$GEOFENCE_EVENT\" >> \(f.shellPath("ran"))"])
+        let runner = f.runner()
+        runner.setLocationPaused(true)
+        try f.addEvents([(.enter, "depot")])
+        let held = await runner.drain()
+        #expect(held.delivered == 0 && held.pending == 1, "\(held)")
+        #expect(!FileManager.default.fileExists(atPath: ran), "a location hook ran while services were off")
+        runner.setLocationPaused(false)
+        let released = await runner.drain()
+        #expect(released.delivered == 1, "\(released)")
+        #expect(try String(contentsOfFile: ran, encoding: .utf8) == "enter\n")
+    }
+
     @Test("a hook that never exits is killed at its timeout with its children, and retried")
     func timeoutKillsTheGroup() async throws {
         let f = try HookFixture()

@@ -59,7 +59,8 @@ import Testing
             for (old, new) in zip(before, after) {
                 #expect(new.status == (wanted[old.seq] ?? old.status), "round \(round): \(old.id)")
             }
-            #expect(after.filter { $0.status.kind == .expired }.count == before.filter { $0.status.kind == .expired }.count)
+            #expect(
+                after.filter { $0.status.kind == .expired }.count == before.filter { $0.status.kind == .expired }.count)
             changed += changes.count
         }
         #expect(changed > 200, "the rounds changed statuses (\(changed))")

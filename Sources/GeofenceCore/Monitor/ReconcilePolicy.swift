@@ -90,7 +90,9 @@ public enum ReconcilePolicy {
             let permitted = region.owner.map { !inputs.deniedOwners.contains($0) } ?? true
             if permitted { rank += 1 }
             let status = desired(region, rank: permitted ? rank : nil, inputs)
-            if status != region.status { changes.append(RegionStatusChange(seq: region.seq, id: region.id, status: status)) }
+            if status != region.status {
+                changes.append(RegionStatusChange(seq: region.seq, id: region.id, status: status))
+            }
         }
         return changes
     }
