@@ -2,6 +2,7 @@ import Foundation
 import GeofenceCore
 import GeofenceGPSD
 import GeofenceStore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -64,6 +65,13 @@ extension DaemonConfiguration.Source {
             return mqtt
         }
     }
+}
+
+/// The signal that stopped the engine, for the log.
+private final class SignalName: Sendable {
+    private let value = Mutex<String?>(nil)
+    func set(_ name: String) { value.withLock { $0 = name } }
+    var name: String? { value.withLock { $0 } }
 }
 
 /// `geofence run`: store → source → monitor → outbox, under one task group, stopped by SIGTERM/SIGINT.
@@ -170,50 +178,58 @@ public final class Daemon: Sendable {
         source.start()
         let logger = self.logger
         let interval = c.regionSyncInterval
-        await withTaskGroup(of: String.self) { group in
-            group.addTask {
-                for await report in source.reports {
-                    await service.handle(report)
-                }
-                return Self.sourceEnded
-            }
-            group.addTask {
-                // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
-                var last = ContinuousClock.now
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(100))
-                    await service.settle()
-                    if ContinuousClock.now - last >= .seconds(interval) {
-                        last = ContinuousClock.now
-                        await service.tick()
-                        await service.recordSourceStatus()
+        let signalled = SignalName()
+        // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
+        // judged), then the monitor's ticks, and last the hook runner (running hooks get their grace).
+        let group = ServiceGroup(
+            [
+                ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
+                ClosureService("monitor") {
+                    // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
+                    var last = ContinuousClock.now
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(100))
+                        await service.settle()
+                        if ContinuousClock.now - last >= .seconds(interval) {
+                            last = ContinuousClock.now
+                            await service.tick()
+                            await service.recordSourceStatus()
+                        }
                     }
-                }
-                return "stopped ticking"
+                },
+                ClosureService(
+                    "source",
+                    run: {
+                        for await report in source.reports { await service.handle(report) }
+                    },
+                    // What the source handed over before it stopped is still judged, not dropped with the
+                    // stream's buffer: an MQTT broker has been told those messages arrived. The stream is
+                    // finished, so the consumer ends once its last report is handled.
+                    stop: { await source.stop() }),
+                ClosureService("signals") {
+                    for await number in signalStream {
+                        signalled.set(
+                            number == SIGTERM ? "SIGTERM" : number == SIGINT ? "SIGINT" : "signal \(number)")
+                        return
+                    }
+                },
+            ], deadline: .seconds(c.hooks.shutdownGrace + 10))
+        let control = server
+        let ending = await group.run { ending in
+            let why: String
+            switch ending.service {
+            case "signals": why = signalled.name ?? "signals ended"
+            case "source": why = Self.sourceEnded
+            case "hooks": why = "the hook runner stopped"
+            default: why = "stopped ticking"
             }
-            group.addTask {
-                await hooks.run()
-                return "the hook runner stopped"
-            }
-            group.addTask {
-                for await number in signalStream {
-                    return number == SIGTERM ? "SIGTERM" : number == SIGINT ? "SIGINT" : "signal \(number)"
-                }
-                return "signals ended"
-            }
-            let why = await group.next() ?? "?"
             logger.notice("stopping (\(why))")
             // No more requests, and no client keeps the store's write lock (an import in parts rolls back)
             // while the engine commits its last state.
-            server?.stop()
-            await source.stop()
-            // What the source handed over before it stopped is still judged, not dropped with the stream's
-            // buffer: an MQTT broker has been told those messages arrived. The stream is finished, so this
-            // ends once its last report is handled.
-            if why != Self.sourceEnded {
-                while let next = await group.next(), next != Self.sourceEnded {}
-            }
-            group.cancelAll()
+            control?.stop()
+        }
+        if !ending.cancelled.isEmpty {
+            logger.warning("did not stop in time, cancelled: \(ending.cancelled.joined(separator: ", "))")
         }
         await service.recordSourceStatus()
         await service.shutdown()

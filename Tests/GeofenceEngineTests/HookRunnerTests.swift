@@ -145,6 +145,27 @@ struct HookRunnerTests {
         #expect(try String(contentsOfFile: ran, encoding: .utf8) == "enter\n")
     }
 
+    @Test("a graceful stop lets a running hook finish within the grace; one that does not is stopped and retried")
+    func gracefulStopLetsRunningHooksFinish() async throws {
+        let f = try HookFixture()
+        defer { f.remove() }
+        try f.addRegion("quick", hooks: [.enter: "sleep 0.2; echo quick >> \(f.shellPath("ran"))"])
+        try f.addRegion("slow", hooks: [.enter: "sleep 30; echo slow >> \(f.shellPath("ran"))"])
+        try f.addEvents([(.enter, "quick"), (.enter, "slow")])
+        let runner = f.runner { $0.shutdownGrace = 1 }
+        let run = Task { await runner.run() }
+        while runner.statistics.running < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        let asked = ContinuousClock.now
+        runner.finish()
+        await run.value
+        let took = ContinuousClock.now - asked
+        #expect(took >= .seconds(1) && took < .seconds(5), "the grace, then the slow one was stopped: \(took)")
+        #expect(try String(contentsOfFile: f.dir.file("ran"), encoding: .utf8) == "quick\n")
+        let statuses = try f.deliveries().map(\.status)
+        #expect(statuses.filter { $0 == .done }.count == 1, "\(statuses)")
+        #expect(statuses.filter { $0 == .pending }.count == 1, "the slow one is retried at the next start")
+    }
+
     @Test("a hook that never exits is killed at its timeout with its children, and retried")
     func timeoutKillsTheGroup() async throws {
         let f = try HookFixture()

@@ -74,6 +74,12 @@ public final class HookRunner: Sendable {
         _ = await session(.forever)
     }
 
+    /// Stops gracefully: no new hook is started, and running ones are given `shutdownGrace` to finish before
+    /// they are stopped as on cancellation (SIGTERM, then SIGKILL). `run()` returns once they have.
+    public func finish() {
+        control.requestFinish()
+    }
+
     /// New events were committed: look at the outbox now rather than at the next poll.
     public func wake() {
         control.wake()
@@ -172,9 +178,12 @@ public final class HookRunner: Sendable {
         var inputOpen = mode == .drainAfterInput
         var state = LoopState()
         var wakeAt: Date? = nil
+        /// When a graceful stop was asked for: running hooks have until `shutdownGrace` after it.
+        var finishingSince: Date?
         while true {
             let signal = control.wait(until: wakeAt)
             if signal.stop { break }
+            if signal.finishing && finishingSince == nil { finishingSince = Date() }
             if inputOpen && control.inputHasEnded {
                 // Read before this iteration's poll, which so sees every event committed before the end. The
                 // drain limit counts from here.
@@ -189,6 +198,17 @@ public final class HookRunner: Sendable {
                 || now.timeIntervalSince(state.lastPoll) >= configuration.pollInterval
             {
                 poll(&state, db: db, now: now)
+            }
+            if let since = finishingSince {
+                // Finishing: nothing new starts; the running ones finish, or the grace ends and they are stopped.
+                if state.running.isEmpty && state.outcomes.isEmpty { break }
+                let end = since.addingTimeInterval(configuration.shutdownGrace)
+                if Date() >= end {
+                    logger.notice("hooks: \(state.running.count) still running after the grace; stopping them")
+                    break
+                }
+                wakeAt = min(end, Date().addingTimeInterval(configuration.pollInterval))
+                continue
             }
             startDue(&state, db: db, stopFD: stopPipe.read)
 
@@ -470,6 +490,7 @@ final class RunnerControl: @unchecked Sendable {
     private let condition = NSCondition()
     private var woken = false
     private var stopRequested = false
+    private var finishRequested = false
     private var inputEnded = false
     private var finished: [(claim: ClaimedDelivery, result: HookProcessResult)] = []
     private var stats = HookRunnerStatistics()
@@ -477,6 +498,8 @@ final class RunnerControl: @unchecked Sendable {
     struct Signal {
         var woken: Bool
         var stop: Bool
+        /// A graceful stop was asked for (`HookRunner.finish`).
+        var finishing: Bool
         var finished: [(claim: ClaimedDelivery, result: HookProcessResult)]
     }
 
@@ -504,6 +527,14 @@ final class RunnerControl: @unchecked Sendable {
 
     func wake() {
         condition.withLock {
+            woken = true
+            condition.signal()
+        }
+    }
+
+    func requestFinish() {
+        condition.withLock {
+            finishRequested = true
             woken = true
             condition.signal()
         }
@@ -553,7 +584,7 @@ final class RunnerControl: @unchecked Sendable {
         while !woken && finished.isEmpty && (ignoringStop || !stopRequested), let deadline {
             if !condition.wait(until: deadline) { break }
         }
-        let signal = Signal(woken: woken, stop: stopRequested, finished: finished)
+        let signal = Signal(woken: woken, stop: stopRequested, finishing: finishRequested, finished: finished)
         woken = false
         finished.removeAll(keepingCapacity: true)
         return signal
