@@ -3,21 +3,6 @@ import GeofenceCore
 import GeofenceGPSD
 import GeofenceStore
 
-/// The keys the daemon keeps in the store's settings so `geofence status` can tell what it sees.
-public enum DaemonSettings {
-    public static let pid = "daemon.pid"
-    public static let started = "daemon.started"
-    public static let stopped = "daemon.stopped"
-    public static let sourceAddress = "source.address"
-    public static let connection = "source.connection"
-    public static let connectionReason = "source.connection.reason"
-    public static let liveness = "source.liveness"
-    public static let livenessChanged = "source.liveness.changed"
-    public static let capabilities = "source.capabilities"
-    /// A fleet source's own account of itself (`SourceStatus.json`); absent for gpsd.
-    public static let sourceStatus = "source.status"
-}
-
 /// The daemon's core service: source reports in, decisions, durable events and state out.
 ///
 /// An actor on its own thread (`ThreadExecutor`): its SQLite work blocks, and must not stall the
@@ -54,6 +39,8 @@ actor MonitorService {
     private let random: @Sendable () -> Double
     /// What the source said last about itself, for `GeofenceMonitor.status()`.
     private(set) var health = SourceHealth()
+    /// What `geofence status` reads of the engine, kept in the store's settings.
+    private var recorder: StatusRecorder
     /// Whether usable fixes arrive (false once the source is `silent` or `lost`, true again when `restored`).
     private var locationAvailable = true
     /// Whether the last reconciliation held regions out of the monitor (a limit, denied owners).
@@ -79,6 +66,7 @@ actor MonitorService {
     ) {
         now = { clock.now() }
         self.random = random
+        recorder = StatusRecorder(store: store)
         self.sourceLabel = sourceLabel
         self.sourceStatus = sourceStatus
         self.policy = policy
@@ -247,7 +235,7 @@ actor MonitorService {
             health.reason = nil
             lastDisconnection = nil
             logger.info("connected to \(sourceLabel)")
-            setSettings([(DaemonSettings.connection, "connected"), (DaemonSettings.connectionReason, "")])
+            recording { try $0.connected() }
         case .down(let d):
             health.connected = false
             health.reason = d.reason
@@ -258,11 +246,11 @@ actor MonitorService {
                 logger.debug("\(text); retry \(d.attempt) in \(format(d.retryIn))")
             }
             lastDisconnection = text
-            setSettings([(DaemonSettings.connection, "disconnected"), (DaemonSettings.connectionReason, text)])
+            recording { try $0.disconnected(text) }
         case .capabilities(let new):
             deviceChanges(from: snapshot, to: new)
             snapshot = new
-            setSettings([(DaemonSettings.capabilities, JSONValue.object(CapabilityJSON.encode(new)).serialized())])
+            recording { try $0.capabilities(new) }
         case .liveness(let transition):
             let reason: String
             let level: LogLevel
@@ -295,10 +283,8 @@ actor MonitorService {
                 StateEvent(
                     id: ids.next(now: now()), type: .source, time: now(), state: transition.rawValue, reason: reason))
             setLocationAvailable(transition == .restored)
-            setSettings([
-                (DaemonSettings.liveness, transition == .restored ? "receiving" : transition.rawValue),
-                (DaemonSettings.livenessChanged, TimestampParser.format(now())),
-            ])
+            let time = now()
+            recording { try $0.liveness(transition, at: time) }
         case .warning(let message):
             logger.warning(message)
         }
@@ -307,7 +293,7 @@ actor MonitorService {
     /// Writes a fleet source's account of itself where `status` reads it (only when it changed).
     func recordSourceStatus() {
         guard let status = sourceStatus() else { return }
-        setSettings([(DaemonSettings.sourceStatus, JSONValue.object(status.json).serialized())])
+        recording { try $0.sourceStatus(status) }
     }
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.
@@ -390,7 +376,8 @@ actor MonitorService {
         } catch {
             storeFailed(error)
         }
-        setSettings([(DaemonSettings.stopped, TimestampParser.format(now()))])
+        let time = now()
+        recording { try $0.stopped(at: time) }
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
@@ -457,9 +444,10 @@ actor MonitorService {
         }
     }
 
-    private func setSettings(_ pairs: [(String, String)]) {
+    /// Writes what `status` reads; a store that refuses is said once, and the next change tries again.
+    private func recording(_ write: (inout StatusRecorder) throws -> Void) {
         do {
-            for (key, value) in pairs where try store.setting(key) != value { try store.setSetting(key, value) }
+            try write(&recorder)
         } catch {
             storeFailed(error)
         }
