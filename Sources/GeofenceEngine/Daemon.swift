@@ -184,19 +184,7 @@ public final class Daemon: Sendable {
         let group = ServiceGroup(
             [
                 ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
-                ClosureService("monitor") {
-                    // Every 0.1 s: held epoch reports; every `interval`: region changes, expiry, bookkeeping.
-                    var last = ContinuousClock.now
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .milliseconds(100))
-                        await service.settle()
-                        if ContinuousClock.now - last >= .seconds(interval) {
-                            last = ContinuousClock.now
-                            await service.tick()
-                            await service.recordSourceStatus()
-                        }
-                    }
-                },
+                ClosureService("monitor") { await service.runTicks(interval: interval) },
                 ClosureService(
                     "source",
                     run: {

@@ -296,6 +296,21 @@ actor MonitorService {
         recording { try $0.sourceStatus(status) }
     }
 
+    /// The engine's clockwork, until cancelled: every 0.1 s, reports held for the rest of their epoch; every
+    /// `interval` seconds, region changes, expiry, bookkeeping and the source's account for `status`.
+    func runTicks(interval: Double) async {
+        var last = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
+            settle()
+            if ContinuousClock.now - last >= .seconds(interval) {
+                last = ContinuousClock.now
+                tick()
+                recordSourceStatus()
+            }
+        }
+    }
+
     /// Frequent work: pass on reports that waited for the rest of their epoch.
     func settle() {
         do {

@@ -15,13 +15,9 @@ enum ReplayCommand {
         // Read before anything is stored, so a bad option changes nothing.
         let hooks = c.arguments.flag("--hooks") ? try HookOptions.configuration(c) : nil
         let fd: Int32
-        if file == "-" {
-            fd = 0
-        } else {
-            fd = open(file, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw CommandFailure("cannot read \(file): \(String(cString: strerror(errno)))", exitCode: .noInput)
-            }
+        switch JSONLines.open(file) {
+        case .success(let opened): fd = opened
+        case .failure(let failure): throw CommandFailure("cannot read \(file): \(failure.reason)", exitCode: .noInput)
         }
         defer { if fd != 0 { close(fd) } }
 

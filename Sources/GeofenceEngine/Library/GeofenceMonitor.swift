@@ -212,15 +212,7 @@ public actor GeofenceMonitor {
                 return false
             }
             group.addTask {
-                var last = ContinuousClock.now
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(100))
-                    await service.settle()
-                    if ContinuousClock.now - last >= .seconds(interval) {
-                        last = ContinuousClock.now
-                        await service.tick()
-                    }
-                }
+                await service.runTicks(interval: interval)
                 return false
             }
             group.addTask {

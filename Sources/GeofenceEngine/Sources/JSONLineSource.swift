@@ -34,6 +34,16 @@ public struct JSONLines {
         return nil
     }
 
+    /// Opens `path` for reading (`-`: standard input, descriptor 0); the descriptor, or the system's reason.
+    public static func open(_ path: String) -> Result<Int32, SourceOpenError> {
+        guard path != "-" else { return .success(0) }
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            return .failure(SourceOpenError(path: path, reason: String(cString: strerror(errno))))
+        }
+        return .success(descriptor)
+    }
+
     /// Whether a whole line is already read (a batch can grow without waiting for the producer).
     public var hasBufferedLine: Bool { reader.hasBufferedLine }
 
@@ -123,23 +133,20 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         var openFailures = 0
         while !isStopped {
             let descriptor: Int32
-            if path == "-" {
-                descriptor = 0
-            } else {
-                descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                guard descriptor >= 0 else {
-                    // Checked at start, so this is a FIFO removed or made unreadable since: say so once, and
-                    // keep trying (every second) with the state visible in `status`.
-                    let reason = "cannot open \(path): \(String(cString: strerror(errno)))"
-                    intake.update {
-                        $0.open = false
-                        $0.problem = reason
-                    }
-                    if openFailures == 0 { logger?.warning("\(reason); retrying every second") }
-                    openFailures += 1
-                    Thread.sleep(forTimeInterval: 1)
-                    continue
+            switch JSONLines.open(path) {
+            case .success(let opened): descriptor = opened
+            case .failure(let failure):
+                // Checked at start, so this is a FIFO removed or made unreadable since: say so once, and keep
+                // trying (every second) with the state visible in `status`.
+                let reason = "cannot open \(path): \(failure.reason)"
+                intake.update {
+                    $0.open = false
+                    $0.problem = reason
                 }
+                if openFailures == 0 { logger?.warning("\(reason); retrying every second") }
+                openFailures += 1
+                Thread.sleep(forTimeInterval: 1)
+                continue
             }
             if openFailures > 0 { logger?.notice("\(path) is open again") }
             openFailures = 0
