@@ -109,7 +109,7 @@ public final class StateStore: Sendable {
 
     /// A store that lives in memory only, for tests and embedders who need no durability: the same schema and
     /// the same transactions as a file, gone with the process. Its `directory` is `:memory:`.
-    public static func inMemory() throws -> StateStore {
+    package static func inMemory() throws -> StateStore {
         try StateStore(memory: ())
     }
 
@@ -648,7 +648,7 @@ public final class StateStore: Sendable {
     }
 
     /// The outbox sequence number of the event with this id, nil when the outbox has none.
-    public func eventSeq(id: String) throws -> Int64? {
+    package func eventSeq(id: String) throws -> Int64? {
         try queue.read { db in try db.scalar("SELECT seq FROM events WHERE id = ?", [id], as: Int64.self) }
     }
 

@@ -36,7 +36,7 @@ public final class GPSDLocationSource: LocationSource {
 
 extension GPSDReport {
     /// The report in the engine's terms: gpsd's causes become a `SourceDown` reason a person can act on.
-    public var locationReport: LocationReport {
+    package var locationReport: LocationReport {
         switch self {
         case .connected: .up
         case .disconnected(let d): .down(SourceDown(reason: d.description, attempt: d.attempt, retryIn: d.retryIn))

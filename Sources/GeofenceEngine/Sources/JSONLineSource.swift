@@ -7,23 +7,23 @@ import GeofenceCore
 
 /// gpsd-style JSON lines read from a descriptor and decoded, one at a time: the one read-and-decode loop of
 /// the JSON-lines source and of `geofence replay`.
-public struct JSONLines {
+package struct JSONLines {
     private var reader: LineReader
     /// The subject of a TPV without a `device` field.
-    public let defaultSubject: String
+    package let defaultSubject: String
     /// Whether blank lines are passed over (`replay`) rather than decoded (and counted as malformed).
-    public let skipsBlankLines: Bool
+    package let skipsBlankLines: Bool
     /// Lines read so far, blank ones included: the number of the line `next()` returned last.
-    public private(set) var lineNumber = 0
+    package private(set) var lineNumber = 0
 
-    public init(fd: Int32, defaultSubject: String, skipsBlankLines: Bool = false) {
+    package init(fd: Int32, defaultSubject: String, skipsBlankLines: Bool = false) {
         reader = LineReader(fd: fd)
         self.defaultSubject = defaultSubject
         self.skipsBlankLines = skipsBlankLines
     }
 
     /// The next line, decoded; nil at the end of the input.
-    public mutating func next() throws -> GPSDJSONReport? {
+    package mutating func next() throws -> GPSDJSONReport? {
         while let line = try reader.next() {
             lineNumber += 1
             if skipsBlankLines && line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
@@ -35,7 +35,7 @@ public struct JSONLines {
     }
 
     /// Opens `path` for reading (`-`: standard input, descriptor 0); the descriptor, or the system's reason.
-    public static func open(_ path: String) -> Result<Int32, SourceOpenError> {
+    package static func open(_ path: String) -> Result<Int32, SourceOpenError> {
         guard path != "-" else { return .success(0) }
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -45,10 +45,10 @@ public struct JSONLines {
     }
 
     /// Whether a whole line is already read (a batch can grow without waiting for the producer).
-    public var hasBufferedLine: Bool { reader.hasBufferedLine }
+    package var hasBufferedLine: Bool { reader.hasBufferedLine }
 
     /// Lines cut off for being longer than the reader takes (each counted, none decoded).
-    public var oversizedLines: Int { reader.oversizedLines }
+    package var oversizedLines: Int { reader.oversizedLines }
 }
 
 /// Fleet ingest: gpsd-style TPV JSON lines (`gpspipe -w`, `kcat`, any producer) from a file, a FIFO or
