@@ -56,7 +56,9 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
 
     public let backPressure: BackPressure
     private let condition = NSCondition()
-    private var buffer: [LocationReport] = []
+    /// Reports handed over, from `head` on; a slot taken is emptied at once, so a report is never kept alive
+    /// after the consumer took it (a batch can hold hundreds of fixes).
+    private var buffer: [LocationReport?] = []
     private var head = 0
     private var waiting: CheckedContinuation<LocationReport?, Never>?
     private var finished = false
@@ -69,6 +71,9 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
 
     /// Reports handed over and not yet taken.
     public var pending: Int { condition.withLock { buffer.count - head } }
+
+    /// Reports the sequence keeps alive: those not yet taken, and never one already taken.
+    package var retained: Int { condition.withLock { buffer.count { $0 != nil } } }
 
     /// Whether `finish()` was called.
     public var isFinished: Bool { condition.withLock { finished } }
@@ -145,13 +150,13 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
     }
 
     private func takeLocked() -> LocationReport? {
-        guard head < buffer.count else { return nil }
-        let report = buffer[head]
+        guard head < buffer.count, let report = buffer[head] else { return nil }
+        buffer[head] = nil
         head += 1
         if head == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             head = 0
-        } else if head >= 1024 && head * 2 >= buffer.count {
+        } else if head >= 64 && head * 2 >= buffer.count {
             buffer.removeFirst(head)
             head = 0
         }
