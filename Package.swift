@@ -12,6 +12,9 @@ let package = Package(
         // Pure model and decisions: no I/O, no clocks, no C.
         .target(name: "GeofenceCore"),
 
+        // The system calls, written once: EINTR retried, errno read at once, errors typed.
+        .target(name: "GeofenceSystem"),
+
         // SQLite through Debian's libsqlite3-dev.
         .systemLibrary(
             name: "CSQLite",
@@ -26,7 +29,7 @@ let package = Package(
             pkgConfig: "libgps",
             providers: [.apt(["libgps-dev"])]
         ),
-        .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "CGPS"]),
+        .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "GeofenceSystem", "CGPS"]),
 
         // MQTT through Debian's libmosquitto-dev (Mosquitto 2).
         .systemLibrary(
@@ -37,11 +40,13 @@ let package = Package(
 
         // The daemon and the pipeline that replay shares with it.
         .target(
-            name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
+            name: "GeofenceEngine",
+            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
 
         // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
         .target(
-            name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
+            name: "GeofenceCLI",
+            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
         .executableTarget(name: "geofence", dependencies: ["GeofenceCLI"]),
 
         // Scenario builders and the real-gpsd harness, for tests only.

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -74,10 +75,11 @@ public final class ControlConnection: @unchecked Sendable {
             guard open else { return nil }
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                let n = System.retryingEINTR {
+                    bytes.withUnsafeBytes {
+                        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                    }
                 }
-                if n < 0 && errno == EINTR { continue }
                 if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
                 guard n > 0 else {
                     open = false
@@ -129,18 +131,14 @@ public final class ControlConnection: @unchecked Sendable {
 /// Writes `line` and its newline to a stream socket, whole (both ends of the control socket); false once
 /// the peer has gone.
 func writeLine(_ line: String, to fd: Int32) -> Bool {
-    var bytes = Array(line.utf8)
-    bytes.append(10)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes {
-            Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+    do {
+        try System.writeAll(Array(line.utf8) + [10], call: "send") {
+            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
         }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return false }
-        offset += n
+        return true
+    } catch {
+        return false
     }
-    return true
 }
 
 /// Why the control socket could not be set up.
@@ -389,14 +387,12 @@ public final class ControlServer: @unchecked Sendable {
                 return  // idle past the timeout, or too slow
             }
             // At most 1 s at a time, to notice `stop()`.
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var poller = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
             let wait = streaming ? 1000 : Int32(max(1, min(1000, (left * 1000).rounded(.up))))
-            let ready = poll(&poller, 1, wait)
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 { return }
+            guard let ready = try? System.poll(&poller, milliseconds: wait) else { return }
             if ready == 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            let n = System.retryingEINTR { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+            if n < 0 && errno == EAGAIN { continue }
             if n <= 0 { return }  // closed
             if buffer.isEmpty { since = HookSystem.monotonicNow() }
             buffer += chunk[0..<n]
