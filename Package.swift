@@ -12,7 +12,7 @@ let package = Package(
         // Pure model and decisions: no I/O, no clocks, no C.
         .target(name: "GeofenceCore"),
 
-        // The system calls, written once: EINTR retried, errno read at once, errors typed.
+        // The system calls (EINTR retried, errno read at once, errors typed) and the monotonic clock, written once.
         .target(name: "GeofenceSystem"),
 
         // SQLite through Debian's libsqlite3-dev.
@@ -56,7 +56,8 @@ let package = Package(
         .executableTarget(name: "GeofenceSim", dependencies: ["GeofenceCore", "GeofenceTestSupport"]),
 
         // Benchmarks: `swift run -c release geofence-bench` (Docs/benchmarks.md).
-        .executableTarget(name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine"]),
+        .executableTarget(
+            name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine"]),
 
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],

@@ -339,7 +339,7 @@ public final class ControlServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         /// When the request being read began (its first byte), or, with nothing buffered, the last answer.
-        var since = HookSystem.monotonicNow()
+        var since = MonotonicClock.seconds()
         /// A `watch`: the client only listens, so silence is no reason to close it.
         var streaming = false
         while connection.isOpen && !stopping.load(ordering: .relaxed) {
@@ -347,7 +347,7 @@ public final class ControlServer: @unchecked Sendable {
                 let line = buffer[..<newline]
                 defer {
                     buffer.removeSubrange(...newline)
-                    since = HookSystem.monotonicNow()
+                    since = MonotonicClock.seconds()
                 }
                 if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { continue }
                 switch ControlRequest.parse(line) {
@@ -371,7 +371,7 @@ public final class ControlServer: @unchecked Sendable {
                 return
             }
             let partial = !buffer.isEmpty
-            let left = (partial ? requestTimeout : idleTimeout) - (HookSystem.monotonicNow() - since)
+            let left = (partial ? requestTimeout : idleTimeout) - (MonotonicClock.seconds() - since)
             if !streaming && left <= 0 {
                 if partial {
                     connection.requestUnreadable()
@@ -394,7 +394,7 @@ public final class ControlServer: @unchecked Sendable {
             let n = System.retryingEINTR { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
             if n < 0 && errno == EAGAIN { continue }
             if n <= 0 { return }  // closed
-            if buffer.isEmpty { since = HookSystem.monotonicNow() }
+            if buffer.isEmpty { since = MonotonicClock.seconds() }
             buffer += chunk[0..<n]
         }
     }

@@ -72,14 +72,14 @@ enum HookProcess {
 
     /// Starts `invocation`; a result with `error` set when it cannot.
     static func start(_ invocation: HookInvocation) -> Result<Started, HookStartFailure> {
-        let started = HookSystem.monotonicNow()
+        let started = MonotonicClock.seconds()
         do {
             let child = try spawn(invocation)
             return .success(Started(child: child, startedAt: started, spawnedAt: Date()))
         } catch {
             var result = HookProcessResult()
             result.error = "cannot start /bin/sh: \(error)"
-            result.duration = HookSystem.monotonicNow() - started
+            result.duration = MonotonicClock.seconds() - started
             return .failure(HookStartFailure(result: result))
         }
     }
@@ -92,7 +92,7 @@ enum HookProcess {
         result.pid = child.pid
         result.spawnedAt = started.spawnedAt
         supervise(&child, limits: limits, stopFD: stopFD, started: started.startedAt, result: &result)
-        result.duration = HookSystem.monotonicNow() - started.startedAt
+        result.duration = MonotonicClock.seconds() - started.startedAt
         return result
     }
 
@@ -273,7 +273,7 @@ enum HookProcess {
         }
 
         while true {
-            let now = HookSystem.monotonicNow()
+            let now = MonotonicClock.seconds()
             if exited && (!stdoutOpen && !stderrOpen || now - exitedAt >= 0.1) {
                 // Output written after the shell exited (by something it left running) is not waited for
                 // beyond a moment: the hook is over when its shell is.
@@ -324,11 +324,11 @@ enum HookProcess {
                     if case .running = phase, !exited {
                         result.interrupted = true
                         signalGroup(SIGTERM)
-                        phase = .terminating(killAt: HookSystem.monotonicNow() + limits.shutdownGrace)
+                        phase = .terminating(killAt: MonotonicClock.seconds() + limits.shutdownGrace)
                     }
                 } else if !exited {
                     exited = true
-                    exitedAt = HookSystem.monotonicNow()
+                    exitedAt = MonotonicClock.seconds()
                 }
             }
             if child.pidfd == nil && !exited {
@@ -336,7 +336,7 @@ enum HookProcess {
                 if rc == child.pid {
                     exited = true
                     reaped = true
-                    exitedAt = HookSystem.monotonicNow()
+                    exitedAt = MonotonicClock.seconds()
                 }
             }
             if !stdoutOpen && child.stdout >= 0 {
