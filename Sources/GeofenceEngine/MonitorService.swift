@@ -164,9 +164,10 @@ actor MonitorService {
     }
 
     /// Exponential backoff with equal jitter, 1 s doubling to 5 minutes.
+    private static let retryBackoff = ReconnectBackoff(base: 1, cap: 300, jitter: .equal)
+
     private func retryDelay() -> Double {
-        let ceiling = min(300, pow(2, Double(min(retryRound, 20))))
-        return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
+        MonitorService.retryBackoff.delay(forAttempt: retryRound, unit: Double.random(in: 0...1))
     }
 
     /// Makes the monitor hold exactly the regions that should be active.

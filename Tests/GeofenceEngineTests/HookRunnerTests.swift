@@ -556,6 +556,8 @@ struct HookScheduleTests {
         var full = retry
         full.jitter = .full
         #expect(full.delay(afterAttempt: 3, unit: 0) == 0)
+        // The defaults as the one backoff type: the delay after attempt n is its retry n - 1.
+        #expect(retry.schedule == ReconnectBackoff(base: 1, cap: 300, multiplier: 2, jitter: .equal))
         #expect(retry.givesUp(afterAttempt: 100, age: 1))
         #expect(!retry.givesUp(afterAttempt: 99, age: 86_399))
         #expect(retry.givesUp(afterAttempt: 2, age: 86_400))
