@@ -9,7 +9,7 @@ import GeofenceStore
 /// (regions × hooks), not with the number of events waiting. The store gives the next head of a key when one
 /// finishes.
 struct DeliveryScheduler {
-    private var heads: [String: DeliveryHead] = [:]
+    private var heads: [DeliveryOrderKey: DeliveryHead] = [:]
     /// Not-running heads by due time; stale entries (a head replaced or started since) are skipped when met.
     private var queue = Heap(by: DeliveryScheduler.dueFirst)
 
@@ -24,7 +24,7 @@ struct DeliveryScheduler {
 
     /// Replaces everything with `heads` (after a restart, or when the CLI changed deliveries); keys that have a
     /// delivery running keep it as their head, whatever the store says, until it finishes.
-    mutating func reload(_ loaded: [DeliveryHead], running: [String: DeliveryHead]) {
+    mutating func reload(_ loaded: [DeliveryHead], running: [DeliveryOrderKey: DeliveryHead]) {
         held.removeAll()
         heads = running
         for head in loaded where heads[head.orderKey] == nil {
@@ -46,7 +46,7 @@ struct DeliveryScheduler {
     }
 
     /// Sets (or, with nil, clears) the head of `key`, once its previous head finished or was found stale.
-    mutating func setHead(_ head: DeliveryHead?, for key: String) {
+    mutating func setHead(_ head: DeliveryHead?, for key: DeliveryOrderKey) {
         if let head {
             heads[key] = head
             if !head.running { queue.push(head) }
@@ -55,7 +55,7 @@ struct DeliveryScheduler {
         }
     }
 
-    func head(for key: String) -> DeliveryHead? { heads[key] }
+    func head(for key: DeliveryOrderKey) -> DeliveryHead? { heads[key] }
 
     /// The heads due at `now`, at most `limit`, earliest first; they are marked running.
     /// Heads set aside by `takeDue(holding:)` (location-bearing ones while Location Services are off).
