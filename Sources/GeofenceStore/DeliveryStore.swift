@@ -230,8 +230,6 @@ extension StateStore {
     /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
     public static let historyLimit = 20
 
-    private static let regionHookTypes = Set(NotifyKind.allCases.map(\.rawValue))
-
     /// The order key in column `index` of a row of `deliveries`.
     private static func orderKey(_ s: Statement, at index: Int) throws -> DeliveryOrderKey {
         let text = s.string(at: index)
@@ -281,37 +279,32 @@ extension StateStore {
             let more = events.count > limit
             if more { events.removeLast() }
             guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
-            let globals = try StateStore.hooks(db: db)
+            let routing = HookRouting(globals: try StateStore.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
             for event in events {
-                var targets: [(hook: String, command: String, name: String?, owner: UInt32?)] = []
-                var name: String?
+                var regionHooks: HookRouting.RegionHooks?
                 if let region = event.region {
                     try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
-                        name = s.optionalString(at: 0)
-                        guard StateStore.regionHookTypes.contains(event.type), let text = s.optionalString(at: 1),
-                            let command = (try? JSON.parse(text))?[event.type]?.stringValue
-                        else { return }
-                        let owner = s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) }
-                        targets.append(("region", command, name, owner))
+                        regionHooks = HookRouting.RegionHooks(
+                            name: s.optionalString(at: 0), hooks: s.optionalString(at: 1),
+                            createdBy: s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) })
                     }
                 }
-                for hook in globals where hook.matches(event.type) {
-                    targets.append((hook.reference, hook.command, name, hook.createdBy))
-                }
-                for target in targets {
-                    let key = DeliveryOrderKey(hook: target.hook, eventType: event.type, region: event.region)
-                    let runAs: Int64? = runAsCreators ? target.owner.flatMap { $0 == 0 ? nil : Int64($0) } : nil
+                for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
                     try db.execute(
                         """
                         INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
                                                           status, next_attempt_at, created_at, queued_at, change_seq)
                         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
-                        """, [event.seq, target.hook, target.command, target.name, runAs, key.storeValue, t, t, t])
+                        """,
+                        [
+                            event.seq, route.hook, route.command, route.regionName, route.runAs.map { Int64($0) },
+                            route.orderKey.storeValue, t, t, t,
+                        ])
                     if db.changes > 0 {
                         created.append(
-                            DeliveryHead(id: db.lastInsertRowID, orderKey: key, nextAttemptAt: now))
+                            DeliveryHead(id: db.lastInsertRowID, orderKey: route.orderKey, nextAttemptAt: now))
                     }
                 }
             }
