@@ -62,6 +62,7 @@ let package = Package(
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],
             resources: [.copy("Resources")]),
+        .testTarget(name: "GeofenceSystemTests", dependencies: ["GeofenceSystem"]),
         .testTarget(
             name: "GeofenceGPSDTests", dependencies: ["GeofenceGPSD", "GeofenceCore", "GeofenceTestSupport"]),
         .testTarget(

@@ -5,22 +5,22 @@
 #endif
 
 /// A failed system call: which call, and the `errno` it left, read at once.
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var call: String
-    public var errno: Int32
+package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var call: String
+    package var errno: Int32
 
-    public init(call: String, errno: Int32) {
+    package init(call: String, errno: Int32) {
         self.call = call
         self.errno = errno
     }
 
     /// The C library's text for the error, starting in lower case ("connection refused").
-    public var reason: String {
+    package var reason: String {
         let text = String(cString: strerror(errno))
         return text.prefix(1).lowercased() + text.dropFirst()
     }
 
-    public var description: String { "\(call): \(reason)" }
+    package var description: String { "\(call): \(reason)" }
 }
 
 /// Every system call goes through here: it retries `EINTR` and turns `-1` into a typed error.

@@ -27,7 +27,7 @@ public struct HookConfiguration: Sendable, Equatable {
         public init() {}
 
         /// The schedule these settings make: the retry after attempt `n` is the backoff's retry `n - 1`.
-        public var schedule: ReconnectBackoff {
+        package var schedule: ReconnectBackoff {
             ReconnectBackoff(base: initialDelay, cap: maxDelay, multiplier: multiplier, jitter: jitter)
         }
 
