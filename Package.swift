@@ -14,6 +14,9 @@ let package = Package(
         // Pure model and decisions: no I/O, no clocks, no C.
         .target(name: "GeofenceCore"),
 
+        // The system calls (EINTR retried, errno read at once, errors typed) and the monotonic clock, written once.
+        .target(name: "GeofenceSystem"),
+
         // SQLite through Debian's libsqlite3-dev.
         .systemLibrary(
             name: "CSQLite",
@@ -28,7 +31,7 @@ let package = Package(
             pkgConfig: "libgps",
             providers: [.apt(["libgps-dev"])]
         ),
-        .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "CGPS"]),
+        .target(name: "GeofenceGPSD", dependencies: ["GeofenceCore", "GeofenceSystem", "CGPS"]),
 
         // MQTT through Debian's libmosquitto-dev (Mosquitto 2).
         .systemLibrary(
@@ -39,7 +42,8 @@ let package = Package(
 
         // The daemon and the pipeline that replay shares with it.
         .target(
-            name: "GeofenceEngine", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
+            name: "GeofenceEngine",
+            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.
         .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine"]),
@@ -48,7 +52,8 @@ let package = Package(
 
         // The command-line tool: a library (so tests can drive it in-process) and a thin executable.
         .target(
-            name: "GeofenceCLI", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
+            name: "GeofenceCLI",
+            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine", "GeofenceGPSD"]),
         .executableTarget(name: "geofence", dependencies: ["GeofenceCLI"]),
 
         // Scenario builders and the real-gpsd harness, for tests only.
@@ -58,11 +63,13 @@ let package = Package(
         .executableTarget(name: "GeofenceSim", dependencies: ["GeofenceCore", "GeofenceTestSupport"]),
 
         // Benchmarks: `swift run -c release geofence-bench` (Docs/benchmarks.md).
-        .executableTarget(name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceStore", "GeofenceEngine"]),
+        .executableTarget(
+            name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine"]),
 
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],
             resources: [.copy("Resources")]),
+        .testTarget(name: "GeofenceSystemTests", dependencies: ["GeofenceSystem"]),
         .testTarget(
             name: "GeofenceGPSDTests", dependencies: ["GeofenceGPSD", "GeofenceCore", "GeofenceTestSupport"]),
         .testTarget(

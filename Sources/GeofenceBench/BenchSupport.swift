@@ -1,16 +1,13 @@
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 
 #if canImport(Glibc)
     @preconcurrency import Glibc
 #endif
 
 /// Monotonic nanoseconds, for timing whole phases (imports, start-up, replays).
-func nanoseconds() -> UInt64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
-}
+func nanoseconds() -> UInt64 { MonotonicClock.nanoseconds() }
 
 /// Nanoseconds of CPU time this thread has used: for per-operation timings on a shared machine, where
 /// wall time would also count the time other processes held the CPU.

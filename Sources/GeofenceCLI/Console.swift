@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -53,17 +54,7 @@ public final class Console: @unchecked Sendable {
     /// `replay` killed mid-stream has printed exactly what it stored). A closed pipe ends the writing;
     /// returns false then.
     private static func writeAll(_ fd: Int32, _ text: String) -> Bool {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += n
-        }
-        return true
+        (try? System.writeAll(fd, Array(text.utf8))) != nil
     }
 
     /// Writes `text` and a newline to stdout.

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -28,8 +29,7 @@ public final class DaemonLock: Sendable {
         path = (directory as NSString).appendingPathComponent(DaemonLock.fileName)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
+        if System.retryingEINTR({ flock(fd, LOCK_EX | LOCK_NB) }) != 0 {
             let holder = DaemonLock.readPID(fd)
             close(fd)
             throw Held(path: path, pid: holder)

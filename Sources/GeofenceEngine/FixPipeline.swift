@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceStore
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -50,11 +51,7 @@ public final class FixPipeline {
     }
 
     /// Seconds on the monotonic clock.
-    public static let uptime: @Sendable () -> Double = {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    public static let uptime: @Sendable () -> Double = { MonotonicClock.seconds() }
 
     /// Loads every region that is not expired, and every subject's state, from the store, and records
     /// that the engine has taken them (`StateStore.markTaken`: one row, however many regions were waiting).

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -63,11 +64,10 @@ public struct LineReader {
             if end == buffer.count {
                 buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, maximumLength + 65_536)))
             }
-            let count = buffer.withUnsafeMutableBytes { raw in
-                Glibc.read(fd, raw.baseAddress! + end, raw.count - end)
+            let count = System.retryingEINTR {
+                buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + end, raw.count - end) }
             }
             if count < 0 {
-                if errno == EINTR { continue }
                 throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
             if count == 0 {

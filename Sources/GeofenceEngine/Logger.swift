@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -49,17 +50,7 @@ public struct Logger: Sendable {
     public init(minimum: LogLevel = .info, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.minimum = minimum
         journald = environment["JOURNAL_STREAM"] != nil
-        sink = { line in
-            var bytes = Array(line.utf8)
-            bytes.append(10)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                offset += n
-            }
-        }
+        sink = { line in try? System.writeAll(2, Array(line.utf8) + [10]) }
     }
 
     /// A logger that hands lines to `sink` (tests).

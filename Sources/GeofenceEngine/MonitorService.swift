@@ -166,9 +166,10 @@ actor MonitorService {
     }
 
     /// Exponential backoff with equal jitter, 1 s doubling to 5 minutes.
+    private static let retryBackoff = ReconnectBackoff(base: 1, cap: 300, jitter: .equal)
+
     private func retryDelay() -> Double {
-        let ceiling = min(300, pow(2, Double(min(retryRound, 20))))
-        return ceiling / 2 + random() * (ceiling / 2)
+        MonitorService.retryBackoff.delay(forAttempt: retryRound, unit: random())
     }
 
     /// Makes the monitor hold exactly the regions that should be active.

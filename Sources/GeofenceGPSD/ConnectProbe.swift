@@ -1,3 +1,5 @@
+import GeofenceSystem
+
 #if canImport(Glibc)
     @preconcurrency import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 
 /// What a `GPSDSource`'s thread runs: connect, stream, reconnect, until stopped.
 struct GPSDConnectionLoop: Sendable {

@@ -1,6 +1,7 @@
 import CGPS
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 
 #if canImport(Glibc)
     @preconcurrency import Glibc

@@ -90,7 +90,7 @@ public struct StoredDelivery: Sendable, Equatable {
     public var regionName: String?
     /// The uid the hook runs as; nil: the daemon's own (issue 5 sets it).
     public var runAs: UInt32?
-    /// Deliveries with the same key start one at a time, in id order.
+    /// Deliveries with the same key start one at a time, in id order (`DeliveryOrderKey.storeValue`).
     public var orderKey: String
     public var status: DeliveryStatus
     public var attempts: Int
@@ -155,11 +155,11 @@ public enum DeliveryFilter: Sendable, Equatable {
 /// The first waiting (or running) delivery of an order key: the only one of its key that may run.
 public struct DeliveryHead: Sendable, Equatable {
     public var id: Int64
-    public var orderKey: String
+    package var orderKey: DeliveryOrderKey
     public var nextAttemptAt: Date
     public var running: Bool
 
-    public init(id: Int64, orderKey: String, nextAttemptAt: Date, running: Bool = false) {
+    package init(id: Int64, orderKey: DeliveryOrderKey, nextAttemptAt: Date, running: Bool = false) {
         self.id = id
         self.orderKey = orderKey
         self.nextAttemptAt = nextAttemptAt
@@ -191,7 +191,7 @@ public struct ClaimedDelivery: Sendable, Equatable {
     public var hook: String
     public var command: String
     public var runAs: UInt32?
-    public var orderKey: String
+    package var orderKey: DeliveryOrderKey
     /// This attempt's number, from 1.
     public var attempt: Int
     public var queuedAt: Date
@@ -230,17 +230,11 @@ extension StateStore {
     /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
     public static let historyLimit = 20
 
-    private static let regionHookTypes = Set(NotifyKind.allCases.map(\.rawValue))
-    private static let regionEventTypes = Set(RegionEventType.allCases.map(\.rawValue))
-
-    /// The order key of a delivery: per hook, the region for region events, the event type for state events.
-    ///
-    /// Per hook, because one receiver that is down must not hold back another one; the region's own hooks
-    /// (enter, exit, dwell) share one key, since they usually reach the same receiver, which must see an
-    /// exit after its enter.
-    public static func orderKey(hook: String, eventType: String, region: String?) -> String {
-        if let region, regionEventTypes.contains(eventType) { return "\(hook)|region:\(region)" }
-        return "\(hook)|type:\(eventType)"
+    /// The order key in column `index` of a row of `deliveries`.
+    private static func orderKey(_ s: Statement, at index: Int) throws -> DeliveryOrderKey {
+        let text = s.string(at: index)
+        guard let key = DeliveryOrderKey(storeValue: text) else { throw DeliveryOrderKey.Unreadable(text: text) }
+        return key
     }
 
     /// Makes this store's connection retry a database locked by another connection every 0.2 ms (for up to
@@ -285,37 +279,32 @@ extension StateStore {
             let more = events.count > limit
             if more { events.removeLast() }
             guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
-            let globals = try StateStore.hooks(db: db)
+            let routing = HookRouting(globals: try StateStore.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
             for event in events {
-                var targets: [(hook: String, command: String, name: String?, owner: UInt32?)] = []
-                var name: String?
+                var regionHooks: HookRouting.RegionHooks?
                 if let region = event.region {
                     try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
-                        name = s.optionalString(at: 0)
-                        guard StateStore.regionHookTypes.contains(event.type), let text = s.optionalString(at: 1),
-                            let command = (try? JSON.parse(text))?[event.type]?.stringValue
-                        else { return }
-                        let owner = s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) }
-                        targets.append(("region", command, name, owner))
+                        regionHooks = HookRouting.RegionHooks(
+                            name: s.optionalString(at: 0), hooks: s.optionalString(at: 1),
+                            createdBy: s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) })
                     }
                 }
-                for hook in globals where hook.matches(event.type) {
-                    targets.append((hook.reference, hook.command, name, hook.createdBy))
-                }
-                for target in targets {
-                    let key = StateStore.orderKey(hook: target.hook, eventType: event.type, region: event.region)
-                    let runAs: Int64? = runAsCreators ? target.owner.flatMap { $0 == 0 ? nil : Int64($0) } : nil
+                for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
                     try db.execute(
                         """
                         INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
                                                           status, next_attempt_at, created_at, queued_at, change_seq)
                         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
-                        """, [event.seq, target.hook, target.command, target.name, runAs, key, t, t, t])
+                        """,
+                        [
+                            event.seq, route.hook, route.command, route.regionName, route.runAs.map { Int64($0) },
+                            route.orderKey.storeValue, t, t, t,
+                        ])
                     if db.changes > 0 {
                         created.append(
-                            DeliveryHead(id: db.lastInsertRowID, orderKey: key, nextAttemptAt: now))
+                            DeliveryHead(id: db.lastInsertRowID, orderKey: route.orderKey, nextAttemptAt: now))
                     }
                 }
             }
@@ -367,7 +356,7 @@ extension StateStore {
             ) {
                 heads.append(
                     DeliveryHead(
-                        id: $0.int64(at: 0), orderKey: $0.string(at: 1),
+                        id: $0.int64(at: 0), orderKey: try StateStore.orderKey($0, at: 1),
                         nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 2)),
                         running: $0.string(at: 3) == "running"))
             }
@@ -376,17 +365,17 @@ extension StateStore {
     }
 
     /// The head of one order key, if it has a pending or running delivery.
-    public func deliveryHead(orderKey: String) throws -> DeliveryHead? {
+    package func deliveryHead(orderKey: DeliveryOrderKey) throws -> DeliveryHead? {
         try queue.read { db in try StateStore.deliveryHead(orderKey: orderKey, db: db) }
     }
 
-    static func deliveryHead(orderKey: String, db: DatabaseConnection) throws -> DeliveryHead? {
+    static func deliveryHead(orderKey: DeliveryOrderKey, db: DatabaseConnection) throws -> DeliveryHead? {
         var head: DeliveryHead?
         try db.forEachRow(
             """
             SELECT id, next_attempt_at, status FROM deliveries
             WHERE order_key = ? AND status IN ('pending', 'running') ORDER BY id LIMIT 1
-            """, [orderKey]
+            """, [orderKey.storeValue]
         ) {
             head = DeliveryHead(
                 id: $0.int64(at: 0), orderKey: orderKey, nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 1)),
@@ -423,7 +412,7 @@ extension StateStore {
                             regionName: s.optionalString(at: 5), subject: s.optionalString(at: 6),
                             body: s.string(at: 7), hook: s.string(at: 8), command: s.string(at: 9),
                             runAs: s.optionalInt64(at: 10).map { UInt32(truncatingIfNeeded: $0) },
-                            orderKey: s.string(at: 11), attempt: s.int(at: 12),
+                            orderKey: try StateStore.orderKey(s, at: 11), attempt: s.int(at: 12),
                             queuedAt: Date(timeIntervalSince1970: s.double(at: 13))))
                 }
             }
@@ -436,10 +425,10 @@ extension StateStore {
     /// Returns, for each order key whose delivery finished (done or dead), its next head, if it has one: the
     /// delivery that may start now, read in the same transaction.
     @discardableResult
-    public func recordOutcomes(_ outcomes: [DeliveryOutcome]) throws -> [String: DeliveryHead] {
+    package func recordOutcomes(_ outcomes: [DeliveryOutcome]) throws -> [DeliveryOrderKey: DeliveryHead] {
         guard !outcomes.isEmpty else { return [:] }
         return try queue.write { db in
-            var finishedKeys: [String] = []
+            var finishedKeys: [DeliveryOrderKey] = []
             for o in outcomes {
                 let a = o.attempt
                 let attempt = JSONValue.object(a.json).serialized()
@@ -465,11 +454,11 @@ extension StateStore {
                     ])
                 if o.status == .done || o.status == .dead {
                     try db.forEachRow("SELECT order_key FROM deliveries WHERE id = ?", [o.id]) {
-                        finishedKeys.append($0.string(at: 0))
+                        finishedKeys.append(try StateStore.orderKey($0, at: 0))
                     }
                 }
             }
-            var heads: [String: DeliveryHead] = [:]
+            var heads: [DeliveryOrderKey: DeliveryHead] = [:]
             for key in finishedKeys where heads[key] == nil {
                 if let head = try StateStore.deliveryHead(orderKey: key, db: db) { heads[key] = head }
             }

@@ -595,6 +595,8 @@ struct HookScheduleTests {
         var full = retry
         full.jitter = .full
         #expect(full.delay(afterAttempt: 3, unit: 0) == 0)
+        // The defaults as the one backoff type: the delay after attempt n is its retry n - 1.
+        #expect(retry.schedule == ReconnectBackoff(base: 1, cap: 300, multiplier: 2, jitter: .equal))
         #expect(retry.givesUp(afterAttempt: 100, age: 1))
         #expect(!retry.givesUp(afterAttempt: 99, age: 86_399))
         #expect(retry.givesUp(afterAttempt: 2, age: 86_400))
@@ -604,14 +606,16 @@ struct HookScheduleTests {
     func scheduler() {
         var s = DeliveryScheduler()
         let t0 = Date(timeIntervalSince1970: 1000)
-        s.offer(DeliveryHead(id: 1, orderKey: "a", nextAttemptAt: t0))
-        s.offer(DeliveryHead(id: 2, orderKey: "a", nextAttemptAt: t0))
-        s.offer(DeliveryHead(id: 3, orderKey: "b", nextAttemptAt: t0.addingTimeInterval(5)))
+        let a = DeliveryOrderKey(hook: "hook:a", scope: .region("r1"))
+        let b = DeliveryOrderKey(hook: "hook:b", scope: .eventType("source"))
+        s.offer(DeliveryHead(id: 1, orderKey: a, nextAttemptAt: t0))
+        s.offer(DeliveryHead(id: 2, orderKey: a, nextAttemptAt: t0))
+        s.offer(DeliveryHead(id: 3, orderKey: b, nextAttemptAt: t0.addingTimeInterval(5)))
         #expect(s.takeDue(now: t0, limit: 10).map(\.id) == [1])
         #expect(s.nextDue() == t0.addingTimeInterval(5))
-        s.setHead(DeliveryHead(id: 1, orderKey: "a", nextAttemptAt: t0.addingTimeInterval(10)), for: "a")
+        s.setHead(DeliveryHead(id: 1, orderKey: a, nextAttemptAt: t0.addingTimeInterval(10)), for: a)
         #expect(s.takeDue(now: t0.addingTimeInterval(6), limit: 10).map(\.id) == [3])
-        s.setHead(nil, for: "b")
+        s.setHead(nil, for: b)
         #expect(s.takeDue(now: t0.addingTimeInterval(20), limit: 10).map(\.id) == [1])
         #expect(s.nextDue() == nil)
         #expect(s.keyCount == 1)

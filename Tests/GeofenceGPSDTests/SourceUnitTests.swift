@@ -182,6 +182,20 @@ struct ReconnectBackoffTests {
         #expect(backoff.delay(forAttempt: 3, unit: 7) == 4, "out-of-range randoms are clamped")
         #expect(backoff.delay(forAttempt: 3, unit: .nan) == 4)
     }
+
+    /// The reconciler's schedule (1 s doubling to 5 minutes, equal jitter) and the hooks' other settings.
+    @Test func equalJitterNoJitterAndOtherMultipliers() {
+        let reconciler = ReconnectBackoff(base: 1, cap: 300, jitter: .equal)
+        #expect((0..<10).map { reconciler.ceiling(forAttempt: $0) } == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300])
+        #expect(reconciler.ceiling(forAttempt: 10_000) == 300)
+        #expect(reconciler.delay(forAttempt: 3, unit: 0) == 4)
+        #expect(reconciler.delay(forAttempt: 3, unit: 0.5) == 6)
+        #expect(reconciler.delay(forAttempt: 3, unit: 1) == 8)
+        let fixed = ReconnectBackoff(base: 1, cap: 10, multiplier: 3, jitter: .none)
+        #expect((0..<4).map { fixed.delay(forAttempt: $0, unit: 0.3) } == [1, 3, 9, 10])
+        #expect(ReconnectBackoff(multiplier: 0.5).ceiling(forAttempt: 5) == 0.5, "a multiplier below 1 counts as 1")
+        #expect(ReconnectBackoff(base: 0).ceiling(forAttempt: 3) == 0)
+    }
 }
 
 struct CapabilitySnapshotTests {

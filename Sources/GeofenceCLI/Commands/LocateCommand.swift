@@ -2,18 +2,12 @@ import Foundation
 import GeofenceCore
 import GeofenceEngine
 import GeofenceGPSD
+import GeofenceSystem
 import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// Monotonic seconds (CLOCK_MONOTONIC): the clock of deadlines, immune to wall-clock steps.
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 /// `geofence locate`: one location within an accuracy-and-time budget (`LocationBudget`).
 enum LocateCommand {
@@ -33,7 +27,7 @@ enum LocateCommand {
     }
 
     static func locate(address: GPSDAddress, target: Double, timeout: Double, maxAge: Double) async -> Outcome {
-        let start = monotonicSeconds()
+        let start = MonotonicClock.seconds()
         let source = GPSDSource(
             configuration: .init(
                 address: address, liveness: .init(firstFixDeadline: timeout, stalenessLimit: timeout),
@@ -53,7 +47,7 @@ enum LocateCommand {
         func consider(_ fix: Fix) -> Bool {
             switch filter.evaluate(fix) {
             case .accepted(let weighted):
-                return budget.offer(weighted, now: monotonicSeconds()) != nil
+                return budget.offer(weighted, now: MonotonicClock.seconds()) != nil
             case .rejected(let why):
                 reason = "the receiver's fixes were refused (\(why.label))"
                 return false
@@ -63,10 +57,11 @@ enum LocateCommand {
             switch report {
             case .fix(let fix):
                 sawFix = true
-                for case .ready(let ready) in assembler.offer(fix, now: monotonicSeconds()) where consider(ready) {
+                let now = MonotonicClock.seconds()
+                for case .ready(let ready) in assembler.offer(fix, now: now) where consider(ready) {
                     break loop
                 }
-                for ready in assembler.due(now: monotonicSeconds()) where consider(ready) { break loop }
+                for ready in assembler.due(now: MonotonicClock.seconds()) where consider(ready) { break loop }
             case .disconnected(let d):
                 reason = d.description
             case .connected:
@@ -79,10 +74,10 @@ enum LocateCommand {
         }
         deadline.cancel()
         await source.stop()
-        if budget.outcome == nil, monotonicSeconds() < budget.deadline {
+        if budget.outcome == nil, MonotonicClock.seconds() < budget.deadline {
             for ready in assembler.flush() where consider(ready) { break }
         }
-        let now = monotonicSeconds()
+        let now = MonotonicClock.seconds()
         let outcome = budget.outcome ?? budget.expire(now: max(now, budget.deadline)) ?? .silent
         return Outcome(outcome: outcome, waited: now - start, reason: reason)
     }

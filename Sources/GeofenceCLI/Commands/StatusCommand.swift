@@ -3,6 +3,7 @@ import GeofenceCore
 import GeofenceEngine
 import GeofenceGPSD
 import GeofenceStore
+import GeofenceSystem
 
 /// `geofence status`: what works, what does not, and how to fix it. Works without the daemon.
 enum StatusCommand {
@@ -41,7 +42,7 @@ enum StatusCommand {
                 probe.snapshot = s
             case .fix(let f):
                 probe.fix = f
-                for case .ready(let ready) in assembler.offer(f, now: monotonicSeconds()) {
+                for case .ready(let ready) in assembler.offer(f, now: MonotonicClock.seconds()) {
                     if case .accepted(let w) = filter.evaluate(ready) { probe.accepted = w }
                 }
                 if probe.accepted != nil, probe.snapshot != nil { break loop }

@@ -13,9 +13,11 @@ struct ExpiryQueue: Sendable {
         func precedes(_ other: Entry) -> Bool { at < other.at || (at == other.at && seq < other.seq) }
     }
 
-    private(set) var entries: [Entry] = []
+    private var entries = Heap(by: ExpiryQueue.precedes)
     /// Regions with an expiry that are still monitored (entries beyond these are leftovers).
     private var live = 0
+
+    private static let precedes: @Sendable (Entry, Entry) -> Bool = { $0.precedes($1) }
 
     var first: Entry? { entries.first }
 
@@ -23,22 +25,12 @@ struct ExpiryQueue: Sendable {
 
     mutating func push(_ entry: Entry) {
         live += 1
-        entries.append(entry)
-        var i = entries.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard entries[i].precedes(entries[parent]) else { break }
-            entries.swapAt(i, parent)
-            i = parent
-        }
+        entries.push(entry)
     }
 
     /// Takes the earliest entry out (it may be a leftover: the caller checks its region still exists).
     mutating func pop() {
-        let last = entries.removeLast()
-        guard !entries.isEmpty else { return }
-        entries[0] = last
-        siftDown(from: 0)
+        entries.popFirst()
     }
 
     /// A region with an expiry left monitoring (removed, replaced, or expired). True when the leftovers
@@ -50,21 +42,7 @@ struct ExpiryQueue: Sendable {
 
     /// Starts over from the live entries.
     mutating func rebuild(_ live: [Entry]) {
-        entries = live
+        entries = Heap(live, by: ExpiryQueue.precedes)
         self.live = entries.count
-        for i in stride(from: entries.count / 2, through: 0, by: -1) { siftDown(from: i) }
-    }
-
-    private mutating func siftDown(from start: Int) {
-        var i = start
-        while true {
-            var first = i
-            let left = 2 * i + 1
-            if left < entries.count && entries[left].precedes(entries[first]) { first = left }
-            if left + 1 < entries.count && entries[left + 1].precedes(entries[first]) { first = left + 1 }
-            guard first != i else { return }
-            entries.swapAt(i, first)
-            i = first
-        }
     }
 }

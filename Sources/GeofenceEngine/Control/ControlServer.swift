@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -74,10 +75,11 @@ public final class ControlConnection: @unchecked Sendable {
             guard open else { return nil }
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                let n = System.retryingEINTR {
+                    bytes.withUnsafeBytes {
+                        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                    }
                 }
-                if n < 0 && errno == EINTR { continue }
                 if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
                 guard n > 0 else {
                     open = false
@@ -129,18 +131,14 @@ public final class ControlConnection: @unchecked Sendable {
 /// Writes `line` and its newline to a stream socket, whole (both ends of the control socket); false once
 /// the peer has gone.
 func writeLine(_ line: String, to fd: Int32) -> Bool {
-    var bytes = Array(line.utf8)
-    bytes.append(10)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes.withUnsafeBytes {
-            Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+    do {
+        try System.writeAll(Array(line.utf8) + [10], call: "send") {
+            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
         }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return false }
-        offset += n
+        return true
+    } catch {
+        return false
     }
-    return true
 }
 
 /// Why the control socket could not be set up.
@@ -341,7 +339,7 @@ public final class ControlServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         /// When the request being read began (its first byte), or, with nothing buffered, the last answer.
-        var since = HookSystem.monotonicNow()
+        var since = MonotonicClock.seconds()
         /// A `watch`: the client only listens, so silence is no reason to close it.
         var streaming = false
         while connection.isOpen && !stopping.load(ordering: .relaxed) {
@@ -349,7 +347,7 @@ public final class ControlServer: @unchecked Sendable {
                 let line = buffer[..<newline]
                 defer {
                     buffer.removeSubrange(...newline)
-                    since = HookSystem.monotonicNow()
+                    since = MonotonicClock.seconds()
                 }
                 if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { continue }
                 switch ControlRequest.parse(line) {
@@ -373,7 +371,7 @@ public final class ControlServer: @unchecked Sendable {
                 return
             }
             let partial = !buffer.isEmpty
-            let left = (partial ? requestTimeout : idleTimeout) - (HookSystem.monotonicNow() - since)
+            let left = (partial ? requestTimeout : idleTimeout) - (MonotonicClock.seconds() - since)
             if !streaming && left <= 0 {
                 if partial {
                     connection.requestUnreadable()
@@ -389,16 +387,14 @@ public final class ControlServer: @unchecked Sendable {
                 return  // idle past the timeout, or too slow
             }
             // At most 1 s at a time, to notice `stop()`.
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var poller = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
             let wait = streaming ? 1000 : Int32(max(1, min(1000, (left * 1000).rounded(.up))))
-            let ready = poll(&poller, 1, wait)
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 { return }
+            guard let ready = try? System.poll(&poller, milliseconds: wait) else { return }
             if ready == 0 { continue }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            let n = System.retryingEINTR { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+            if n < 0 && errno == EAGAIN { continue }
             if n <= 0 { return }  // closed
-            if buffer.isEmpty { since = HookSystem.monotonicNow() }
+            if buffer.isEmpty { since = MonotonicClock.seconds() }
             buffer += chunk[0..<n]
         }
     }

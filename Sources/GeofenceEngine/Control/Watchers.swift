@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceStore
+import GeofenceSystem
 
 /// `geofence watch`: every event the outbox receives (region events and state changes alike), streamed
 /// to the connections that asked, in outbox order.
@@ -36,7 +37,7 @@ public final class Watchers: @unchecked Sendable {
         /// The first line of `pending` has been partly sent.
         var midLine = false
         /// When it last took a byte, or had nothing waiting.
-        var progressed = HookSystem.monotonicNow()
+        var progressed = MonotonicClock.seconds()
         /// When it was cut off: from then on `pending` is only the line saying why, sent if it reads again.
         var cutAt: Double?
 
@@ -99,7 +100,7 @@ public final class Watchers: @unchecked Sendable {
                 }
                 if events.count == 1000 { more = true }
             }
-            let now = HookSystem.monotonicNow()
+            let now = MonotonicClock.seconds()
             for watcher in watching {
                 if let cutAt = watcher.cutAt {
                     // Its last line, if it reads again soon; then (or anyway, after a while) it is closed.

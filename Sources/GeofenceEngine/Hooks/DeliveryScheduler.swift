@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceCore
 import GeofenceStore
 
 /// Which deliveries may start: the head of each order key (its first pending or running delivery), ordered
@@ -8,9 +9,14 @@ import GeofenceStore
 /// (regions × hooks), not with the number of events waiting. The store gives the next head of a key when one
 /// finishes.
 struct DeliveryScheduler {
-    private var heads: [String: DeliveryHead] = [:]
+    private var heads: [DeliveryOrderKey: DeliveryHead] = [:]
     /// Not-running heads by due time; stale entries (a head replaced or started since) are skipped when met.
-    private var queue = MinHeap()
+    private var queue = Heap(by: DeliveryScheduler.dueFirst)
+
+    /// The queue's order: by due time, then id.
+    private static let dueFirst: @Sendable (DeliveryHead, DeliveryHead) -> Bool = { a, b in
+        a.nextAttemptAt != b.nextAttemptAt ? a.nextAttemptAt < b.nextAttemptAt : a.id < b.id
+    }
 
     var keyCount: Int { heads.count }
     var runningCount: Int { heads.values.reduce(0) { $0 + ($1.running ? 1 : 0) } }
@@ -18,7 +24,7 @@ struct DeliveryScheduler {
 
     /// Replaces everything with `heads` (after a restart, or when the CLI changed deliveries); keys that have a
     /// delivery running keep it as their head, whatever the store says, until it finishes.
-    mutating func reload(_ loaded: [DeliveryHead], running: [String: DeliveryHead]) {
+    mutating func reload(_ loaded: [DeliveryHead], running: [DeliveryOrderKey: DeliveryHead]) {
         held.removeAll()
         heads = running
         for head in loaded where heads[head.orderKey] == nil {
@@ -28,7 +34,7 @@ struct DeliveryScheduler {
             head.running = false
             heads[head.orderKey] = head
         }
-        queue = MinHeap()
+        queue = Heap(by: DeliveryScheduler.dueFirst)
         for head in heads.values where !head.running { queue.push(head) }
     }
 
@@ -40,7 +46,7 @@ struct DeliveryScheduler {
     }
 
     /// Sets (or, with nil, clears) the head of `key`, once its previous head finished or was found stale.
-    mutating func setHead(_ head: DeliveryHead?, for key: String) {
+    mutating func setHead(_ head: DeliveryHead?, for key: DeliveryOrderKey) {
         if let head {
             heads[key] = head
             if !head.running { queue.push(head) }
@@ -49,7 +55,7 @@ struct DeliveryScheduler {
         }
     }
 
-    func head(for key: String) -> DeliveryHead? { heads[key] }
+    func head(for key: DeliveryOrderKey) -> DeliveryHead? { heads[key] }
 
     /// The heads due at `now`, at most `limit`, earliest first; they are marked running.
     /// Heads set aside by `takeDue(holding:)` (location-bearing ones while Location Services are off).
@@ -65,8 +71,8 @@ struct DeliveryScheduler {
 
     mutating func takeDue(now: Date, limit: Int, holding: (DeliveryHead) -> Bool = { _ in false }) -> [DeliveryHead] {
         var taken: [DeliveryHead] = []
-        while taken.count < limit, let top = queue.peek(), top.nextAttemptAt <= now {
-            queue.pop()
+        while taken.count < limit, let top = queue.first, top.nextAttemptAt <= now {
+            queue.popFirst()
             guard var head = heads[top.orderKey], head == top else { continue }
             if holding(head) {
                 held.append(head)
@@ -81,53 +87,10 @@ struct DeliveryScheduler {
 
     /// When the earliest waiting head is due.
     mutating func nextDue() -> Date? {
-        while let top = queue.peek() {
+        while let top = queue.first {
             if let head = heads[top.orderKey], head == top { return top.nextAttemptAt }
-            queue.pop()
+            queue.popFirst()
         }
         return nil
-    }
-}
-
-/// A binary min-heap of heads by (due time, id).
-struct MinHeap {
-    private var items: [DeliveryHead] = []
-
-    var count: Int { items.count }
-
-    private static func less(_ a: DeliveryHead, _ b: DeliveryHead) -> Bool {
-        a.nextAttemptAt != b.nextAttemptAt ? a.nextAttemptAt < b.nextAttemptAt : a.id < b.id
-    }
-
-    func peek() -> DeliveryHead? { items.first }
-
-    mutating func push(_ item: DeliveryHead) {
-        items.append(item)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.less(items[child], items[parent]) else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    @discardableResult
-    mutating func pop() -> DeliveryHead? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count && Self.less(items[left], items[smallest]) { smallest = left }
-            if right < items.count && Self.less(items[right], items[smallest]) { smallest = right }
-            if smallest == parent { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return top
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceCore
 
 /// How the hook runner runs hooks: timeout, retry schedule, concurrency, output cap. Durations are seconds.
 ///
@@ -9,14 +10,7 @@ public struct HookConfiguration: Sendable, Equatable {
     /// When the next attempt of a failed delivery is due, and when to give up.
     public struct Retry: Sendable, Equatable {
         /// How the delay is randomized, so that many deliveries failing together do not retry together.
-        public enum Jitter: String, Sendable, Equatable, CaseIterable {
-            /// Exactly the backoff: predictable, for tests.
-            case none
-            /// Between half the backoff and the backoff.
-            case equal
-            /// Between zero and the backoff.
-            case full
-        }
+        public typealias Jitter = ReconnectBackoff.Jitter
 
         /// Delay before the second attempt.
         public var initialDelay: Double = 1
@@ -32,21 +26,19 @@ public struct HookConfiguration: Sendable, Equatable {
 
         public init() {}
 
+        /// The schedule these settings make: the retry after attempt `n` is the backoff's retry `n - 1`.
+        package var schedule: ReconnectBackoff {
+            ReconnectBackoff(base: initialDelay, cap: maxDelay, multiplier: multiplier, jitter: jitter)
+        }
+
         /// The backoff after attempt `attempt` (1 for the first) before jitter.
         public func backoff(afterAttempt attempt: Int) -> Double {
-            let exponent = Double(max(0, attempt - 1))
-            let delay = initialDelay * pow(max(1, multiplier), exponent)
-            return delay.isFinite ? min(maxDelay, delay) : maxDelay
+            schedule.ceiling(forAttempt: attempt - 1)
         }
 
         /// The delay after attempt `attempt`, with jitter drawn from `unit` (a number in 0...1).
         public func delay(afterAttempt attempt: Int, unit: Double) -> Double {
-            let base = backoff(afterAttempt: attempt)
-            switch jitter {
-            case .none: return base
-            case .equal: return base / 2 + base / 2 * unit
-            case .full: return base * unit
-            }
+            schedule.delay(forAttempt: attempt - 1, unit: unit)
         }
 
         /// Whether a delivery that failed its attempt `attempt`, queued `age` seconds ago, is given up.

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -71,14 +72,14 @@ enum HookProcess {
 
     /// Starts `invocation`; a result with `error` set when it cannot.
     static func start(_ invocation: HookInvocation) -> Result<Started, HookStartFailure> {
-        let started = HookSystem.monotonicNow()
+        let started = MonotonicClock.seconds()
         do {
             let child = try spawn(invocation)
             return .success(Started(child: child, startedAt: started, spawnedAt: Date()))
         } catch {
             var result = HookProcessResult()
             result.error = "cannot start /bin/sh: \(error)"
-            result.duration = HookSystem.monotonicNow() - started
+            result.duration = MonotonicClock.seconds() - started
             return .failure(HookStartFailure(result: result))
         }
     }
@@ -91,7 +92,7 @@ enum HookProcess {
         result.pid = child.pid
         result.spawnedAt = started.spawnedAt
         supervise(&child, limits: limits, stopFD: stopFD, started: started.startedAt, result: &result)
-        result.duration = HookSystem.monotonicNow() - started.startedAt
+        result.duration = MonotonicClock.seconds() - started.startedAt
         return result
     }
 
@@ -178,14 +179,10 @@ enum HookProcess {
             _ = fcntl(fd, HookSystem.setPipeSize, Int32(clamping: bytes.count))
         }
         HookSystem.setNonBlocking(fd)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw HookSpawnError("writing the event (\(bytes.count) bytes) to the hook's stdin", errno)
-            }
-            offset += n
+        do {
+            try System.writeAll(fd, bytes)
+        } catch {
+            throw HookSpawnError("writing the event (\(bytes.count) bytes) to the hook's stdin", error.errno)
         }
     }
 
@@ -276,7 +273,7 @@ enum HookProcess {
         }
 
         while true {
-            let now = HookSystem.monotonicNow()
+            let now = MonotonicClock.seconds()
             if exited && (!stdoutOpen && !stderrOpen || now - exitedAt >= 0.1) {
                 // Output written after the shell exited (by something it left running) is not waited for
                 // beyond a moment: the hook is over when its shell is.
@@ -313,8 +310,7 @@ enum HookProcess {
             if stderrOpen { fds.append(pollfd(fd: child.stderr, events: Int16(POLLIN), revents: 0)) }
             if let pidfd = child.pidfd, !exited { fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)) }
             if watchStop { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
-            if ready < 0 && errno != EINTR { break }
+            guard (try? System.poll(&fds, milliseconds: timeout)) != nil else { break }
 
             for entry in fds where entry.revents != 0 {
                 if entry.fd == child.stdout {
@@ -328,11 +324,11 @@ enum HookProcess {
                     if case .running = phase, !exited {
                         result.interrupted = true
                         signalGroup(SIGTERM)
-                        phase = .terminating(killAt: HookSystem.monotonicNow() + limits.shutdownGrace)
+                        phase = .terminating(killAt: MonotonicClock.seconds() + limits.shutdownGrace)
                     }
                 } else if !exited {
                     exited = true
-                    exitedAt = HookSystem.monotonicNow()
+                    exitedAt = MonotonicClock.seconds()
                 }
             }
             if child.pidfd == nil && !exited {
@@ -340,7 +336,7 @@ enum HookProcess {
                 if rc == child.pid {
                     exited = true
                     reaped = true
-                    exitedAt = HookSystem.monotonicNow()
+                    exitedAt = MonotonicClock.seconds()
                 }
             }
             if !stdoutOpen && child.stdout >= 0 {
@@ -358,7 +354,7 @@ enum HookProcess {
         HookSystem.closeIgnoringErrors(child.stderr)
         if let pidfd = child.pidfd { HookSystem.closeIgnoringErrors(pidfd) }
         if !reaped {
-            while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+            System.retryingEINTR { waitpid(child.pid, &status, 0) }
         }
         let decoded = HookSystem.decodeWaitStatus(status)
         result.exitCode = decoded.exitCode
@@ -371,7 +367,7 @@ enum HookProcess {
         _ fd: Int32, into kept: inout [UInt8], count: inout Int, limit: Int, _ buffer: UnsafeMutableRawBufferPointer
     ) -> Bool {
         for _ in 0..<16 {
-            let n = read(fd, buffer.baseAddress, buffer.count)
+            let n = System.retryingEINTR { read(fd, buffer.baseAddress, buffer.count) }
             if n > 0 {
                 count += n
                 if kept.count < limit {
@@ -381,7 +377,6 @@ enum HookProcess {
                 continue
             }
             if n == 0 { return false }
-            if errno == EINTR { continue }
             return errno == EAGAIN || errno == EWOULDBLOCK
         }
         return true

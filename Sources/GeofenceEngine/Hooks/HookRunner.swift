@@ -307,7 +307,7 @@ public final class HookRunner: Sendable {
         let paused = locationPaused.load(ordering: .acquiring)
         if !paused && state.scheduler.hasHeld { state.scheduler.release() }
         let due = state.scheduler.takeDue(now: Date(), limit: free) { head in
-            paused && head.orderKey.contains("|region:")
+            paused && head.orderKey.isPerRegion
         }
         guard !due.isEmpty else { return }
         let claimed: [ClaimedDelivery]
@@ -380,7 +380,7 @@ public final class HookRunner: Sendable {
     /// delivery hands over to the next of its key.
     private func record(_ state: inout LoopState, db: StateStore, now: Date) {
         guard !state.outcomes.isEmpty else { return }
-        let nextHeads: [String: DeliveryHead]
+        let nextHeads: [DeliveryOrderKey: DeliveryHead]
         do {
             nextHeads = try db.recordOutcomes(state.outcomes.map(\.outcome))
         } catch {

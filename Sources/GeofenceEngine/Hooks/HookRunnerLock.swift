@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -20,8 +21,7 @@ final class HookRunnerLock {
         let path = (directory as NSString).appendingPathComponent(HookRunnerLock.fileName)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
+        if System.retryingEINTR({ flock(fd, LOCK_EX | LOCK_NB) }) != 0 {
             let code = errno
             close(fd)
             if code == EWOULDBLOCK { throw Held() }

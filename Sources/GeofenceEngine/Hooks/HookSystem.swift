@@ -78,12 +78,6 @@ enum HookSystem {
         if low != 0x7f { return (nil, low) }
         return (nil, nil)
     }
-
-    static func monotonicNow() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
 }
 
 /// A system call that failed while starting a hook.

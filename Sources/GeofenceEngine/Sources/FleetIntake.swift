@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceGPSD
+import GeofenceSystem
 
 /// What every fleet source (JSON lines, MQTT) does the same way, written once: the report stream with
 /// back-pressure, the first-fix deadline and staleness watchdog, and the counting of what arrives (usable
