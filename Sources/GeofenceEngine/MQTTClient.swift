@@ -120,7 +120,10 @@ final class MQTTClient: @unchecked Sendable {
         let code = mosquitto_connect(handle, options.host, options.port, options.keepalive)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
             let reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(code)
-            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
+            // A handshake that failed inside the connect call (as a fast broker's does) says why only in the
+            // log: "certificate verify failed" is the reason to give, not "a TLS error occurred".
+            let logged = code == MOSQ_ERR_TLS.rawValue ? lock.withLock { lastError } : nil
+            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged ?? reason)")
         }
         let looping = mosquitto_loop_start(handle)
         guard looping == MOSQ_ERR_SUCCESS.rawValue else {
