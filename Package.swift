@@ -46,7 +46,7 @@ let package = Package(
             dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.
-        .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine"]),
+        .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine", "GeofenceGPSD"]),
         // A program that embeds the library, for the crash tests (kill -9, then resume from an event id).
         .executableTarget(name: "GeofenceEmbedProbe", dependencies: ["Geofence"]),
 
@@ -79,7 +79,11 @@ let package = Package(
             dependencies: ["GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
         // The library as an embedder sees it: `import Geofence` and test support only.
         .testTarget(
-            name: "GeofenceTests", dependencies: ["Geofence", "GeofenceTestSupport", "GeofenceEmbedProbe"]),
+            name: "GeofenceTests",
+            dependencies: [
+                "Geofence", "GeofenceCore", "GeofenceEngine", "GeofenceStore", "GeofenceTestSupport",
+                "GeofenceEmbedProbe",
+            ]),
         // End-to-end: runs the built `geofence` binary (hence the dependency on the executable).
         .testTarget(
             name: "GeofenceCLITests",

@@ -5,6 +5,7 @@
 
 import GeofenceCore
 import GeofenceEngine
+import GeofenceGPSD
 
 // MARK: The monitor
 
@@ -53,8 +54,14 @@ public typealias SourceLiveness = GeofenceCore.SourceLiveness
 public typealias SourceStatus = GeofenceEngine.SourceStatus
 /// gpsd-style TPV JSON lines from a file, a FIFO or standard input.
 public typealias JSONLineSource = GeofenceEngine.JSONLineSource
-/// gpsd, through libgps.
+/// gpsd, through libgps: `GPSDLocationSource(configuration: .init(address: GPSDAddress(...)))`.
 public typealias GPSDLocationSource = GeofenceEngine.GPSDLocationSource
+public typealias GPSDConfiguration = GeofenceGPSD.GPSDSource.Configuration
+public typealias GPSDAddress = GeofenceCore.GPSDAddress
+public typealias ReconnectBackoff = GeofenceCore.ReconnectBackoff
+/// Why a source cannot start (a file that is not there, a broker that refuses).
+public typealias SourceOpenError = GeofenceEngine.SourceOpenError
+public typealias MQTTError = GeofenceEngine.MQTTError
 /// An MQTT subscription (QoS 1, persistent session).
 public typealias MQTTSource = GeofenceEngine.MQTTSource
 public typealias MQTTAddress = GeofenceEngine.MQTTAddress

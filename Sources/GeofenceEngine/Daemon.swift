@@ -201,7 +201,10 @@ public final class Daemon: Sendable {
                         return
                     }
                 },
-            ], deadline: .seconds(c.hooks.shutdownGrace + 10))
+            ],
+            // Within systemd's stop timeout (TimeoutStopSec=10 in Packaging/geofence.service), with time left for
+            // the last commit after it.
+            deadline: .seconds(min(7, c.hooks.shutdownGrace * 2 + 5)))
         let control = server
         let ending = await group.run { ending in
             let why: String

@@ -312,6 +312,13 @@ actor MonitorService {
         }
     }
 
+    // MARK: The store, on the engine's thread (its calls block; the library's actor runs on the pool)
+
+    func outbox(after seq: Int64, limit: Int) throws -> [StoredEvent] { try store.events(after: seq, limit: limit) }
+    func add(_ region: Region) throws { try store.addRegion(region) }
+    func remove(id: String) throws -> Bool { try store.removeRegion(id: id) }
+    func storedRegions() throws -> [Region] { try store.regions().map(\.region) }
+
     /// Frequent work: pass on reports that waited for the rest of their epoch.
     func settle() {
         do {

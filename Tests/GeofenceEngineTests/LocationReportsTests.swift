@@ -50,13 +50,17 @@ import Testing
     @Test("cancelling the consumer ends its iteration; finish ends it after what is buffered")
     func cancellationAndFinish() async {
         let reports = LocationReports()
+        let taken = Atomic(0)
         let consumer = Task {
             var n = 0
-            for await _ in reports { n += 1 }
+            for await _ in reports {
+                n += 1
+                taken.store(n, ordering: .relaxed)
+            }
             return n
         }
         reports.sendNow(.up)
-        try? await Task.sleep(for: .milliseconds(50))
+        while taken.load(ordering: .relaxed) < 1 { try? await Task.sleep(for: .milliseconds(5)) }
         consumer.cancel()
         #expect(await consumer.value == 1)
 

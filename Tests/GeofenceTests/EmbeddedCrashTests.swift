@@ -88,8 +88,15 @@ import Testing
             let probe = try Probe(
                 arguments: ["--state-dir", state, "--source", fifo] + (after.map { ["--after", $0] } ?? []))
             #expect(await probe.waitFor(timeout: 20) { $0.contains("ready") }, "round \(round): \(probe.output)")
-            let writer = open(fifo, O_WRONLY)
-            #expect(writer >= 0)
+            // Non-blocking until the probe has opened its end: a probe that died must fail the test, not hang it.
+            var writer: Int32 = -1
+            let deadline = Date().addingTimeInterval(20)
+            while writer < 0 && probe.process.isRunning && Date() < deadline {
+                writer = open(fifo, O_WRONLY | O_NONBLOCK)
+                if writer < 0 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            try #require(writer >= 0, "round \(round): the probe never opened the FIFO: \(probe.output)")
+            _ = fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) & ~O_NONBLOCK)
             let before = probe.ids.count
             // Fixes a slice at a time until the run has printed a few new events, then SIGKILL.
             while written < lines.count {

@@ -42,10 +42,9 @@ import Testing
 
         consumer.cancel()
         _ = await consumer.result
-        #expect(await eventually { source.stops == 1 }, "cancelling the consumer stopped the source")
-        let status = try await monitor.status()
-        #expect(!status.monitoring)
-        #expect(status.liveness == .notStarted)
+        #expect(await eventually { source.stops >= 1 }, "cancelling the consumer stopped the source")
+        #expect(await eventually { (try? await monitor.status().monitoring) == false })
+        #expect(try await monitor.status().liveness == .notStarted)
 
         let events = received.withLock { $0 }.filter(\.isRegionEvent)
         #expect(events.count == expected, "\(events.map(\.type))")
@@ -115,11 +114,56 @@ import Testing
         #expect(embedded == replayed)
     }
 
-    @Test func resumingFromAnUnknownIdIsRefused() async throws {
-        let monitor = try GeofenceMonitor(source: ScriptedSource(), store: .inMemory)
+    @Test func resumingFromAnUnknownIdIsRefusedAndLeavesTheSessionUnused() async throws {
+        let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .inMemory)
+        for region in Self.drive.regions { try await monitor.add(region) }
         await #expect(throws: GeofenceMonitor.MonitorError.unknownEvent("nope")) {
             for try await _ in monitor.events(after: "nope") {}
         }
+        #expect(source.starts == 0, "the source was not started for a session that could not begin")
+        var count = 0
+        for try await _ in monitor.events() { count += 1 }
+        #expect(source.starts == 1 && count > 0, "the corrected call runs the session")
+    }
+
+    @Test func cancellingTheConsumerStillJudgesEveryReportTheSourceHandedOver() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // The whole drive is handed over at once (a broker's acknowledged messages, a FIFO's lines read).
+        let source = ScriptedSource(fixes: Self.drive.fixes)
+        let monitor = try GeofenceMonitor(source: source, store: .sqlite(directory: dir.path))
+        for region in Self.drive.regions { try await monitor.add(region) }
+        let consumer = Task { () async throws -> String? in
+            for try await event in monitor.events() where event.isRegionEvent { return event.id }
+            return nil
+        }
+        #expect(try await consumer.value != nil)
+        #expect(await eventually { (try? await monitor.status().monitoring) == false })
+        let events = try StateStore(directory: dir.path).events(after: 0, limit: 1000)
+        #expect(
+            events.filter { RegionEventType(rawValue: $0.type) != nil }.count == 1 + Self.drive.regions.count * 2,
+            "the drive's every crossing was decided and committed, though the consumer left at the first")
+        #expect(source.stops >= 1)
+    }
+
+    @Test func theStoreIsTheSessionsAloneWhileItRuns() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let first = try GeofenceMonitor(source: ScriptedSource(), store: .sqlite(directory: dir.path))
+        let second = try GeofenceMonitor(source: ScriptedSource(), store: .sqlite(directory: dir.path))
+        let running = Task { for try await _ in first.events() {} }
+        #expect(await eventually { (try? await first.status().monitoring) == true })
+        await #expect(throws: DaemonLock.Held.self) {
+            for try await _ in second.events() {}
+        }
+        running.cancel()
+        _ = await running.result
+        #expect(await eventually { (try? await first.status().monitoring) == false })
+        let third = try GeofenceMonitor(
+            source: ScriptedSource(script: [.up], endsWithScript: true), store: .sqlite(directory: dir.path))
+        for try await _ in third.events() {}
+        #expect(try await !third.status().monitoring, "a session after the first ended has the store")
     }
 
     @Test func statusAnswersTheFourQuestionsInTheSourcesTerms() async throws {

@@ -233,6 +233,7 @@ public final class HookRunner: Sendable {
             wakeAt = next
         }
         shutDown(&state, db: db, stopPipe: stopPipe)
+        control.endFinish()
         if mode == .drainAfterInput { control.resetInput() }
         state.summary.pending = (try? db.deliveryCountsByStatus()[.pending]) ?? 0
         return state.summary
@@ -256,7 +257,9 @@ public final class HookRunner: Sendable {
             }
             told = true
             let pause = mode.drains ? 0.1 : configuration.pollInterval
-            if control.wait(until: Date().addingTimeInterval(pause)).stop { return nil }
+            // A graceful stop while waiting for the lock has nothing to finish: it stops as a cancellation does.
+            let signal = control.wait(until: Date().addingTimeInterval(pause))
+            if signal.stop || signal.finishing { return nil }
         }
     }
 
@@ -530,6 +533,11 @@ final class RunnerControl: @unchecked Sendable {
             woken = true
             condition.signal()
         }
+    }
+
+    /// The graceful stop is done: a later session of the same runner runs normally.
+    func endFinish() {
+        condition.withLock { finishRequested = false }
     }
 
     func requestFinish() {

@@ -73,9 +73,12 @@ public actor GeofenceMonitor {
 
     private let source: any LocationSource
     private let store: StateStore
-    private let lock: DaemonLock?
+    /// The SQLite store's directory (nil: in memory), locked while a session runs.
+    private let directory: String?
+    private var lock: DaemonLock?
     private let service: MonitorService
     private let executor: ThreadExecutor
+
     private let configuration: Configuration
     private let waker = Waker()
     private var loaded = false
@@ -94,10 +97,10 @@ public actor GeofenceMonitor {
         switch store {
         case .sqlite(let directory):
             self.store = try StateStore(directory: directory)
-            lock = try DaemonLock(directory: directory)
+            self.directory = directory
         case .inMemory:
             self.store = try StateStore.inMemory()
-            lock = nil
+            directory = nil
         }
         self.source = source
         self.configuration = configuration
@@ -116,7 +119,6 @@ public actor GeofenceMonitor {
 
     deinit {
         executor.finish()
-        withExtendedLifetime(lock) {}
     }
 
     // MARK: Regions
@@ -124,21 +126,21 @@ public actor GeofenceMonitor {
     /// Adds a region, durably; a session that runs monitors it from its next fix.
     /// Throws if a region with this id exists.
     public func add(_ region: Region) async throws {
-        try store.addRegion(region)
+        try await service.add(region)
         if loaded { await service.apply(.regions) }
     }
 
     /// Removes a region (its states go with it); returns whether there was one.
     @discardableResult
     public func remove(id: String) async throws -> Bool {
-        let removed = try store.removeRegion(id: id)
+        let removed = try await service.remove(id: id)
         if removed && loaded { await service.apply(.regions) }
         return removed
     }
 
     /// Every region in the store, in the order they were added.
-    public func regions() throws -> [Region] {
-        try store.regions().map(\.region)
+    public func regions() async throws -> [Region] {
+        try await service.storedRegions()
     }
 
     // MARK: Status
@@ -165,9 +167,13 @@ public actor GeofenceMonitor {
 
     /// The committed events (region events and state events), oldest first, from just after the event `id`
     /// (nil: only those committed from now on). Starts the session with the source; cancelling the consuming
-    /// task ends it. One consumer at a time.
+    /// task (or leaving the loop) ends it. One consumer at a time.
+    ///
+    /// The sequence holds at most 256 events the consumer has not taken: a slow consumer holds the reading of
+    /// the outbox back (the events wait there, committed), never the engine.
     public nonisolated func events(after id: String? = nil) -> AsyncThrowingStream<GeofenceEvent, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: GeofenceEvent.self)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: GeofenceEvent.self, bufferingPolicy: .bufferingOldest(256))
         let task = Task {
             do {
                 try await self.session(after: id, continuation)
@@ -186,9 +192,9 @@ public actor GeofenceMonitor {
         switch state {
         case .running: throw MonitorError.alreadyMonitoring
         case .ended: throw MonitorError.sessionEnded
-        case .idle: state = .running
+        case .idle: break
         }
-        defer { state = .ended }
+        // What can fail before the source starts leaves the monitor as it was (a wrong id can be corrected).
         let cursor: Int64
         if let id {
             guard let seq = try store.eventSeq(id: id) else { throw MonitorError.unknownEvent(id) }
@@ -196,50 +202,73 @@ public actor GeofenceMonitor {
         } else {
             cursor = try store.latestEventSeq()
         }
+        // One engine on a store at a time, as for `geofence run`: held while the session runs.
+        let lock = try directory.map { try DaemonLock(directory: $0) }
         if !loaded {
             _ = try await service.load()
             loaded = true
         }
+        state = .running
+        self.lock = lock
+        defer {
+            state = .ended
+            self.lock = nil
+        }
         let wakes = waker.begin()
-        let (store, service, source) = (self.store, self.service, self.source)
+        let (service, source) = (self.service, self.source)
         let interval = configuration.syncInterval
         source.start()
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await report in source.reports { await service.handle(report) }
-                // The source ended by itself (or is stopping): what it reported is judged and committed.
-                await service.shutdown()
-                return false
-            }
-            group.addTask {
-                await service.runTicks(interval: interval)
-                return false
-            }
-            group.addTask {
-                // Yields what the outbox holds after the cursor, each time the engine committed something.
-                var position = cursor
-                func drain() throws {
-                    while true {
-                        let batch = try store.events(after: position, limit: 1000)
-                        guard let last = batch.last else { return }
-                        for stored in batch { continuation.yield(GeofenceEvent(stored)) }
-                        position = last.seq
+        // Not children of this task: cancelling the consumer must not cut the source's consumer short. Every
+        // report the source handed over is judged, as the daemon does at a stop; the source is stopped first.
+        let consuming = Task {
+            for await report in source.reports { await service.handle(report) }
+        }
+        let ticking = Task { await service.runTicks(interval: interval) }
+        let draining = Task { () async throws -> Void in
+            var position = cursor
+            /// Yields what the outbox holds after `position`; false once the consumer has gone.
+            func drain() async throws -> Bool {
+                while true {
+                    let batch = try await service.outbox(after: position, limit: 256)
+                    guard !batch.isEmpty else { return true }
+                    for stored in batch {
+                        let event = GeofenceEvent(stored)
+                        delivery: while true {
+                            switch continuation.yield(event) {
+                            case .enqueued: break delivery
+                            case .dropped: try? await Task.sleep(for: .milliseconds(5))  // full: the consumer is behind
+                            case .terminated: return false
+                            @unknown default: return false
+                            }
+                        }
+                        position = stored.seq
                     }
                 }
-                try drain()
-                for await _ in wakes { try drain() }
-                try drain()
-                return true
             }
-            // The source's end finishes the pipeline, and the drain after its last commit ends the sequence.
-            while let finished = try await group.next() {
-                if finished { break }
-                if !Task.isCancelled && source.reports.isFinished { waker.end() }
+            do {
+                guard try await drain() else { return }
+                for await _ in wakes { guard try await drain() else { return } }
+                _ = try await drain()
+            } catch {
+                // The outbox cannot be read: the session ends, and the source with it.
+                await source.stop()
+                throw error
             }
-            group.cancelAll()
         }
-        await source.stop()
+        await withTaskCancellationHandler {
+            await consuming.value
+        } onCancel: {
+            Task { await source.stop() }
+        }
+        // The source's reports are all judged. The ticks stop, the last commit is made, and the reader's last
+        // pass yields what that commit (or any tick before it) added.
+        ticking.cancel()
+        await ticking.value
         await service.shutdown()
+        waker.end()
+        let drained = await draining.result
+        await source.stop()
+        try drained.get()
     }
 }
 

@@ -82,22 +82,35 @@ package final class ServiceGroup: Sendable {
         }
         let all = tasks
         return await withTaskCancellationHandler {
-            var first = (0, String?.none)
+            var first: (Int, String?)?
             for await end in ends {
                 first = end
                 break
             }
+            guard let first else {
+                // The caller was cancelled: so is every service, and the group ends when they have.
+                for task in all { await task.value }
+                return Ending(service: "cancelled", error: nil, cancelled: services.map(\.name))
+            }
             var ending = Ending(service: services[first.0].name, error: first.1, cancelled: [])
             await stopping(ending)
+            // Every step below, a service's `stop()` included, counts against the one deadline.
             let end = ContinuousClock.now.advanced(by: deadline)
-            for index in services.indices.reversed() where index != first.0 {
-                guard services[index].isGraceful else {
-                    all[index].cancel()
-                    await all[index].value
+            for index in services.indices.reversed() {
+                let service = services[index]
+                if index == first.0 {
+                    // Ended by itself; a graceful one is still told, to let go of what it holds (a file
+                    // source's watchdog), within the deadline.
+                    if service.isGraceful { _ = await Self.wait(for: Task { await service.stop() }, until: end) }
                     continue
                 }
-                await services[index].stop()
-                if await !Self.wait(for: all[index], until: end) { ending.cancelled.append(services[index].name) }
+                guard service.isGraceful else {
+                    all[index].cancel()
+                    if await !Self.wait(for: all[index], until: end) { ending.cancelled.append(service.name) }
+                    continue
+                }
+                _ = await Self.wait(for: Task { await service.stop() }, until: end)
+                if await !Self.wait(for: all[index], until: end) { ending.cancelled.append(service.name) }
             }
             endsContinuation.finish()
             return ending
@@ -106,7 +119,8 @@ package final class ServiceGroup: Sendable {
         }
     }
 
-    /// Waits for `task` to end; at `end`, cancels it and waits for that. Returns whether it ended by itself.
+    /// Waits for `task` to end; at `end`, cancels it and waits for that (every part stops on cancellation).
+    /// Returns whether it ended by itself.
     private static func wait(for task: Task<Void, Never>, until end: ContinuousClock.Instant) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {

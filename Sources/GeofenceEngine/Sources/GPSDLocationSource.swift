@@ -6,13 +6,16 @@ import Synchronization
 /// by a task started with it. gpsd's own stream is unbounded (the socket is its flow control), so the mapping
 /// never waits.
 public final class GPSDLocationSource: LocationSource {
-    public let gpsd: GPSDSource
+    private let gpsd: GPSDSource
     public let reports = LocationReports(backPressure: .unbounded)
     private let forwarding = Mutex<Task<Void, Never>?>(nil)
 
     public init(configuration: GPSDSource.Configuration) {
         gpsd = GPSDSource(configuration: configuration)
     }
+
+    /// The gpsd address, deadlines and backoff it runs with.
+    public var configuration: GPSDSource.Configuration { gpsd.configuration }
 
     public var label: String { "gpsd at \(gpsd.configuration.address)" }
 

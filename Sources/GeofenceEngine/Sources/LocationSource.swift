@@ -80,6 +80,11 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
 
     /// Hands a report over; waits (blocking this thread) while `high` wait, until the consumer took them down
     /// to `low`. Returns false, dropping the report, once the sequence is finished.
+    @available(
+        *, noasync,
+        message:
+            "send blocks its thread while the consumer is behind: call it from a thread of the source's own, or use sendNow"
+    )
     @discardableResult
     public func send(_ report: LocationReport) -> Bool {
         deliver(report, waits: true)
@@ -92,8 +97,8 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
         deliver(report, waits: false)
     }
 
-    /// No more reports: the consumer takes what is buffered, then the sequence ends. A producer waiting for
-    /// room goes on (its report is dropped).
+    /// No more reports: the consumer takes what is buffered (a waiting producer's report included), then the
+    /// sequence ends. A producer waiting for room goes on.
     public func finish() {
         condition.lock()
         finished = true

@@ -41,7 +41,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
 
     /// Connects and subscribes, before the engine loads its regions: a broker that is unreachable or
     /// refuses (credentials, client id) is said at once, in one line, and the engine does not start.
-    /// Messages that arrive before `start()` wait in the stream (at most `maximumInFlight`).
+    /// Messages that arrive before `start()` wait in the stream (at most `LocationReports.BackPressure.standard`'s sixteen).
     public func connect(timeout: Double = 10) throws(MQTTError) {
         let options = MQTTClient.Options(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
