@@ -90,6 +90,8 @@ public final class MQTTSource: FixSource, @unchecked Sendable {
                 return status.problem != why
             }
             if first { logger?.warning("\(label): \(why); reconnecting with backoff (1 s doubling to 30 s)") }
+        case .published:
+            break
         case .message(let topic, let payload):
             let on = " on " + JSONValue.string(topic).serialized()
             if let fix = intake.take(Self.decode(topic: topic, payload: payload), context: on) {
