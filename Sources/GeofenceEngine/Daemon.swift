@@ -104,16 +104,24 @@ public final class Daemon: Sendable {
         defer { executor.finish() }
         let watchers = Watchers(store: store)
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
+        let sinks = SinkSupervisor(
+            store: store, logger: logger,
+            factory: SinkSupervisor.mqttFactory(
+                stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
-            onServices: { on in hooks.setLocationPaused(!on) },
+            onServices: { on in
+                hooks.setLocationPaused(!on)
+                sinks.setLocationPaused(!on)
+            },
             onEvents: {
                 watchers.wake()
                 hooks.wake()
+                sinks.wake()
             })
         let started = Date()
         let regions = try await service.load()
@@ -131,6 +139,10 @@ public final class Daemon: Sendable {
                 changed: { change in
                     watchers.wake()
                     hooks.wake()
+                    if case .sinks = change {
+                        sinks.reload()
+                        return
+                    }
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
@@ -183,6 +195,10 @@ public final class Daemon: Sendable {
             group.addTask {
                 await hooks.run()
                 return "the hook runner stopped"
+            }
+            group.addTask {
+                await sinks.run()
+                return "the sinks stopped"
             }
             group.addTask {
                 for await number in signalStream {

@@ -16,6 +16,8 @@ public enum DaemonSettings {
     public static let capabilities = "source.capabilities"
     /// A fleet source's own account of itself (`SourceStatus.json`); absent for gpsd.
     public static let sourceStatus = "source.status"
+    /// The sinks' health as the engine last saw it (`SinkSupervisor.health`), JSON.
+    public static let sinks = "sinks.status"
 }
 
 /// The daemon's core service: source reports in, decisions, durable events and state out.
@@ -101,6 +103,7 @@ actor MonitorService {
         case .regions: tick()
         case .services(let on): setServices(on)
         case .permissions: reconcile()
+        case .sinks: break
         }
     }
 
