@@ -544,7 +544,7 @@ public final class ControlHandler: Sendable {
 
     /// Every sink as `sink list --json` and `status` show it: its definition (no password, only where it is
     /// read from), its cursor and lag, and, while an engine runs, its health.
-    func sinkReports() throws -> [JSONObject] {
+    public func sinkReports() throws -> [JSONObject] {
         let health = engine == nil ? nil : (try store.setting(DaemonSettings.sinks)).flatMap { try? JSON.parse($0) }
         return try store.sinkProgress().map { progress in
             var o = SinkRequest.json(progress.sink)

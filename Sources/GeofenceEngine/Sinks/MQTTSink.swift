@@ -193,7 +193,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     private func waitForAcknowledgements(seconds: Double) async {
         let timer = Task {
-            try? await Task.sleep(for: .seconds(seconds))
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
             self.wakeWaiter()
         }
         await withTaskCancellationHandler {

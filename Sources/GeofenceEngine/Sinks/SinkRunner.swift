@@ -159,7 +159,8 @@ final class Doorbell: Sendable {
     /// Until rung, cancelled, or `seconds` have passed.
     func wait(seconds: Double) async {
         let timer = Task {
-            try? await Task.sleep(for: .seconds(seconds))
+            // Cancelled (the wait ended first): no ring, or every next wait would return at once.
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
             self.ring()
         }
         await withTaskCancellationHandler {
