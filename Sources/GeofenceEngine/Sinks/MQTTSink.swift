@@ -161,7 +161,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         guard let client = lock.withLock({ self.client }) else { return }
         if lock.withLock({ connected }) {
             publishStatus("offline", client: client)
-            let deadline = Date().addingTimeInterval(2)
+            // Bounded: the whole engine is to be gone within 2 s of SIGTERM.
+            let deadline = Date().addingTimeInterval(1)
             while !lock.withLock({ statusAcknowledged }), Date() < deadline {
                 try? await Task.sleep(for: .milliseconds(10))
             }

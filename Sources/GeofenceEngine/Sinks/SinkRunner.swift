@@ -63,12 +63,16 @@ public final class SinkRunner: Sendable {
         var failures = 0
         var cursor: Int64?
         var told: String?
-        func failed(_ why: String) async {
+        // A receiver that refuses or cannot be reached is asked again more slowly than one that is connected
+        // and only has to come back (the sink reconnects by itself; the runner just looks).
+        let openingBackoff = ReconnectBackoff(base: 0.5, cap: 10)
+        func failed(_ why: String, opening: Bool = false) async {
             counters.withLock { $0.lastError = why }
             if told != why { logger.warning("sink \(sink.id): \(why); retrying") }
             told = why
             failures += 1
-            await bell.wait(seconds: backoff.delay(forAttempt: failures, unit: .random(in: 0.5...1)))
+            let schedule = opening ? openingBackoff : backoff
+            await bell.wait(seconds: schedule.delay(forAttempt: failures, unit: .random(in: 0.5...1)))
         }
         while !Task.isCancelled {
             if !opened {
@@ -77,7 +81,7 @@ public final class SinkRunner: Sendable {
                     opened = true
                     failures = 0
                 } catch {
-                    await failed("\(error)")
+                    await failed("\(error)", opening: true)
                     continue
                 }
             }
