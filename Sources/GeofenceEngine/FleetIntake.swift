@@ -81,7 +81,8 @@ final class FleetIntake: @unchecked Sendable {
     func consumed() {
         room.lock()
         inFlight -= 1
-        if inFlight < maximumInFlight / 2 { room.signal() }
+        // At once: a sender waiting for room must not sleep out its 0.2 s while the engine is idle.
+        if inFlight < maximumInFlight { room.signal() }
         room.unlock()
     }
 
