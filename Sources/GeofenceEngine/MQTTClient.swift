@@ -143,7 +143,10 @@ final class MQTTClient: @unchecked Sendable {
     func start(timeout: Double) throws(MQTTError) {
         let code = mosquitto_connect(handle, options.host, options.port, options.keepalive)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            let reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(code)
+            // A TLS handshake that fails inside `mosquitto_connect` says why only in libmosquitto's log.
+            let logged = code == MOSQ_ERR_TLS.rawValue ? lock.withLock { lastError } : nil
+            let reason =
+                code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : logged ?? Self.text(code)
             throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
         }
         let looping = mosquitto_loop_start(handle)
