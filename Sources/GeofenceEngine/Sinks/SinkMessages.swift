@@ -38,18 +38,44 @@ public struct TopicTemplate: Sendable, Equatable {
         return nil
     }
 
-    public init(_ text: String) { self.text = text }
+    private enum Part: Sendable, Equatable {
+        case literal(String)
+        case subject
+        case region
+        case type
+    }
+
+    /// The template cut once into literals and placeholders: a topic is built by appending, per message.
+    private let parts: [Part]
+
+    public init(_ text: String) {
+        self.text = text
+        var parts: [Part] = []
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
+            switch rest[open...close] {
+            case "{subject}": parts.append(.subject)
+            case "{region}": parts.append(.region)
+            case "{type}": parts.append(.type)
+            default: parts.append(.literal(String(rest[open...close])))
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        if !rest.isEmpty { parts.append(.literal(String(rest))) }
+        self.parts = parts
+    }
 
     public func topic(subject: String?, region: String?, type: String) -> String {
-        var out = text
-        if out.contains("{subject}") {
-            out = out.replacingOccurrences(of: "{subject}", with: subject.map(SubjectName.topicLevel) ?? "engine")
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let text): out += text
+            case .subject: out += subject.map(SubjectName.topicLevel) ?? "engine"
+            case .region: out += SubjectName.topicLevel(region ?? type)
+            case .type: out += SubjectName.topicLevel(type)
+            }
         }
-        if out.contains("{region}") {
-            out = out.replacingOccurrences(
-                of: "{region}", with: region.map(SubjectName.topicLevel) ?? SubjectName.topicLevel(type))
-        }
-        if out.contains("{type}") { out = out.replacingOccurrences(of: "{type}", with: SubjectName.topicLevel(type)) }
         return out
     }
 }
@@ -95,11 +121,17 @@ public enum SinkFormat: String, Sendable, CaseIterable {
         return out
     }
 
+    /// The pair's state after a `determined`, `enter` or `exit`: read from the stored JSON without parsing
+    /// it (the engine writes it compact, `"state":"inside"`), since this runs for every event published.
     static func stateOf(_ event: StoredEvent) -> String? {
-        guard let body = try? JSON.parse(event.body), let state = body["state"]?.stringValue,
-            state == "inside" || state == "outside"
-        else { return nil }
-        return state
+        switch event.type {
+        case "enter": return "inside"
+        case "exit": return "outside"
+        default:
+            if event.body.contains(#""state":"inside""#) { return "inside" }
+            if event.body.contains(#""state":"outside""#) { return "outside" }
+            return nil
+        }
     }
 
     /// OwnTracks' `transition` (https://owntracks.org/booklet/tech/json/): `event` `enter` or `leave`, `desc`
