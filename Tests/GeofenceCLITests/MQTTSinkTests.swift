@@ -191,6 +191,33 @@ struct MQTTSinkTests {
         #expect(try cli.run("help", "sink").stdout.contains("at least once"))
     }
 
+    @Test("added and removed while the engine runs: through its socket, started and stopped at once")
+    func runningEngine() async throws {
+        let (cli, broker) = try Self.setUp()
+        defer { cli.dir.remove() }
+        #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+        let (daemon, feed) = try Self.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        try broker.makeSession(clientID: "watcher", topic: "geofence/+/+/event")
+        let added = try cli.run("sink", "add", "--id", "late", "--mqtt", "mqtt://127.0.0.1:\(broker.port)")
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(await daemon.waitForLog("sink late: connected", timeout: 3), "\(daemon.log)")
+        feed.send((0...16).map { MQTTSourceTests.tpv($0) })
+        let listed = try await Self.sinks(cli, until: { $0.first?["delivered"]?.intValue == 3 })
+        #expect(listed.first?["connected"] == true, "\(listed)")
+        #expect(listed.first?["waiting"]?.intValue == 0)
+        let removed = try cli.run("sink", "remove", "late")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(await daemon.waitForLog("sink late: stopped (removed)", timeout: 3), "\(daemon.log)")
+        let offline = Self.split(
+            try broker.receive(clientID: "late", topic: "geofence/engine/status", persistent: false, seconds: 1))
+        #expect(offline.map(\.payload) == ["offline"], "a removed sink says goodbye: \(offline)")
+        let received = Self.split(try broker.receive(clientID: "watcher", topic: "geofence/+/+/event", seconds: 1))
+        #expect(received.count == 3, "\(received)")
+        #expect(await daemon.stop() != nil)
+    }
+
     @Test("a password from a file or the environment: connected, and never in the log, status, list or store")
     func credentials() async throws {
         let (cli, broker) = try Self.setUp(users: ["engine": "s3cret-sink"])
