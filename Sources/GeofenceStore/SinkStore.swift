@@ -156,6 +156,7 @@ extension StateStore {
     }
 
     /// Removes sinks, all or nothing, with their cursors.
+    @discardableResult
     public func removeSinks(ids: [String]) throws -> [String] {
         try queue.write { db in
             var removed: [String] = []
