@@ -218,6 +218,23 @@ struct MQTTSinkTests {
         #expect(await daemon.stop() != nil)
     }
 
+    @Test("a broker that does not answer: the engine runs, the sink says so, and a stop is not held up")
+    func unreachable() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        // Unroutable: a connect that hangs (or fails at once where there is no route at all).
+        #expect(try cli.run("sink", "add", "--id", "far", "--mqtt", "mqtt://10.255.255.1:1883").status == 0)
+        let (daemon, feed) = try Self.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        let listed = try await Self.sinks(cli) { $0.first?["problem"] != nil }
+        #expect(listed.first?["connected"] == false, "\(listed)")
+        #expect(listed.first?["problem"]?.stringValue?.isEmpty == false)
+        let took = await daemon.stop()
+        #expect(took != nil && took! < 2, "\(String(describing: took)) s: \(daemon.log)")
+        #expect(daemon.process.terminationStatus == 0)
+    }
+
     @Test("a password from a file or the environment: connected, and never in the log, status, list or store")
     func credentials() async throws {
         let (cli, broker) = try Self.setUp(users: ["engine": "s3cret-sink"])

@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceStore
+import Synchronization
 
 /// Publishes events to an MQTT broker at QoS 1 (libmosquitto): an event is acknowledged when the broker's
 /// PUBACK for each of its messages (the event, and the retained state of its pair) has come back.
@@ -69,19 +70,48 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         options.will = statusTopic.map { MQTTClient.Will(topic: $0, payload: "offline") }
         options.sendMaximum = window
         options.reconnectDelayMax = 5
+        lock.withLock { problem = problem ?? "connecting to \(address.broker)" }
         let made = try MQTTClient(options: options) { [weak self] event in self?.handle(event) }
-        // `start` waits for the broker's answer: on a thread of its own, not the cooperative pool's.
-        let started: Result<Void, MQTTError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                do throws(MQTTError) {
-                    try made.start(timeout: 10)
-                    continuation.resume(returning: .success(()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
+        // `start` waits for the broker's answer (a blocking connect, up to 10 s for CONNACK): on a thread of
+        // its own, not the cooperative pool's, and given up at once when the engine stops, so that a broker
+        // that never answers cannot hold the engine's stop (the thread then drops the client when done).
+        let answer = Mutex<CheckedContinuation<Result<Void, MQTTError>, Never>?>(nil)
+        let started: Result<Void, MQTTError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                answer.withLock { $0 = continuation }
+                let thread = Thread {
+                    let result: Result<Void, MQTTError>
+                    do throws(MQTTError) {
+                        try made.start(timeout: 10)
+                        result = .success(())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    if let waiting = answer.withLock({ c in
+                        defer { c = nil }
+                        return c
+                    }) {
+                        waiting.resume(returning: result)
+                    } else {
+                        made.stop()
+                    }
+                }
+                thread.name = "geofence.sink-connect"
+                thread.start()
+                // Cancelled before the continuation was stored: the handler found nothing to resume.
+                if Task.isCancelled {
+                    answer.withLock { c in
+                        defer { c = nil }
+                        return c
+                    }?.resume(returning: .failure(MQTTError(description: "stopped while connecting")))
                 }
             }
-            thread.name = "geofence.sink-connect"
-            thread.start()
+        } onCancel: {
+            answer.withLock { c in
+                defer { c = nil }
+                return c
+            }?.resume(
+                returning: .failure(MQTTError(description: "stopped while connecting")))
         }
         if case .failure(let error) = started {
             lock.withLock {

@@ -67,6 +67,8 @@ public final class SinkRunner: Sendable {
         // and only has to come back (the sink reconnects by itself; the runner just looks).
         let openingBackoff = ReconnectBackoff(base: 0.5, cap: 10)
         func failed(_ why: String, opening: Bool = false) async {
+            // Stopping: what was cut short is not a failure to report.
+            if Task.isCancelled { return }
             counters.withLock { $0.lastError = why }
             if told != why { logger.warning("sink \(sink.id): \(why); retrying") }
             told = why
