@@ -144,7 +144,8 @@ extension CommandTree {
         abstract: "Delete old events whose deliveries are all done or dead.",
         discussion: """
             Deletes the events stored more than DURATION ago, with their deliveries, when none of those is \
-            still pending or running. An event still waiting for a hook is never deleted.
+            still pending or running. An event still waiting for a hook, or for a sink (`geofence sink list`), \
+            is never deleted.
             """,
         options: [
             .value(

@@ -26,7 +26,7 @@ enum CommandTree {
         ],
         subcommands: [
             add, remove, list, show, importCommand, export, replay, run, locate, status, watch, services, permission,
-            hook, events, vehicles,
+            hook, sink, events, vehicles,
         ],
         runsWithoutSubcommand: true,
         examples: [

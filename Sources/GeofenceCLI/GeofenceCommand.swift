@@ -78,6 +78,7 @@ public enum GeofenceCommand {
         case ["services"]: try ControlCommands.services(c)
         case let p where p.first == "permission": try ControlCommands.permission(p, c)
         case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
+        case let p where p.first == "sink": try SinkCommands.run(p, c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
         }

@@ -124,16 +124,24 @@ public final class Daemon: Sendable {
         defer { executor.finish() }
         let watchers = Watchers(store: store)
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
+        let sinks = SinkSupervisor(
+            store: store, logger: logger,
+            factory: SinkSupervisor.mqttFactory(
+                stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
-            onServices: { on in hooks.setLocationPaused(!on) },
+            onServices: { on in
+                hooks.setLocationPaused(!on)
+                sinks.setLocationPaused(!on)
+            },
             onEvents: {
                 watchers.wake()
                 hooks.wake()
+                sinks.wake()
             })
         let started = Date()
         let regions = try await service.load()
@@ -151,6 +159,10 @@ public final class Daemon: Sendable {
                 changed: { change in
                     watchers.wake()
                     hooks.wake()
+                    if case .sinks = change {
+                        sinks.reload()
+                        return
+                    }
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
@@ -180,10 +192,12 @@ public final class Daemon: Sendable {
         let interval = c.regionSyncInterval
         let signalled = SignalName()
         // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
-        // judged), then the monitor's ticks, and last the hook runner (running hooks get their grace).
+        // judged), then the monitor's ticks, the sinks, and last the hook runner (running hooks get their grace).
         let group = ServiceGroup(
             [
                 ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
+                // Stopped by cancellation: each sink then closes (an MQTT sink publishes `offline`).
+                ClosureService("sinks") { await sinks.run() },
                 ClosureService("monitor") { await service.runTicks(interval: interval) },
                 ClosureService(
                     "source",
@@ -212,6 +226,7 @@ public final class Daemon: Sendable {
             case "signals": why = signalled.name ?? "signals ended"
             case "source": why = Self.sourceEnded
             case "hooks": why = "the hook runner stopped"
+            case "sinks": why = "the sinks stopped"
             default: why = "stopped ticking"
             }
             logger.notice("stopping (\(why))")

@@ -74,6 +74,28 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
         topicFilter = topic
     }
 
+    /// A broker without a topic filter, as `geofence sink add --mqtt` takes it: `mqtt://[USER@]HOST[:PORT]`
+    /// (or `mqtts://`), a trailing `/` allowed. The topic is the sink's own (`--topic`).
+    public init(broker text: String) throws(MQTTAddressError) {
+        let scheme = text.hasPrefix("mqtts://") ? "mqtts://" : "mqtt://"
+        guard text.hasPrefix(scheme) else { throw MQTTAddressError("it does not start with mqtt:// or mqtts://") }
+        let rest = text.dropFirst(scheme.count)
+        let authority = rest.prefix { $0 != "/" }
+        if rest.count > authority.count + 1 {
+            throw MQTTAddressError(
+                "it has a path: give the broker only (mqtt://HOST[:PORT]) and the topic with --topic")
+        }
+        try self.init(parsing: scheme + authority + "/#")
+        topicFilter = ""
+    }
+
+    /// The broker alone, without the password or a topic: `mqtt://user@host:1883`.
+    public var broker: String {
+        let user = username.map { ($0.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? $0) + "@" }
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return "\(tls ? "mqtts" : "mqtt")://\(user ?? "")\(shownHost):\(port)"
+    }
+
     /// Where the password is in an `mqtt://` URL as given, in bytes of UTF-8 (`:PASS`, with its colon), so
     /// the engine can blank it in its own command line; nil when the URL has none.
     public static func passwordSpan(in text: String) -> Range<Int>? {

@@ -22,6 +22,15 @@ final class MQTTClient: @unchecked Sendable {
         /// The connection went away; libmosquitto reconnects on its own.
         case disconnected(String)
         case message(topic: String, payload: [UInt8])
+        /// The broker acknowledged (PUBACK) the QoS 1 message `publish` numbered so.
+        case published(Int32)
+    }
+
+    /// A message the broker publishes for us when the connection is lost without a DISCONNECT.
+    struct Will: Sendable {
+        var topic: String
+        var payload: String
+        var retain = true
     }
 
     struct Options: Sendable {
@@ -30,7 +39,11 @@ final class MQTTClient: @unchecked Sendable {
         var clientID: String
         var username: String?
         var password: String?
-        var topicFilter: String
+        /// What to subscribe to at every connection (QoS 1); nil: a client that only publishes.
+        var topicFilter: String?
+        var will: Will?
+        /// QoS 1 messages sent and not yet acknowledged, at most (more wait in libmosquitto's queue).
+        var sendMaximum: Int32 = 20
         /// TLS, with the CA certificates of `caFile` (nil: the system's).
         var tls = false
         var caFile: String?
@@ -78,6 +91,17 @@ final class MQTTClient: @unchecked Sendable {
                 throw MQTTError(description: "cannot use the CA certificates for TLS: \(Self.text(code))")
             }
         }
+        if let will = options.will {
+            let code = mosquitto_will_set(
+                handle, will.topic, Int32(will.payload.utf8.count), will.payload, 1, will.retain)
+            guard code == MOSQ_ERR_SUCCESS.rawValue else {
+                throw MQTTError(description: "cannot set the last will on \(will.topic): \(Self.text(code))")
+            }
+        }
+        _ = mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, options.sendMaximum)
+        mosquitto_publish_callback_set(handle) { _, object, mid in
+            MQTTClient.from(object)?.handler(.published(mid))
+        }
         _ = mosquitto_reconnect_delay_set(handle, options.reconnectDelay, options.reconnectDelayMax, true)
         mosquitto_connect_callback_set(handle) { _, object, code in
             MQTTClient.from(object)?.connected(code: code)
@@ -119,11 +143,11 @@ final class MQTTClient: @unchecked Sendable {
     func start(timeout: Double) throws(MQTTError) {
         let code = mosquitto_connect(handle, options.host, options.port, options.keepalive)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            let reason = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : Self.text(code)
-            // A handshake that failed inside the connect call (as a fast broker's does) says why only in the
-            // log: "certificate verify failed" is the reason to give, not "a TLS error occurred".
+            // A TLS handshake that fails inside `mosquitto_connect` says why only in libmosquitto's log.
             let logged = code == MOSQ_ERR_TLS.rawValue ? lock.withLock { lastError } : nil
-            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged ?? reason)")
+            let reason =
+                code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : logged ?? Self.text(code)
+            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
         }
         let looping = mosquitto_loop_start(handle)
         guard looping == MOSQ_ERR_SUCCESS.rawValue else {
@@ -164,15 +188,35 @@ final class MQTTClient: @unchecked Sendable {
 
     var address: String { "\(options.host):\(options.port)" }
 
+    /// Hands a QoS 1 message to libmosquitto, which sends it (or keeps it until the connection is back, and
+    /// sends it again after a reconnection until the broker acknowledges it). Returns its message id, which
+    /// `.published` reports with the PUBACK.
+    ///
+    /// `MOSQ_ERR_NO_CONN` is not a failure: the message is queued, and goes out when the connection returns.
+    func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        let code = payload.withUnsafeBytes { bytes in
+            mosquitto_publish(handle, &mid, topic, Int32(bytes.count), bytes.baseAddress, 1, retain)
+        }
+        guard code == MOSQ_ERR_SUCCESS.rawValue || code == MOSQ_ERR_NO_CONN.rawValue else {
+            throw MQTTError(description: "cannot publish to \(topic): \(Self.text(code))")
+        }
+        return mid
+    }
+
     private func connected(code: Int32) {
         let event: Event
         if code == 0 {
             // Subscribed again at every connection: a broker that lost its session (no persistence) must
             // still send the topic's messages.
-            let subscribed = mosquitto_subscribe(handle, nil, options.topicFilter, 1)
-            event =
-                subscribed == MOSQ_ERR_SUCCESS.rawValue
-                ? .connected : .refused("cannot subscribe to \(options.topicFilter): \(Self.text(subscribed))")
+            if let filter = options.topicFilter {
+                let subscribed = mosquitto_subscribe(handle, nil, filter, 1)
+                event =
+                    subscribed == MOSQ_ERR_SUCCESS.rawValue
+                    ? .connected : .refused("cannot subscribe to \(filter): \(Self.text(subscribed))")
+            } else {
+                event = .connected
+            }
         } else {
             var words = String(cString: mosquitto_connack_string(code))
             if words.hasSuffix(".") { words.removeLast() }

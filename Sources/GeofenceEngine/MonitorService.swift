@@ -100,6 +100,7 @@ actor MonitorService {
         case .regions: tick()
         case .services(let on): setServices(on)
         case .permissions: reconcile()
+        case .sinks: break
         }
     }
 

@@ -15,6 +15,8 @@ public enum DaemonSettings {
     public static let capabilities = "source.capabilities"
     /// A fleet source's own account of itself (`SourceStatus.json`); absent for gpsd.
     public static let sourceStatus = "source.status"
+    /// The sinks' health as the engine last saw it (`SinkSupervisor.health`), JSON.
+    public static let sinks = "sinks.status"
 }
 
 /// What the engine tells `geofence status` through the store's settings (the four questions as the engine

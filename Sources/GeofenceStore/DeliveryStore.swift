@@ -666,7 +666,8 @@ extension StateStore {
     }
 
     /// Deletes events committed before `cutoff` whose deliveries are all done or dead (and that were
-    /// dispatched), with those deliveries. An event still waiting for a delivery is never deleted.
+    /// dispatched), with those deliveries. An event still waiting for a delivery, or for a sink (after the
+    /// slowest sink's cursor), is never deleted.
     public func pruneEvents(before cutoff: Date) throws -> (events: Int, deliveries: Int) {
         try queue.write { db in
             let before = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
@@ -674,6 +675,7 @@ extension StateStore {
                 """
                 DELETE FROM events
                 WHERE created_at < ? AND seq <= (SELECT cursor FROM hook_dispatch WHERE id = 1)
+                  AND seq <= coalesce((SELECT min(seq) FROM sink_cursors), seq)
                   AND NOT EXISTS (SELECT 1 FROM deliveries d
                                   WHERE d.event_seq = events.seq AND d.status IN ('pending', 'running'))
                 """, [cutoff.timeIntervalSince1970])

@@ -7,6 +7,7 @@ enum Schema {
         registerHooks(&m)
         registerControl(&m)
         registerRequests(&m)
+        registerSinks(&m)
         return m
     }
 

@@ -29,7 +29,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     ///
     /// With `tls`, it speaks only TLS, with a server certificate for 127.0.0.1 signed by a CA of its own
     /// (`caFile`), both made here with openssl.
-    public init(directory: String, users: [String: String] = [:], tls: Bool = false) throws {
+    ///
+    /// `settings` are more lines of `mosquitto.conf` (`max_queued_messages 0`).
+    public init(directory: String, users: [String: String] = [:], tls: Bool = false, settings: [String] = []) throws {
         self.directory = directory
         caFile = tls ? directory + "/ca.crt" : nil
         port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
@@ -41,6 +43,7 @@ public final class MosquittoBroker: @unchecked Sendable {
             log_dest file \(directory)/mosquitto.log
 
             """
+        for line in settings { text += line + "\n" }
         // As root it would become the `mosquitto` user, who cannot read the test's private directory.
         if getuid() == 0 { text += "user root\n" }
         if tls {
@@ -124,6 +127,34 @@ public final class MosquittoBroker: @unchecked Sendable {
             p.waitUntilExit()
             guard p.terminationStatus == 0 else { throw GPSDHarness.Failure.startFailed("openssl \(step) failed") }
         }
+    }
+
+    /// Makes a persistent session (clean session off) for `clientID` subscribed to `topic` at QoS 1, and
+    /// leaves: from now on the broker queues that topic's messages for it.
+    public func makeSession(clientID: String, topic: String) throws {
+        _ = try subscribe(["-c", "-i", clientID, "-t", topic, "-E"])
+    }
+
+    /// Connects as `clientID` (with `persistent`, to its session: what was queued for it comes first) and
+    /// returns `topic payload` of each message received within `seconds`.
+    public func receive(clientID: String, topic: String, persistent: Bool = true, seconds: Int) throws -> [String] {
+        try subscribe((persistent ? ["-c"] : []) + ["-i", clientID, "-t", topic, "-v", "-W", String(seconds)])
+            .split(separator: "\n").map(String.init)
+    }
+
+    private func subscribe(_ arguments: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1"] + arguments
+        let output = Pipe()
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = output
+        p.standardError = FileHandle.nullDevice
+        // `-W` is an alarm: SIGALRM must not stay blocked from the test's threads.
+        try GPSDHarness.withUnblockedSignals { try p.run() }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
     }
 
     public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }

@@ -51,6 +51,8 @@ struct DocExamplesTests {
         "sudo geofence services off": "needs root (sudo)",
         "sudo geofence permission grant alice": "needs root (sudo) and a user alice",
         "geofence events --follow": "follows until stopped",
+        "geofence sink add --mqtt mqtts://engine@broker.example --password-file /etc/geofence/sink.pw --on enter,exit":
+            "needs the password file /etc/geofence/sink.pw",
         "geofence events retry 42": "needs a delivery 42: an engine that ran hooks",
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",
     ]
@@ -62,6 +64,7 @@ struct DocExamplesTests {
         "geofence remove depot": depot,
         "geofence show depot": depot,
         "geofence hook remove journal": "geofence hook add --id journal --on all --command true",
+        "geofence sink remove local": "geofence sink add --id local --mqtt mqtt://localhost",
     ]
 
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -107,6 +107,14 @@ enum StatusCommand {
             eventCount = engine["outbox"]?["events"]?.intValue ?? eventCount
         }
 
+        // Each sink: connected or not, its lag, its last error (the engine's answer, else the store's).
+        let sinks: [JSONValue] =
+            engine?["sinks"]?.arrayValue
+            ?? (store.flatMap { store in
+                try? ControlHandler(store: store, policy: AccessPolicy(daemonUID: getuid())).sinkReports().map {
+                    JSONValue.object($0)
+                }
+            } ?? [])
         // An engine fed by a fleet stream answers for that stream: gpsd is asked only when it is the source.
         // From the store, else (a user who may not read it) from the engine's answer.
         let fleet =
@@ -270,6 +278,16 @@ enum StatusCommand {
                         ($0.key, JSONValue.number(Double($0.value)))
                     }))
             if let eventCount { o["outbox"] = ["events": .number(Double(eventCount))] }
+            if !sinks.isEmpty {
+                o["sinks"] = .array(
+                    sinks.map { sink in
+                        var entry: JSONObject = [:]
+                        for key in ["id", "url", "topic", "connected", "waiting", "cursor", "delivered", "problem"] {
+                            if let value = sink[key] { entry[key] = value }
+                        }
+                        return .object(entry)
+                    })
+            }
             c.console.print(JSONValue.object(o).serialized())
             return try verdict()
         }
@@ -320,6 +338,14 @@ enum StatusCommand {
             row("Regions", "", "\(total): " + parts.joined(separator: ", "))
         }
         if let eventCount { row("Outbox", "", "\(eventCount) events") }
+        for sink in sinks {
+            let connected = sink["connected"]?.boolValue == true
+            var text =
+                "\(sink["id"]?.stringValue ?? "?") to \(sink["url"]?.stringValue ?? "?"): "
+                + (connected ? "connected" : "not connected") + ", \(sink["waiting"]?.intValue ?? 0) events waiting"
+            if let problem = sink["problem"]?.stringValue { text += " (\(problem))" }
+            row("Sink", connected ? "ok" : "PROBLEM", text)
+        }
         try verdict()
     }
 }

@@ -25,6 +25,8 @@ public final class ControlHandler: Sendable {
         case regions
         case services(Bool)
         case permissions
+        /// Sinks added or removed.
+        case sinks
     }
 
     public init(
@@ -77,6 +79,11 @@ public final class ControlHandler: Sendable {
             case .duplicateHook: return ControlError(.duplicate, e.description)
             case .hookNotFound, .deliveryNotFound: return ControlError(.notFound, e.description)
             case .nothingToRetry: return ControlError(.invalid, e.description)
+            }
+        case let e as SinkStoreError:
+            switch e {
+            case .duplicateSink: return ControlError(.duplicate, e.description)
+            case .sinkNotFound: return ControlError(.notFound, e.description)
             }
         default:
             return ControlError(.internalError, "\(error)")
@@ -250,6 +257,32 @@ public final class ControlHandler: Sendable {
                 "removed": .array(removed.map { .string($0.id) }),
                 "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
             ]
+        case .sinkAdd:
+            let sink = try SinkRequest.definition(p, createdBy: peer.uid)
+            if sink.id.isEmpty {
+                var made = sink
+                var attempt = 0
+                while true {
+                    made.id = "sink-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+                    do {
+                        try store.addSink(made)
+                        break
+                    } catch SinkStoreError.duplicateSink where attempt < 5 {
+                        attempt += 1
+                    }
+                }
+                changed(.sinks)
+                return .object(try sinkReports().first { $0["id"]?.stringValue == made.id } ?? [:])
+            }
+            try store.addSink(sink)
+            changed(.sinks)
+            return .object(try sinkReports().first { $0["id"]?.stringValue == sink.id } ?? [:])
+        case .sinkList:
+            return .array(try sinkReports().map { .object($0) })
+        case .sinkRemove:
+            let removed = try store.removeSinks(ids: try strings(p, "ids"))
+            changed(.sinks)
+            return ["removed": .array(removed.map { .string($0) })]
         }
     }
 
@@ -507,6 +540,29 @@ public final class ControlHandler: Sendable {
         return HookReport.json(hook, counts: [:])
     }
 
+    // MARK: Sinks
+
+    /// Every sink as `sink list --json` and `status` show it: its definition (no password, only where it is
+    /// read from), its cursor and lag, and, while an engine runs, its health.
+    public func sinkReports() throws -> [JSONObject] {
+        let health = engine == nil ? nil : (try store.setting(DaemonSettings.sinks)).flatMap { try? JSON.parse($0) }
+        return try store.sinkProgress().map { progress in
+            var o = SinkRequest.json(progress.sink)
+            o["cursor"] = .number(Double(progress.cursor))
+            o["waiting"] = .number(Double(progress.waiting))
+            if let health {
+                let own = health[progress.sink.id]
+                o["connected"] = own?["connected"] ?? false
+                if let problem = own?["problem"] { o["problem"] = problem }
+                if let delivered = own?["delivered"] { o["delivered"] = delivered }
+            } else {
+                o["connected"] = false
+                o["problem"] = "the engine is not running"
+            }
+            return o
+        }
+    }
+
     // MARK: Status, switch, permissions
 
     private func status(peer: ControlPeer) throws -> JSONObject {
@@ -540,6 +596,8 @@ public final class ControlHandler: Sendable {
             }
             o["regions"] = .object(counts)
             o["outbox"] = ["events": .number(Double(try store.eventCount()))]
+            let sinks = try sinkReports()
+            if !sinks.isEmpty { o["sinks"] = .array(sinks.map { .object($0) }) }
             // A fleet source's own account, for a client that cannot read the store (`SourceStatus.json`).
             if let text = try store.setting(DaemonSettings.sourceStatus), let source = try? JSON.parse(text) {
                 o["source"] = source

@@ -25,6 +25,10 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     case hookAdd = "hook.add"
     case hookList = "hook.list"
     case hookRemove = "hook.remove"
+    /// Event sinks (`geofence sink ...`): an MQTT broker the engine publishes events to.
+    case sinkAdd = "sink.add"
+    case sinkList = "sink.list"
+    case sinkRemove = "sink.remove"
 
     /// Methods any client may call, authorized or not: how else would it learn its status or ask.
     public var isOpen: Bool { self == .hello || self == .status || self == .permissionRequest }
@@ -32,7 +36,9 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     /// Methods that change who may do what, or the switch: privileged users only.
     public var isAdministrative: Bool {
         switch self {
-        case .servicesSet, .permissionGrant, .permissionDeny, .permissionReset, .permissionList: true
+        // A sink sends every vehicle's events off the machine: as much the administrator's say as the switch.
+        case .servicesSet, .permissionGrant, .permissionDeny, .permissionReset, .permissionList, .sinkAdd, .sinkRemove:
+            true
         default: false
         }
     }

@@ -14,7 +14,7 @@ final class FleetIntake: @unchecked Sendable {
     /// The reports, with back-pressure: `send` waits while `BackPressure.standard`'s sixteen wait, so a producer
     /// faster than the engine is held back (through the pipe, or the broker's in-flight window) instead of
     /// filling memory with an unbounded buffer.
-    let reports = LocationReports(backPressure: .standard)
+    let reports: LocationReports
     private let lock = NSLock()
     private var stopped = false
     private var liveness: SourceLiveness
@@ -25,7 +25,11 @@ final class FleetIntake: @unchecked Sendable {
     private var lastSummary = -Double.infinity
     private var unusableAtSummary = 0
 
-    init(status: SourceStatus, liveness: SourceLiveness.Configuration, logger: Logger?) {
+    init(
+        status: SourceStatus, liveness: SourceLiveness.Configuration, logger: Logger?,
+        backPressure: LocationReports.BackPressure = .standard
+    ) {
+        reports = LocationReports(backPressure: backPressure)
         counts = status
         self.logger = logger
         self.liveness = SourceLiveness(configuration: liveness, startedAt: clock.now)

@@ -11,9 +11,11 @@ import GeofenceGPSD
 /// deadline and staleness watchdog; `status` shows the broker connected or not (and why), messages
 /// received, usable fixes, the last one and its age.
 ///
-/// Back-pressure: a message is handed over on libmosquitto's loop thread, which waits while 16 reports
-/// are in flight, so a broker faster than the engine holds its messages (QoS 1 in-flight window) instead
-/// of the engine's memory filling.
+/// Batching and back-pressure: libmosquitto's loop thread decodes each message and queues its fix; one
+/// sender thread hands the queue to the engine as one report (at most `maximumBatch` fixes) whenever the
+/// engine has room, so a busy engine gets fixes a batch at a time (one transaction each), an idle one at
+/// once. The loop thread waits while `maximumQueued` fixes are queued, so a broker faster than the engine
+/// holds its messages (its QoS 1 in-flight window) instead of the engine's memory filling.
 public final class MQTTSource: LocationSource, @unchecked Sendable {
     // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
     public let address: MQTTAddress
@@ -22,6 +24,17 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     private let lock = NSLock()
     private var client: MQTTClient?
     private let logger: Logger?
+    /// Fixes decoded and not yet handed over, in arrival order; guarded by `queue`.
+    private var queued: [Fix] = []
+    private var closing = false
+    private var senderStarted = false
+    private var senderDone = false
+    private let queue = NSCondition()
+    public static let maximumBatch = 512
+    /// Few, since libmosquitto acknowledges a message to the broker when it arrives, not when its fix is
+    /// committed: a kill loses what waits here (at most 2 batches being judged and 512 queued).
+    public static let maximumQueued = 512
+    public static let maximumReports = 2
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
@@ -30,7 +43,9 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         self.address = address
         self.clientID = clientID
         self.logger = logger
-        intake = FleetIntake(status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger)
+        intake = FleetIntake(
+            status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger,
+            backPressure: LocationReports.BackPressure(high: Self.maximumReports, low: Self.maximumReports - 1))
     }
 
     public var reports: LocationReports { intake.reports }
@@ -41,7 +56,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
 
     /// Connects and subscribes, before the engine loads its regions: a broker that is unreachable or
     /// refuses (credentials, client id) is said at once, in one line, and the engine does not start.
-    /// Messages that arrive before `start()` wait in the stream (at most `LocationReports.BackPressure.standard`'s sixteen).
+    /// Messages that arrive before `start()` wait in the stream (at most `maximumReports` batches).
     public func connect(timeout: Double = 10) throws(MQTTError) {
         let options = MQTTClient.Options(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
@@ -51,7 +66,41 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         lock.withLock { self.client = client }
     }
 
-    public func start() { intake.startWatchdog(name: "geofence.mqtt-watchdog") }
+    public func start() {
+        intake.startWatchdog(name: "geofence.mqtt-watchdog")
+        queue.withLock { senderStarted = true }
+        let sender = Thread { [self] in send() }
+        sender.name = "geofence.mqtt-sender"
+        sender.start()
+    }
+
+    /// The only thread that hands fixes over, so they keep their order.
+    private func send() {
+        while true {
+            queue.lock()
+            while queued.isEmpty && !closing { queue.wait() }
+            if queued.isEmpty {
+                senderDone = true
+                queue.broadcast()
+                queue.unlock()
+                return
+            }
+            let batch = Array(queued.prefix(Self.maximumBatch))
+            queued.removeFirst(batch.count)
+            queue.broadcast()
+            queue.unlock()
+            // Waits while the engine has `maximumReports` reports to judge: meanwhile the queue grows into the next batch.
+            intake.send(.fixes(batch))
+        }
+    }
+
+    private func enqueue(_ fix: Fix) {
+        queue.lock()
+        while queued.count >= Self.maximumQueued && !closing { queue.wait() }
+        queued.append(fix)
+        queue.broadcast()
+        queue.unlock()
+    }
 
     public func stop() async { halt() }
 
@@ -63,6 +112,14 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
             return self.client
         }
         client?.stop()
+        // What was taken from the broker is handed over before the stream ends (the sender runs only after
+        // `start`).
+        queue.lock()
+        closing = true
+        queue.broadcast()
+        let deadline = Date().addingTimeInterval(5)
+        while senderStarted && !senderDone && queue.wait(until: deadline) {}
+        queue.unlock()
         intake.finish()
     }
 
@@ -88,10 +145,12 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
                 return status.problem != why
             }
             if first { logger?.warning("\(label): \(why); reconnecting with backoff (1 s doubling to 30 s)") }
+        case .published:
+            break
         case .message(let topic, let payload):
             let on = " on " + JSONValue.string(topic).serialized()
             if let fix = intake.take(Self.decode(topic: topic, payload: payload), context: on) {
-                intake.send(.fix(fix))
+                enqueue(fix)
             }
         }
     }

@@ -1,0 +1,160 @@
+import Foundation
+import GeofenceCore
+import GeofenceStore
+
+/// A topic template: `geofence/{subject}/{region}/event`, with `{subject}`, `{region}` and `{type}` replaced
+/// by the event's values, each as one topic level (`SubjectName.topicLevel`: `/`, `+`, `#` and every
+/// other byte but `A-Z a-z 0-9 - _ ~` percent-encoded), so no name can add a level or a wildcard.
+///
+/// An event without a subject (a state event such as `services`) has `engine` for `{subject}`; one without
+/// a region has its type for `{region}`.
+public struct TopicTemplate: Sendable, Equatable {
+    public let text: String
+
+    public static let placeholders = ["{subject}", "{region}", "{type}"]
+    public static let eventDefault = "geofence/{subject}/{region}/event"
+    public static let stateDefault = "geofence/{subject}/{region}/state"
+    public static let statusDefault = "geofence/engine/status"
+
+    /// What is wrong with `text` as a topic template, or nil.
+    public static func problem(_ text: String) -> String? {
+        if text.isEmpty { return "is empty" }
+        if text.utf8.count > 1024 { return "is longer than 1024 bytes" }
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+            return "contains a control character"
+        }
+        if text.contains("+") || text.contains("#") { return "contains + or #, which are wildcards, not topics" }
+        if text.hasPrefix("$") { return "starts with $, which brokers keep for themselves" }
+        var rest = text[...]
+        while let open = rest.firstIndex(of: "{") {
+            guard let close = rest[open...].firstIndex(of: "}") else { return "has a { without }" }
+            let name = String(rest[open...close])
+            if !placeholders.contains(name) {
+                return "has \(name): use {subject}, {region} and {type}"
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        if rest.contains("}") { return "has a } without {" }
+        return nil
+    }
+
+    private enum Part: Sendable, Equatable {
+        case literal(String)
+        case subject
+        case region
+        case type
+    }
+
+    /// The template cut once into literals and placeholders: a topic is built by appending, per message.
+    private let parts: [Part]
+
+    public init(_ text: String) {
+        self.text = text
+        var parts: [Part] = []
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
+            switch rest[open...close] {
+            case "{subject}": parts.append(.subject)
+            case "{region}": parts.append(.region)
+            case "{type}": parts.append(.type)
+            default: parts.append(.literal(String(rest[open...close])))
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        if !rest.isEmpty { parts.append(.literal(String(rest))) }
+        self.parts = parts
+    }
+
+    public func topic(subject: String?, region: String?, type: String) -> String {
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let text): out += text
+            case .subject: out += subject.map(SubjectName.topicLevel) ?? "engine"
+            case .region: out += SubjectName.topicLevel(region ?? type)
+            case .type: out += SubjectName.topicLevel(type)
+            }
+        }
+        return out
+    }
+}
+
+/// What a sink publishes for one event.
+public struct SinkMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+}
+
+/// How a sink shapes events: the event JSON as stored, or an OwnTracks transition.
+public enum SinkFormat: String, Sendable, CaseIterable {
+    /// The event's JSON exactly as stored (Docs/events.md).
+    case event
+    /// `{"_type":"transition","event":"enter"|"leave",...}` for enter and exit (and `determined inside`, a
+    /// first fix already inside, as an enter); other events are not published.
+    case owntracks
+
+    /// The messages of one event: its own (unless the format has none for it), then the retained state of
+    /// its (subject, region) pair for events that set it.
+    public static func messages(
+        for event: StoredEvent, format: SinkFormat, topic: TopicTemplate, stateTopic: TopicTemplate?
+    ) -> [SinkMessage] {
+        var out: [SinkMessage] = []
+        let at = topic.topic(subject: event.subject, region: event.region, type: event.type)
+        switch format {
+        case .event:
+            out.append(SinkMessage(topic: at, payload: Array(event.body.utf8), retain: false))
+        case .owntracks:
+            if let payload = ownTracksTransition(event) {
+                out.append(SinkMessage(topic: at, payload: payload, retain: false))
+            }
+        }
+        if let stateTopic, let region = event.region, let subject = event.subject,
+            ["determined", "enter", "exit"].contains(event.type), let state = stateOf(event)
+        {
+            out.append(
+                SinkMessage(
+                    topic: stateTopic.topic(subject: subject, region: region, type: event.type),
+                    payload: Array(state.utf8), retain: true))
+        }
+        return out
+    }
+
+    /// The pair's state after a `determined`, `enter` or `exit`: read from the stored JSON without parsing
+    /// it (the engine writes it compact, `"state":"inside"`), since this runs for every event published.
+    static func stateOf(_ event: StoredEvent) -> String? {
+        switch event.type {
+        case "enter": return "inside"
+        case "exit": return "outside"
+        default:
+            if event.body.contains(#""state":"inside""#) { return "inside" }
+            if event.body.contains(#""state":"outside""#) { return "outside" }
+            return nil
+        }
+    }
+
+    /// OwnTracks' `transition` (https://owntracks.org/booklet/tech/json/): `event` `enter` or `leave`, `desc`
+    /// and `rid` the region, `t` `c` (a circular region), `tst` the fix time, `wtst` the same (geofence has no
+    /// waypoint creation time to give), the fix's `lat`, `lon`, `acc`; and geofence's `id`, to de-duplicate.
+    static func ownTracksTransition(_ event: StoredEvent) -> [UInt8]? {
+        guard let body = try? JSON.parse(event.body), let region = event.region else { return nil }
+        let word: String
+        switch (event.type, body["state"]?.stringValue) {
+        case ("enter", _), ("determined", "inside"): word = "enter"
+        case ("exit", _): word = "leave"
+        default: return nil
+        }
+        let tst = JSONValue.number(event.time.timeIntervalSince1970.rounded(.down))
+        var o: JSONObject = [
+            "_type": "transition", "event": .string(word), "desc": .string(region), "rid": .string(region),
+            "t": "c", "tst": tst, "wtst": tst, "id": .string(event.id),
+        ]
+        if let fix = body["fix"] {
+            for (from, to) in [("lat", "lat"), ("lon", "lon"), ("accuracy", "acc")] {
+                if let value = fix[from] { o[to] = value }
+            }
+        }
+        return Array(JSONValue.object(o).serialized().utf8)
+    }
+}

@@ -1,0 +1,39 @@
+extension Schema {
+    /// Event sinks (`geofence sink add`) and their cursors.
+    ///
+    /// A sink reads the outbox itself, in seq order, and keeps one durable cursor: the highest event seq
+    /// it has delivered and had acknowledged (or skipped, by its filter). Nothing per event is written, so a
+    /// sink costs one row update per acknowledged batch, however many events the batch holds.
+    static func registerSinks(_ m: inout DatabaseMigrator) {
+        m.registerMigration("030-sinks") { db in
+            // `url` never holds a password: a sink names where its password is (`password_file`,
+            // `password_env`), and the engine reads it when it connects.
+            try db.execute(
+                """
+                CREATE TABLE sinks (
+                    id            TEXT PRIMARY KEY,
+                    kind          TEXT NOT NULL,
+                    url           TEXT NOT NULL,
+                    topic         TEXT NOT NULL,
+                    state_topic   TEXT,
+                    status_topic  TEXT,
+                    format        TEXT NOT NULL,
+                    events        TEXT NOT NULL,
+                    password_file TEXT,
+                    password_env  TEXT,
+                    ca_file       TEXT,
+                    created_by    INTEGER,
+                    created_at    REAL NOT NULL
+                ) WITHOUT ROWID
+                """)
+            try db.execute(
+                """
+                CREATE TABLE sink_cursors (
+                    sink       TEXT PRIMARY KEY REFERENCES sinks(id) ON DELETE CASCADE,
+                    seq        INTEGER NOT NULL,
+                    updated_at REAL NOT NULL
+                ) WITHOUT ROWID
+                """)
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import GeofenceCore
+
+/// A sink as the store keeps it (`geofence sink add`): where events go, which ones, in what shape.
+///
+/// It holds no secret: a password is named by where it lives (a file, an environment variable of the
+/// engine), and read when the engine connects.
+public struct SinkDefinition: Sendable, Equatable {
+    /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, as a hook's id.
+    public var id: String
+    /// `mqtt` (the only kind so far).
+    public var kind: String
+    /// Where it delivers, without a password (`mqtt://user@host:1883`).
+    public var url: String
+    /// The topic of each event, a template (`geofence/{subject}/{region}/event`).
+    public var topic: String
+    /// The retained state topic per (subject, region), a template; nil: none.
+    public var stateTopic: String?
+    /// The retained engine status topic (`online`, `offline` as the last will); nil: none.
+    public var statusTopic: String?
+    /// `event` (the event JSON of Docs/events.md) or `owntracks` (an OwnTracks transition).
+    public var format: String
+    /// The event types it takes, in `GlobalHook.eventTypes` order; empty: every type.
+    public var events: [String]
+    public var passwordFile: String?
+    /// The name of an environment variable of the engine holding the password.
+    public var passwordEnvironment: String?
+    /// With TLS, a PEM file of the CA certificates to trust (nil: the system's).
+    public var caFile: String?
+    public var createdBy: UInt32?
+    public var createdAt: Date
+
+    public init(
+        id: String, kind: String = "mqtt", url: String, topic: String, stateTopic: String? = nil,
+        statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
+        passwordEnvironment: String? = nil, caFile: String? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
+    ) {
+        self.id = id
+        self.kind = kind
+        self.url = url
+        self.topic = topic
+        self.stateTopic = stateTopic
+        self.statusTopic = statusTopic
+        self.format = format
+        self.events = events
+        self.passwordFile = passwordFile
+        self.passwordEnvironment = passwordEnvironment
+        self.caFile = caFile
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+    }
+
+    /// Whether the sink takes events of `type`.
+    public func matches(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
+}
+
+/// A sink with how far it has got.
+public struct SinkProgress: Sendable, Equatable {
+    public var sink: SinkDefinition
+    /// The highest event seq delivered and acknowledged (or skipped by the filter).
+    public var cursor: Int64
+    /// Events after the cursor that the sink takes: its lag.
+    public var waiting: Int
+}
+
+/// Errors of the sink store functions.
+public enum SinkStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    case duplicateSink(String)
+    case sinkNotFound(String)
+
+    public var description: String {
+        switch self {
+        case .duplicateSink(let id): "a sink with id \"\(id)\" already exists (remove it first)"
+        case .sinkNotFound(let id): "no sink with id \"\(id)\""
+        }
+    }
+}
+
+extension StateStore {
+    /// Adds a sink; it takes the events committed from now on (its cursor starts at the newest event).
+    @discardableResult
+    public func addSink(_ sink: SinkDefinition, now: Date = Date()) throws -> SinkDefinition {
+        try queue.write { db in
+            do {
+                try db.execute(
+                    """
+                    INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
+                                       password_env, ca_file, created_by, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
+                        sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
+                        sink.passwordEnvironment, sink.caFile, sink.createdBy.map { Int64($0) },
+                        sink.createdAt.timeIntervalSince1970,
+                    ])
+            } catch let error as DatabaseError where error.isUniqueConstraintViolation {
+                throw SinkStoreError.duplicateSink(sink.id)
+            }
+            try db.execute(
+                """
+                INSERT OR REPLACE INTO sink_cursors (sink, seq, updated_at)
+                SELECT ?, coalesce(max(seq), 0), ? FROM events
+                """, [sink.id, now.timeIntervalSince1970])
+            return sink
+        }
+    }
+
+    /// Every sink, oldest first.
+    public func sinks() throws -> [SinkDefinition] {
+        try queue.read { db in
+            var sinks: [SinkDefinition] = []
+            try db.forEachRow(
+                """
+                SELECT id, kind, url, topic, state_topic, status_topic, format, events, password_file, password_env,
+                       ca_file, created_by, created_at
+                FROM sinks ORDER BY created_at, id
+                """
+            ) { s in
+                let events = s.string(at: 7)
+                sinks.append(
+                    SinkDefinition(
+                        id: s.string(at: 0), kind: s.string(at: 1), url: s.string(at: 2), topic: s.string(at: 3),
+                        stateTopic: s.optionalString(at: 4), statusTopic: s.optionalString(at: 5),
+                        format: s.string(at: 6),
+                        events: events == "*" ? [] : events.split(separator: ",").map(String.init),
+                        passwordFile: s.optionalString(at: 8), passwordEnvironment: s.optionalString(at: 9),
+                        caFile: s.optionalString(at: 10),
+                        createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
+                        createdAt: Date(timeIntervalSince1970: s.double(at: 12))))
+            }
+            return sinks
+        }
+    }
+
+    /// Every sink with its cursor and how many events it has still to deliver.
+    public func sinkProgress() throws -> [SinkProgress] {
+        let all = try sinks()
+        return try queue.read { db in
+            try all.map { sink in
+                let cursor =
+                    try db.scalar("SELECT seq FROM sink_cursors WHERE sink = ?", [sink.id], as: Int64.self) ?? 0
+                let waiting: Int
+                if sink.events.isEmpty {
+                    waiting = try db.scalar("SELECT count(*) FROM events WHERE seq > ?", [cursor], as: Int.self) ?? 0
+                } else {
+                    let marks = sink.events.map { _ in "?" }.joined(separator: ", ")
+                    waiting =
+                        try db.scalar(
+                            "SELECT count(*) FROM events WHERE seq > ? AND type IN (\(marks))",
+                            StatementArguments([cursor] + sink.events), as: Int.self) ?? 0
+                }
+                return SinkProgress(sink: sink, cursor: cursor, waiting: waiting)
+            }
+        }
+    }
+
+    /// Removes sinks, all or nothing, with their cursors.
+    @discardableResult
+    public func removeSinks(ids: [String]) throws -> [String] {
+        try queue.write { db in
+            var removed: [String] = []
+            for id in ids where !removed.contains(id) {
+                try db.execute("DELETE FROM sinks WHERE id = ?", [id])
+                guard db.changes > 0 else { throw SinkStoreError.sinkNotFound(id) }
+                try db.execute("DELETE FROM sink_cursors WHERE sink = ?", [id])
+                removed.append(id)
+            }
+            return removed
+        }
+    }
+
+    /// A sink's cursor (nil: no such sink).
+    public func sinkCursor(_ id: String) throws -> Int64? {
+        try queue.read { db in try db.scalar("SELECT seq FROM sink_cursors WHERE sink = ?", [id], as: Int64.self) }
+    }
+
+    /// Moves a sink's cursor forward (never back: two runners, or a stale one, cannot undo progress).
+    public func advanceSinkCursor(_ id: String, to seq: Int64, now: Date = Date()) throws {
+        try queue.write { db in
+            try db.execute(
+                "UPDATE sink_cursors SET seq = ?, updated_at = ? WHERE sink = ? AND seq < ?",
+                [seq, now.timeIntervalSince1970, id, seq])
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import GeofenceCore
+import Glibc
+import Testing
+
+@testable import GeofenceStore
+
+// Sinks and their cursors, on a real SQLite file in a fresh directory.
+@Suite("sinks and their cursors")
+struct SinkStoreTests {
+    static func withStore(_ body: (StateStore) throws -> Void) throws {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-sink-tests.XXXXXX").utf8CString)
+        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        let directory = try #require(created.map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try body(try StateStore(directory: directory))
+    }
+
+    static func append(_ store: StateStore, _ types: [StateEvent.Kind], at time: Date) throws {
+        try store.append(
+            types.enumerated().map { i, type in
+                StateEvent(id: "e-\(time.timeIntervalSince1970)-\(i)", type: type, time: time, state: "on")
+            }, now: time)
+    }
+
+    @Test("a sink starts after the newest event, its cursor only moves forward, and removal takes it away")
+    func cursor() throws {
+        try Self.withStore { store in
+            try Self.append(store, [.services, .source], at: Date(timeIntervalSince1970: 1000))
+            try store.addSink(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t", events: ["source"]))
+            #expect(try store.sinkCursor("bus") == 2)
+            #expect(
+                throws: SinkStoreError.duplicateSink("bus"),
+                performing: { try store.addSink(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t")) })
+            try Self.append(store, [.services, .source, .source], at: Date(timeIntervalSince1970: 2000))
+            #expect(try store.sinkProgress().map(\.waiting) == [2], "only the types it takes")
+            try store.advanceSinkCursor("bus", to: 4)
+            try store.advanceSinkCursor("bus", to: 3)
+            #expect(try store.sinkCursor("bus") == 4)
+            #expect(
+                throws: SinkStoreError.sinkNotFound("nope"),
+                performing: { try store.removeSinks(ids: ["bus", "nope"]) })
+            #expect(try store.sinks().map(\.id) == ["bus"], "all or nothing")
+            #expect(try store.removeSinks(ids: ["bus"]) == ["bus"])
+            #expect(try store.sinkCursor("bus") == nil)
+        }
+    }
+
+    @Test("prune keeps what the slowest sink has not delivered")
+    func prune() throws {
+        try Self.withStore { store in
+            try store.addSink(SinkDefinition(id: "slow", url: "mqtt://h:1883", topic: "t"))
+            try Self.append(store, [.services, .services, .services], at: Date(timeIntervalSince1970: 1000))
+            _ = try store.dispatchDeliveries()
+            try store.advanceSinkCursor("slow", to: 1)
+            #expect(try store.pruneEvents(before: Date(timeIntervalSince1970: 5000)).events == 1)
+            #expect(try store.events().map(\.seq) == [2, 3])
+            try store.removeSinks(ids: ["slow"])
+            #expect(try store.pruneEvents(before: Date(timeIntervalSince1970: 5000)).events == 2)
+        }
+    }
+}
