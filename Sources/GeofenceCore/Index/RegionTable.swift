@@ -24,6 +24,8 @@ struct RegionTable: Sendable {
         static let hasDetails = Flags(rawValue: 1 << 7)
         /// Only some subjects are monitored against it (see `details`).
         static let hasSubjects = Flags(rawValue: 1 << 8)
+        /// A polygon region (see `details`): its record's centre and radius are its bounding cap.
+        static let polygon = Flags(rawValue: 1 << 9)
 
         static func notify(_ kind: NotifyKind) -> Flags {
             switch kind {
@@ -99,7 +101,7 @@ struct RegionTable: Sendable {
     mutating func insert(_ region: Region, seq: Int64) -> Int32 {
         let hasDetails =
             region.name != nil || region.dwell != nil || region.expires != nil || !region.hooks.isEmpty
-            || region.subjects != nil
+            || region.subjects != nil || region.polygon != nil
         return insert(
             id: region.id, center: region.center, radius: region.radius, notify: region.notify,
             createdBy: region.createdBy, createdAt: region.createdAt, seq: seq,
@@ -127,6 +129,7 @@ struct RegionTable: Sendable {
         let hasDetails = region != nil
         if hasDetails { flags.insert(.hasDetails) }
         if region?.subjects != nil { flags.insert(.hasSubjects) }
+        if region?.polygon != nil { flags.insert(.polygon) }
 
         let length = id.utf8.count
         precondition(length < 1 << 24, "a region id is shorter than 16 MiB")
@@ -216,6 +219,17 @@ struct RegionTable: Sendable {
     /// which the record's flags say without a look at the details.
     func dwell(_ record: Record, slot: Int32) -> Double? {
         record.flags.contains(.hasDetails) ? details[slot]?.dwell : nil
+    }
+
+    /// Its polygon, for a polygon region.
+    func polygon(_ record: Record, slot: Int32) -> RegionPolygon? {
+        record.flags.contains(.polygon) ? details[slot]?.polygon : nil
+    }
+
+    /// The radius its events carry: a circle's radius, 0 for a polygon (whose events' distance is the
+    /// signed distance to its boundary, so `distance ≤ radius − margin` is inside for both).
+    func eventRadius(_ record: Record) -> Double {
+        record.flags.contains(.polygon) ? 0 : record.radius
     }
 
     /// Its expiry time, if it has one.
