@@ -160,8 +160,8 @@ public final class StateStore: Sendable {
 
     static let insertRegionSQL = """
         INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
-                             created_by, created_at, updated_at, status, status_reason)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'monitoring', NULL)
+                             created_by, created_at, updated_at, status, status_reason, polygon)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'monitoring', NULL, ?)
         """
 
     /// The `notify` column: the kinds in their order, comma-separated.
@@ -194,6 +194,7 @@ public final class StateStore: Sendable {
         try statement.bind(region.createdBy.map { Int64($0) }, at: 11)
         try statement.bind((region.createdAt ?? now).timeIntervalSince1970, at: 12)
         try statement.bind(now.timeIntervalSince1970, at: 13)
+        try statement.bind(region.polygon.map { DatabaseValue.blob($0.encoded) }, at: 14)
     }
 
     static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
@@ -243,7 +244,7 @@ public final class StateStore: Sendable {
 
     static let regionColumns = """
         seq, id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects, created_by, created_at, updated_at,
-        \(statusSQL), \(statusReasonSQL), attempts, next_retry
+        \(statusSQL), \(statusReasonSQL), attempts, next_retry, polygon
         """
 
     /// The settings key of the engine's mark: the highest region seq an engine has taken into its monitor.
@@ -372,6 +373,15 @@ public final class StateStore: Sendable {
             subjects = items.compactMap(\.stringValue)
         }
         let notify = Set(s.string(at: 6).split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
+        var polygon: RegionPolygon?
+        if let bytes = s.optionalBytes(at: 18) {
+            guard let parts = RegionPolygon.decodeParts(bytes) else {
+                throw StoreError.corruptRow("polygon of region \"\(id)\"")
+            }
+            do { polygon = try RegionPolygon(parts: parts, limits: storedLimits) } catch {
+                throw StoreError.corruptRow("region \"\(id)\": \(error)")
+            }
+        }
         let region: Region
         do {
             region = try Region(
@@ -380,7 +390,7 @@ public final class StateStore: Sendable {
                 notify: notify, dwell: s.optionalDouble(at: 7),
                 expires: s.optionalDouble(at: 8).map { Date(timeIntervalSince1970: $0) }, hooks: hooks,
                 subjects: subjects, createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), limits: storedLimits)
+                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), polygon: polygon, limits: storedLimits)
         } catch {
             throw StoreError.corruptRow("region \"\(id)\": \(error)")
         }

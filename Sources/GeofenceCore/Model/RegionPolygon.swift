@@ -112,10 +112,13 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
         guard Self.length(sum) > 1e-9 else { throw fail("polygon", "is larger than a hemisphere: not supported") }
         let axis = Self.unit(sum)
         let centre = Self.surface(direction: axis)
+        let centrePoint = Self.ecef(centre)
         var reach = 0.0
         for rings in parts {
             for ring in rings {
-                for c in ring.dropLast() { reach = max(reach, Geodesic.distance(centre, c)) }
+                for c in ring.dropLast() {
+                    reach = max(reach, Self.distanceUpperBound(centrePoint, Self.ecef(c), centre, c))
+                }
             }
         }
         if !(reach <= limits.maxPolygonReach) {
@@ -171,7 +174,7 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
                     let b = points[i]
                     let ab = b - a
                     let chord = Self.length(ab)
-                    let s = Geodesic.distance(ring[i - 1], ring[i])
+                    let s = Self.distanceUpperBound(a, b, ring[i - 1], ring[i])
                     if !(s <= limits.maxPolygonEdge) {
                         throw fail(
                             "polygon",
@@ -537,6 +540,15 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
         let beta = asin(max(-1, min(1, q(s) / q(1))))
         let (sl, cl) = Degrees.sinCos(c.longitude)
         return SIMD3(cos(beta) * cl, cos(beta) * sl, sin(beta))
+    }
+
+    /// At least the geodesic distance, within a millimetre up to 30 km: from the chord (no trigonometry),
+    /// exact beyond 900 km, where the chord's bounds give out.
+    static func distanceUpperBound(_ a: SIMD3<Double>, _ b: SIMD3<Double>, _ ca: Coordinate, _ cb: Coordinate)
+        -> Double
+    {
+        let chord = length(b - a)
+        return chord < 900_000 ? Geodesic.distanceBounds(chord: chord).upper : Geodesic.distance(ca, cb)
     }
 
     static func samePlace(_ a: Coordinate, _ b: Coordinate) -> Bool {
