@@ -143,6 +143,8 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
         var edges: [Edge] = []
         edges.reserveCapacity(count)
         var area = 0.0
+        // A ring of no area is refused after the crossings are looked for: a bow tie's lobes cancel.
+        var flat: String?
         for (p, rings) in parts.enumerated() {
             for (r, ring) in rings.enumerated() {
                 let name = ringName(p, r)
@@ -163,7 +165,7 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
                     excess += 2 * atan2(num, den)
                 }
                 let ringArea = excess * WGS84.authalicRadius * WGS84.authalicRadius
-                if abs(ringArea) < 1e-6 { throw fail("polygon", "\(name) encloses no area") }
+                if abs(ringArea) < 1e-6 && flat == nil { flat = name }
                 area += r == 0 ? abs(ringArea) : -abs(ringArea)
                 // The inside of the polygon is left of a counterclockwise outer ring and right of a
                 // counterclockwise hole, whichever way the ring was written (RFC 7946 §3.1.6: winding is a
@@ -207,6 +209,7 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
                 throw fail("polygon", "parts \(a.part) and \(b.part) overlap: their edges \(ei) and \(ej) cross")
             }
         }
+        if let flat { throw fail("polygon", "\(flat) encloses no area") }
         // With no crossings, rings are nested or apart: holes must be inside their outer ring and apart from
         // each other, and no part may be inside another (inside one of its holes is apart).
         var ring = 0

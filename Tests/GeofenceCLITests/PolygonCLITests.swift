@@ -1,0 +1,115 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+/// A concave polygon of `corners` corners about (lat, lon), `size` metres across, its positions awkward
+/// doubles (so that any rounding on the way would show).
+private func star(lat: Double, lon: Double, corners: Int, size: Double, seed: Int) -> [[Double]] {
+    var ring: [[Double]] = []
+    for k in 0..<corners {
+        let bearing = 2 * Double.pi * Double(corners - k) / Double(corners)
+        let reach = size * (0.5 + 0.5 * Double((k * 7 + seed) % 5) / 4) / 111_000
+        ring.append([lon + reach * sin(bearing) / cos(lat * .pi / 180), lat + reach * cos(bearing)])
+    }
+    ring.append(ring[0])
+    return ring
+}
+
+private func feature(_ i: Int, ring: [[Double]]) -> String {
+    let coordinates = ring.map { "[\($0[0]),\($0[1])]" }.joined(separator: ",")
+    return
+        #"{"type":"Feature","properties":{"id":"p\#(i)","notify":["enter","exit","dwell"],"dwell":"5m","hooks":{"enter":"echo in"}},"geometry":{"type":"Polygon","coordinates":[[\#(coordinates)]]}}"#
+}
+
+private func collection(_ features: [String]) -> String {
+    #"{"type":"FeatureCollection","features":[\#(features.joined(separator: ","))]}"#
+}
+
+@Suite("polygon regions on the command line")
+struct PolygonCLITests {
+    private let rings = (0..<1000).map { (i: Int) -> [[Double]] in
+        let lat: Double = 40 + Double(i % 40) * 0.05 + 1e-9 / 3
+        let lon: Double = -3 + Double(i / 40) * 0.05 + 1e-9 / 7
+        let size: Double = 50 + Double(i % 50) * 60
+        return star(lat: lat, lon: lon, corners: 20 + i % 181, size: size, seed: i)
+    }
+
+    @Test("one bad feature among 1000 good ones: nothing imported, and the line names it by index and fault")
+    func oneBadFeature() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        var features = rings.enumerated().map { feature($0.offset, ring: $0.element) }
+        // A bow tie: its edges cross.
+        let bad =
+            #"{"type":"Feature","properties":{"id":"bowtie"},"geometry":{"type":"Polygon","coordinates":[[[0,0],[0.01,0.01],[0.01,0],[0,0.01],[0,0]]]}}"#
+        features.insert(bad, at: 517)
+        let result = try cli.run(["import", "-"], stdin: collection(features))
+        #expect(result.status == 65)
+        #expect(
+            result.stderr.contains(#"features[517].polygon (id "bowtie"): polygon outer ring intersects itself"#),
+            "\(result.stderr)")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(try cli.ids().isEmpty)
+    }
+
+    @Test("import a FeatureCollection, export, import again: every polygon exactly as given")
+    func roundTrip() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let features = rings.enumerated().map { feature($0.offset, ring: $0.element) }
+        let imported = try cli.run(["import", "-"], stdin: collection(features))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let exported = try cli.run("export")
+        #expect(exported.status == 0)
+        let document: JSONValue = try JSON.parse(exported.stdout)
+        let regions = document["regions"]?.arrayValue ?? []
+        #expect(regions.count == 1000)
+        for (i, region) in regions.enumerated() {
+            let positions = region["polygon"]?["coordinates"]?.arrayValue?.first?.arrayValue?.map {
+                $0.arrayValue?.compactMap(\.doubleValue) ?? []
+            }
+            #expect(positions == rings[i], "p\(i)")
+            #expect(region["dwell"]?.stringValue == "5m" && region["hooks"]?["enter"]?.stringValue == "echo in")
+        }
+        // Through the regions file and through GeoJSON, into fresh stores: the same export.
+        for format in ["json", "geojson"] {
+            let other = try CLI()
+            defer { other.dir.remove() }
+            let text = try cli.run("export", "--format", format).stdout
+            let again = try other.run(["import", "-"], stdin: text)
+            #expect(again.status == 0, "\(format): \(again.stderr)")
+            #expect(try other.run("export").stdout == exported.stdout, "\(format)")
+        }
+        // list and show give the vertex count and the area.
+        let listed = try cli.regions()
+        #expect(listed[0]["vertices"]?.intValue == 20)
+        #expect((listed[0]["area"]?.doubleValue ?? 0) > 500)
+        let table = try cli.run("list").stdout
+        #expect(table.contains("polygon of 20 vertices"))
+        #expect(try cli.run("show", "p1").stdout.contains("polygon of 21 vertices"))
+    }
+
+    @Test("add --polygon takes a GeoJSON Feature file or corners, and refuses a bad one in one line")
+    func add() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let file = cli.dir.file("yard.geojson")
+        try feature(0, ring: rings[0]).write(toFile: file, atomically: true, encoding: .utf8)
+        let fromFile = try cli.run("add", "--id", "yard", "--polygon", file)
+        #expect(fromFile.status == 0, "\(fromFile.stderr)")
+        #expect(fromFile.stdout.contains("polygon of 20 vertices"))
+        let corners = try cli.run(
+            "add", "--id", "gate", "--polygon", "51.5010,-0.1250 51.5010,-0.1240 51.5003,-0.1240 51.5003,-0.1250")
+        #expect(corners.status == 0, "\(corners.stderr)")
+        #expect(corners.stdout.contains("polygon of 4 vertices, 5408 m²"))
+        let bowtie = try cli.run(
+            "add", "--id", "bad", "--polygon", "51.5010,-0.1250 51.5003,-0.1240 51.5010,-0.1240 51.5003,-0.1250")
+        #expect(bowtie.status == 64)
+        #expect(bowtie.stderr.hasPrefix("Error: invalid value for --polygon: polygon outer ring intersects itself"))
+        let both = try cli.run("add", "--id", "bad", "--polygon", file, "--radius", "5")
+        #expect(both.status == 64)
+        #expect(try cli.ids() == ["yard", "gate"])
+    }
+}
