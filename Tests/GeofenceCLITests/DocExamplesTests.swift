@@ -50,6 +50,8 @@ struct DocExamplesTests {
         "geofence watch | jq -c 'select(.type == \"enter\")'": "needs a running engine, streams until stopped",
         "sudo geofence services off": "needs root (sudo)",
         "sudo geofence permission grant alice": "needs root (sudo) and a user alice",
+        "geofence add --id district-7 --polygon district-7.geojson": "needs a GeoJSON file of your own",
+        "geofence import districts.geojson": "needs a GeoJSON file of your own",
         "geofence events --follow": "follows until stopped",
         "geofence events retry 42": "needs a delivery 42: an engine that ran hooks",
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",

@@ -32,6 +32,10 @@ enum RegionCommands {
             guard a.value("--lat") != nil || a.value("--lon") != nil || a.value("--radius") != nil else {
                 throw c.usage("give a circle (--lat, --lon and --radius) or a polygon (--polygon)")
             }
+            for (option, name) in [("--lat", "degrees"), ("--lon", "degrees"), ("--radius", "metres")]
+            where a.value(option) == nil {
+                throw c.usage("missing required option \(option) <\(name)> (a circle needs --lat, --lon and --radius)")
+            }
             lat = try a.required("--lat", as: CoordinateParser.latitude)
             lon = try a.required("--lon", as: CoordinateParser.longitude)
             radius = try a.required("--radius", as: NumberParser.finite)
