@@ -63,6 +63,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case regionNotFound(String)
     case cannotCreateDirectory(String, String)
     case corruptRow(String)
+    /// The store's polygons would hold more positions than `StateStore.maxPolygonPositions`.
+    case tooManyPolygonPositions(Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -74,6 +76,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .regionNotFound(let id): "no region with id \"\(id)\""
         case .cannotCreateDirectory(let path, let reason): "cannot create the state directory \(path): \(reason)"
         case .corruptRow(let what): "the store holds a row it cannot read: \(what)"
+        case .tooManyPolygonPositions(let count, let limit):
+            "the regions' polygons would hold \(count) positions: at most \(limit) are allowed in one store "
+                + "(remove some, or simplify them)"
         }
     }
 }
@@ -197,6 +202,24 @@ public final class StateStore: Sendable {
         try statement.bind(region.polygon.map { DatabaseValue.blob($0.encoded) }, at: 14)
     }
 
+    /// Most polygon positions one store may hold, all regions together (Docs/regions-format.md): about 2.5
+    /// GiB of shapes in the engine (128 bytes a vertex). The setting `limits.polygon-positions` overrides it.
+    public static let maxPolygonPositions = 20_000_000
+    public static let polygonPositionsKey = "limits.polygon-positions"
+
+    /// Refuses the transaction's changes if the store's polygons now hold too many positions: a scan of
+    /// the rows' lengths (SQLite reads no blob for `length`), made only when polygons were written.
+    static func checkPolygonPositions(db: DatabaseConnection) throws {
+        // 16 bytes a position and a few header bytes a polygon (counted as positions: a slight overcount).
+        let bytes = try db.scalar("SELECT coalesce(sum(length(polygon)), 0) FROM regions", as: Int64.self) ?? 0
+        let limit =
+            try db.scalar(
+                "SELECT CAST(value AS INTEGER) FROM settings WHERE key = ?", [polygonPositionsKey], as: Int64.self)
+            ?? Int64(maxPolygonPositions)
+        let positions = bytes / 16
+        if positions > limit { throw StoreError.tooManyPolygonPositions(Int(positions), limit: Int(limit)) }
+    }
+
     static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
         if replace {
             try db.execute("DELETE FROM regions WHERE id = ?", [region.id])
@@ -213,6 +236,7 @@ public final class StateStore: Sendable {
             throw StoreError.duplicateRegions([region.id])
         }
         try db.execute("INSERT INTO region_changes (seq, op) VALUES (last_insert_rowid(), 'insert')")
+        if region.polygon != nil { try checkPolygonPositions(db: db) }
     }
 
     /// Removes a region (and its states). Returns false when there was none.

@@ -57,6 +57,29 @@ private func polygon() throws -> RegionPolygon {
         }
     }
 
+    @Test func theStoreLimitsItsPolygonsPositionsAndABreachChangesNothing() throws {
+        try withStore { _, store in
+            // 14 positions a polygon (the closing ones included) and its header: 15.6 positions' worth; room for two.
+            try store.queue.write { db in
+                try db.execute(
+                    "INSERT INTO settings (key, value, updated_at) VALUES (?, '31', 0)",
+                    [StateStore.polygonPositionsKey])
+            }
+            try store.addRegion(try Region(id: "a", polygon: polygon()))
+            try store.addRegion(try Region(id: "b", polygon: polygon()))
+            #expect(throws: StoreError.tooManyPolygonPositions(46, limit: 31)) {
+                try store.addRegion(try Region(id: "c", polygon: polygon()))
+            }
+            #expect(throws: StoreError.tooManyPolygonPositions(46, limit: 31)) {
+                try store.importRegions([try Region(id: "d", polygon: polygon())])
+            }
+            // Circles are not counted; replacing a polygon by itself keeps the total.
+            try store.addRegion(try Region(id: "e", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
+            try store.addRegion(try Region(id: "a", polygon: polygon()), replace: true)
+            #expect(try store.regions().map(\.region.id) == ["b", "e", "a"])
+        }
+    }
+
     @Test func encodingRefusesTruncatedBytes() throws {
         let bytes = try polygon().encoded
         #expect(RegionPolygon.decodeParts(bytes) == (try polygon()).parts)

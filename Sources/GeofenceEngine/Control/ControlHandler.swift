@@ -66,6 +66,7 @@ public final class ControlHandler: Sendable {
             switch e {
             case .duplicateRegions: return ControlError(.duplicate, e.description)
             case .regionNotFound: return ControlError(.notFound, e.description)
+            case .tooManyPolygonPositions: return ControlError(.invalid, e.description)
             default: return ControlError(.storeFailed, e.description)
             }
         case let e as DatabaseError:
