@@ -65,8 +65,8 @@ func runPolygons(n: Int, report: Report) {
         "\(grouped(Double(shapeBytes) / Double(vertices), decimals: 1)) B/vertex",
         "\(grouped(Double(shapeBytes) / 1_048_576, decimals: 1)) MiB in all")
     report.add(
-        section, "the monitor's regions and index (without the shapes): circles / polygons",
-        "\(grouped(Double(circle.bytes) / Double(n))) / \(grouped(Double(polygon.bytes) / Double(n))) B/region",
+        section, "the monitor's regions and index besides the shapes: circles / polygons",
+        "\(grouped(Double(circle.bytes) / Double(n))) / \(grouped(Double(polygon.bytes - shapeBytes) / Double(n))) B/region",
         "a polygon region keeps its whole Region (its details)")
     report.add(
         section, "building and validating the polygons", "\(grouped(buildSeconds * 1e9 / Double(vertices))) ns/vertex",

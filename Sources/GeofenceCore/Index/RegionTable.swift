@@ -76,12 +76,15 @@ struct RegionTable: Sendable {
     private var details: [Int32: Region] = [:]
     private var freeSlots: [Int32] = []
     private(set) var count = 0
+    /// Bytes held by the polygons' shapes (`RegionPolygon.memoryFootprint`), which `details` holds.
+    private var polygonBytes = 0
 
-    /// Bytes held by the table's arrays (capacities), with an estimate for the rare `details`.
+    /// Bytes held by the table's arrays (capacities), with an estimate for the rare `details` and the
+    /// polygons' shapes.
     var memoryFootprint: Int {
         records.capacity * MemoryLayout<Record>.stride + cold.capacity * MemoryLayout<Cold>.stride
             + idBytes.capacity + byID.memoryFootprint + bySeq.memoryFootprint
-            + freeSlots.capacity * MemoryLayout<Int32>.stride + details.capacity * 256
+            + freeSlots.capacity * MemoryLayout<Int32>.stride + details.capacity * 256 + polygonBytes
     }
 
     mutating func reserveCapacity(_ n: Int) {
@@ -152,7 +155,10 @@ struct RegionTable: Sendable {
             records.append(record)
             cold.append(coldRecord)
         }
-        if let region { details[slot] = region }
+        if let region {
+            details[slot] = region
+            polygonBytes += region.polygon?.memoryFootprint ?? 0
+        }
         count += 1
 
         byID.insert(slot, hash: idHash(slot: slot))
@@ -169,7 +175,10 @@ struct RegionTable: Sendable {
         byID.remove(hash: hash) { $0 == slot }
         bySeq.remove(seq: record.seq, slot: slot)
         records[Int(slot)].flags = []
-        if record.flags.contains(.hasDetails) { details[slot] = nil }
+        if record.flags.contains(.hasDetails) {
+            polygonBytes -= details[slot]?.polygon?.memoryFootprint ?? 0
+            details[slot] = nil
+        }
         idGarbage += Int(cold[Int(slot)].idRef & 0xFF_FFFF)
         freeSlots.append(slot)
         count -= 1
