@@ -91,6 +91,29 @@ struct PolygonCLITests {
         #expect(try cli.run("show", "p1").stdout.contains("polygon of 21 vertices"))
     }
 
+    @Test("a recorded drive through a stored polygon: its crossings, with the signed distance to the boundary")
+    func replayThroughPolygon() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let yard = "51.5010,-0.1250 51.5010,-0.1240 51.5003,-0.1240 51.5003,-0.1250"
+        #expect(try cli.run("add", "--id", "yard", "--polygon", yard).status == 0)
+        // West to east through the yard's middle at about 2 m/s, a fix a second.
+        let lines = (0..<120).map { i in
+            let lon = -0.1265 + Double(i) * 0.00003
+            let time = String(format: "2026-11-30T14:%02d:%02d.000Z", i / 60, i % 60)
+            return #"{"class":"TPV","device":"/dev/x","mode":3,"time":"\#(time)","lat":51.50065,"lon":\#(lon),"eph":4}"#
+        }
+        let replay = try cli.run(["replay", "-"], stdin: lines.joined(separator: "\n") + "\n")
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let events = try replay.stdout.split(separator: "\n").map { try JSON.parse(String($0)) }
+        #expect(events.map { $0["type"]?.stringValue } == ["determined", "enter", "exit"])
+        #expect(events.allSatisfy { $0["radius"]?.doubleValue == 0 })
+        let distances = events.compactMap { $0["distance"]?.doubleValue }
+        // 104 m west of the west edge; then at least the 5 m margin inside, and outside.
+        #expect(distances.count == 3 && abs(distances[0] - 104.2) < 0.2)
+        #expect(distances[1] <= -5 && distances[1] > -8 && distances[2] >= 5 && distances[2] < 8)
+    }
+
     @Test("add --polygon takes a GeoJSON Feature file or corners, and refuses a bad one in one line")
     func add() throws {
         let cli = try CLI()
