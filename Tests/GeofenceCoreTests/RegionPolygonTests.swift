@@ -142,6 +142,26 @@ private func ring(_ text: String) -> [Coordinate] {
         #expect(throws: RegionValidationError.self) { try RegionPolygon(parts: [[outer]], limits: limits) }
     }
 
+    @Test func refusesPolygonsLargerThanSupported() {
+        func around(latitude: Double) -> [Coordinate] {
+            var ring = (0..<450).map { Coordinate(latitude: latitude, longitude: -180 + Double($0) * 0.8) }
+            ring.append(ring[0])
+            return ring
+        }
+        func problem(_ ring: [Coordinate]) -> String? {
+            do {
+                _ = try RegionPolygon(parts: [[ring]])
+                return nil
+            } catch { return error.message }
+        }
+        // The equator splits the earth in halves: no side is the smaller.
+        #expect(problem(around(latitude: 0)) == "is larger than a hemisphere: not supported")
+        // Latitude 30 holds a cap 6 600 km across its middle: beyond the 2 000 km supported.
+        #expect(problem(around(latitude: 30))?.hasPrefix("reaches 66") == true)
+        // Latitude 75: a polygon around the pole, 1 670 km from its centre, is fine.
+        #expect(problem(around(latitude: 75)) == nil)
+    }
+
     @Test func holesAreOutside() throws {
         let outer = ring("0,0 0,0.1 0.1,0.1 0.1,0 0,0")
         let hole = ring("0.02,0.02 0.02,0.08 0.08,0.08 0.08,0.02 0.02,0.02")
