@@ -91,6 +91,34 @@ struct PolygonCLITests {
         #expect(try cli.run("show", "p1").stdout.contains("polygon of 21 vertices"))
     }
 
+    @Test("through a running engine: add --polygon, a GeoJSON import, list and both exports keep every polygon")
+    func throughTheEngine() async throws {
+        let source = try CLI()
+        defer { source.dir.remove() }
+        let features = rings.prefix(50).enumerated().map { feature($0.offset, ring: $0.element) }
+        #expect(try source.run(["import", "-"], stdin: collection(features)).status == 0)
+        let expected = try source.run("export").stdout
+
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+        #expect(await daemon.waitForLog("control socket at", timeout: 20), "\(daemon.log)")
+        let imported = try cli.run(["import", "-"], stdin: collection(features))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(try cli.run("export").stdout == expected)
+        let geojson = try cli.run("export", "--format", "geojson").stdout
+        let other = try CLI()
+        defer { other.dir.remove() }
+        #expect(try other.run(["import", "-"], stdin: geojson).status == 0)
+        #expect(try other.run("export").stdout == expected)
+        let added = try cli.run(
+            "add", "--id", "gate", "--polygon", "51.5010,-0.1250 51.5010,-0.1240 51.5003,-0.1240 51.5003,-0.1250")
+        #expect(added.status == 0, "\(added.stderr)")
+        let gate = try #require(try cli.regions().first { $0["id"]?.stringValue == "gate" })
+        #expect(gate["vertices"]?.intValue == 4 && gate["area"]?.doubleValue == 5408)
+        _ = await daemon.stop()
+    }
+
     @Test("a recorded drive through a stored polygon: its crossings, with the signed distance to the boundary")
     func replayThroughPolygon() throws {
         let cli = try CLI()
