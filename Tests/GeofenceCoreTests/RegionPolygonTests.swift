@@ -170,4 +170,28 @@ private func ring(_ text: String) -> [Coordinate] {
         #expect(polygon.signedDistance(to: Coordinate(latitude: 0.01, longitude: 0.05)) < -1000)
         #expect(polygon.area < 0.9 * 11_100 * 11_100 && polygon.area > 0.6 * 11_100 * 11_100)
     }
+
+    @Test func featureCollectionsDecodeToRegions() throws {
+        let file = #"""
+            {"type": "FeatureCollection", "features": [
+              {"type": "Feature", "id": "yard", "properties": {"notify": ["enter"]},
+               "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0.01], [0, 0]]]}},
+              {"type": "Feature", "properties": {"id": "c", "circle": {"lat": 1, "lon": 2, "radius": 50}},
+               "geometry": {"type": "Polygon", "coordinates": [[[2, 1], [2.001, 1], [2, 1.001], [2, 1]]]}},
+              {"type": "Feature", "properties": {"id": "p", "radius": 75}, "geometry": {"type": "Point", "coordinates": [3, 4]}}
+            ]}
+            """#
+        let regions = try RegionJSON.decodeFile(Array(file.utf8), now: Date()).get()
+        #expect(regions.map(\.id) == ["yard", "c", "p"])
+        #expect(regions[0].polygon?.vertexCount == 4 && regions[0].notify == [.enter])
+        #expect(regions[1].polygon == nil && regions[1].radius == 50 && regions[1].center.latitude == 1)
+        #expect(regions[2].polygon == nil && regions[2].radius == 75 && regions[2].center.longitude == 3)
+        let bad =
+            #"{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"id": "x", "stroke": "red"}, "geometry": {"type": "LineString", "coordinates": []}}]}"#
+        guard case .failure(let error) = RegionJSON.decodeFile(Array(bad.utf8), now: Date()) else {
+            Issue.record("a bad feature was taken")
+            return
+        }
+        #expect(error.problems == [#"features[0].stroke (id "x"): is not a known field"#])
+    }
 }

@@ -145,7 +145,8 @@ public enum RegionGeoJSON {
 
     /// The region object a Feature of an imported FeatureCollection stands for: its properties, the feature's
     /// `id` when the properties have none, and its geometry as `polygon` (or, with a `circle` property, that
-    /// circle's `lat`, `lon` and `radius`). Errors name the member at fault.
+    /// circle's `lat`, `lon` and `radius`; or a `Point` with a `radius` property, that circle). Errors name
+    /// the member at fault.
     public static func regionObject(fromFeature value: JSONValue) throws(RegionValidationError) -> JSONValue {
         guard case .object(let feature) = value, feature["type"]?.stringValue == "Feature" else {
             throw RegionValidationError(field: "(entry)", message: "must be a GeoJSON Feature object")
@@ -168,7 +169,16 @@ public enum RegionGeoJSON {
             guard let geometry = feature["geometry"], !geometry.isNull else {
                 throw RegionValidationError(field: "geometry", message: "is missing")
             }
-            object["polygon"] = geometry
+            if geometry["type"]?.stringValue == "Point", object["radius"] != nil {
+                // A circle as a Point with a radius property (how geofence exported circles before polygons).
+                guard let position = geometry["coordinates"]?.arrayValue, position.count >= 2 else {
+                    throw RegionValidationError(field: "geometry", message: "the Point has no [longitude, latitude]")
+                }
+                object["lon"] = position[0]
+                object["lat"] = position[1]
+            } else {
+                object["polygon"] = geometry
+            }
         }
         return .object(object)
     }
