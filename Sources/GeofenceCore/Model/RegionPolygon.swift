@@ -436,15 +436,19 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
         for r in 1..<ringStarts.count { isEdge[ringStarts[r] - 1] = false }
         for i in plane.indices where isEdge[i] { order.append(i) }
         order.sort { min(plane[$0].x, plane[$0 + 1].x) < min(plane[$1].x, plane[$1 + 1].x) }
+        // Each position's ring, so that telling neighbours apart costs nothing however many rings there are.
+        var ringOf = [Int](repeating: 0, count: plane.count)
+        for r in 0..<(ringStarts.count - 1) {
+            for k in ringStarts[r]..<ringStarts[r + 1] { ringOf[k] = r }
+        }
         func adjacent(_ i: Int, _ j: Int) -> Bool {
+            let r = ringOf[i]
+            guard ringOf[j] == r else { return false }
             if abs(i - j) == 1 { return true }
             // First and last edges of one ring share its closing position.
-            for r in 0..<(ringStarts.count - 1) {
-                let first = ringStarts[r]
-                let last = ringStarts[r + 1] - 2
-                if (i == first && j == last) || (j == first && i == last) { return true }
-            }
-            return false
+            let first = ringStarts[r]
+            let last = ringStarts[r + 1] - 2
+            return (i == first && j == last) || (j == first && i == last)
         }
         for (k, i) in order.enumerated() {
             let a = plane[i]
