@@ -132,7 +132,20 @@ struct PolygonMonitorTests {
         #expect(pipeline.events[3].radius == 0)
     }
 
-    @Test("a fix far from every polygon reads no polygon's edges: the bounding cap settles it")
+    @Test("a crossing across a gap is inferred, as for a circle")
+    func inferredAcrossGap() throws {
+        var pipeline = PolygonPipeline(regions: [try uShape()])
+        var receiver = SyntheticReceiver(seed: 4, start: start)
+        for _ in 0..<5 { pipeline.feed(receiver.fix(at: at(50, 50))) }
+        receiver.time = receiver.time.addingTimeInterval(600)  // ten minutes in a tunnel
+        // Into the notch: inside the cap, outside the polygon.
+        for _ in 0..<5 { pipeline.feed(receiver.fix(at: at(200, 250))) }
+        #expect(pipeline.types == [.determined, .exit])
+        #expect(pipeline.events[1].inferred && !pipeline.events[0].inferred)
+        #expect(try #require(pipeline.events[1].distance) > 40)
+    }
+
+    @Test("a first fix beyond the vicinity makes a polygon silently outside, as for a circle")
     func determinedFarOutside() throws {
         var pipeline = PolygonPipeline(regions: [try uShape()])
         var receiver = SyntheticReceiver(seed: 3, start: start)
