@@ -153,5 +153,8 @@ struct PolygonMonitorTests {
         for _ in 0..<5 { pipeline.feed(receiver.fix(at: at(-5000, 150))) }
         #expect(pipeline.types.isEmpty)
         #expect(pipeline.monitor.state(subject: receiver.subject, regionID: "u") == .outside)
+        // Driving in at 20 m/s.
+        for step in 0...253 { pipeline.feed(receiver.fix(at: at(-5000 + Double(step) * 20, 150))) }
+        #expect(pipeline.types == [.enter])
     }
 }
