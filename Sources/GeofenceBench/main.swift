@@ -4,7 +4,7 @@ import GeofenceCore
 // `swift run -c release geofence-bench [--quick] [--only NAME[,NAME…]]`: every comparison is measured in
 // the same run; the table (Markdown) goes to standard output, progress to standard error.
 
-let sections = ["fix", "memory", "geodesic", "import", "start", "commands", "replay"]
+let sections = ["fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay"]
 // Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
 let extraSections = ["layouts"]
 var quick = false
@@ -56,6 +56,7 @@ do {
     if only.contains("fix") {
         try runFixEvaluation(sizes: quick ? [1000, 10_000, 100_000] : [1000, 100_000, 1_000_000], report: report)
     }
+    if only.contains("polygons") { runPolygons(n: quick ? 10_000 : 100_000, report: report) }
     if only.contains("geodesic") { runGeodesic(report: report, quick: quick) }
     if only.contains("import") || only.contains("start") {
         try runStore(

@@ -39,17 +39,25 @@ enum CommandTree {
 
     static let add = CommandSpec(
         name: "add",
-        abstract: "Add a circular region to monitor.",
+        abstract: "Add a region to monitor: a circle (--lat, --lon, --radius) or a polygon (--polygon).",
         discussion: """
             The region is stored at once and survives restarts; a running engine picks it up within a \
             second. Coordinates are WGS84 degrees; the radius is in metres, measured along the ellipsoid. \
+            A polygon's edges are geodesics; a fix is inside when it is farther inside its boundary than \
+            its margin, as for a circle (see Docs/regions-format.md for holes, parts and limits). \
             An id must be unique: adding one that exists is an error unless --replace is given (which \
             also resets every vehicle's state for that region).
             """,
         options: [
-            .value("--lat", valueName: "degrees", help: "Latitude of the centre, -90 to 90.", required: true),
-            .value("--lon", valueName: "degrees", help: "Longitude of the centre, -180 to 180.", required: true),
-            .value("--radius", valueName: "metres", help: "Radius in metres, more than 0.", required: true),
+            .value("--lat", valueName: "degrees", help: "Latitude of a circle's centre, -90 to 90."),
+            .value("--lon", valueName: "degrees", help: "Longitude of a circle's centre, -180 to 180."),
+            .value("--radius", valueName: "metres", help: "A circle's radius in metres, more than 0."),
+            .value(
+                "--polygon", valueName: "file|positions",
+                help: """
+                    A polygon instead of a circle: a GeoJSON file (a Feature, a Polygon or a MultiPolygon; - \
+                    for standard input), or its corners as 'lat,lon lat,lon ...' (closed for you).
+                    """),
             .value(
                 "--id", valueName: "id",
                 help: """
@@ -85,6 +93,10 @@ enum CommandTree {
             Example(
                 "A customer site that reports a 10-minute stay, for 30 days:",
                 "geofence add --id customer-42 --lat 48.8584 --lon 2.2945 --radius 150 --dwell 10m --expires 30d"),
+            Example(
+                "A yard as a polygon of its corners:",
+                "geofence add --id yard --polygon '51.5010,-0.1250 51.5010,-0.1240 51.5003,-0.1240 51.5003,-0.1250'"),
+            Example("A district from a GeoJSON file:", "geofence add --id district-7 --polygon district-7.geojson"),
         ])
 
     static let remove = CommandSpec(
@@ -115,9 +127,11 @@ enum CommandTree {
 
     static let importCommand = CommandSpec(
         name: "import",
-        abstract: "Add regions from a regions file (JSON).",
+        abstract: "Add regions from a regions file (JSON) or a GeoJSON FeatureCollection.",
         discussion: """
-            The file holds {"regions": [ ... ]} (see Docs/regions-format.md and regions.example.json). \
+            The file holds {"regions": [ ... ]} (see Docs/regions-format.md and regions.example.json), or \
+            is a GeoJSON FeatureCollection of Polygon and MultiPolygon features whose properties carry \
+            id, name, notify, dwell, expires and hooks (what export --format geojson writes). \
             Import is all or nothing: every entry is checked first, each problem is reported with its \
             position and field, and nothing is stored unless every entry is good. Ids already in the \
             store are an error unless --replace is given.
@@ -131,6 +145,7 @@ enum CommandTree {
         examples: [
             Example("The example file:", "geofence import regions.example.json"),
             Example("Check a file only:", "geofence import --dry-run regions.json"),
+            Example("Districts drawn in a GIS:", "geofence import districts.geojson"),
         ])
 
     static let export = CommandSpec(
@@ -138,7 +153,9 @@ enum CommandTree {
         abstract: "Write the regions as a regions file or as GeoJSON.",
         discussion: """
             json writes the import format (export, edit, import --replace). geojson writes a \
-            FeatureCollection of Point features whose properties carry radius, notify and status.
+            FeatureCollection: a polygon as itself, a circle as a polygon of 64 vertices with the circle \
+            (lat, lon, radius) in its properties, which also carry notify, dwell, hooks and status; it \
+            imports back as the same regions.
             """,
         options: [
             .value("--format", valueName: "json|geojson", help: "Output format.", default: "json"),

@@ -117,6 +117,7 @@ extension CommandFailure {
             case .regionNotFound: return CommandFailure(e.description, exitCode: .noInput)
             case .cannotCreateDirectory: return CommandFailure(e.description, exitCode: .cantCreate)
             case .corruptRow: return CommandFailure(e.description, exitCode: .dataError)
+            case .tooManyPolygonPositions: return CommandFailure(e.description, exitCode: .dataError)
             }
         case let e as DatabaseError:
             let code: ExitCode

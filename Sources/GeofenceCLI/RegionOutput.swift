@@ -4,18 +4,30 @@ import GeofenceCore
 /// How regions look in `list`, `show` and `export`.
 enum RegionOutput {
     static func geoJSONFeature(_ r: JSONValue) -> JSONObject {
-        var properties = r.objectValue ?? JSONObject()
-        properties["lat"] = nil
-        properties["lon"] = nil
-        return [
-            "type": "Feature",
-            "id": r["id"] ?? .null,
-            "geometry": [
-                "type": "Point",
-                "coordinates": [r["lon"] ?? .null, r["lat"] ?? .null],
-            ],
-            "properties": .object(properties),
-        ]
+        RegionGeoJSON.feature(r.objectValue ?? JSONObject())
+    }
+
+    /// The SIZE column of `list`: a circle's radius, a polygon's vertices and area.
+    static func size(_ r: JSONValue) -> String {
+        polygonSummary(r) ?? metres(r["radius"]?.doubleValue ?? .nan)
+    }
+
+    /// `polygon of 24 vertices, 1.23 km²` for a polygon region (nil for a circle).
+    static func polygonSummary(_ r: JSONValue) -> String? {
+        guard let vertices = r["vertices"]?.intValue ?? polygonVertices(r) else { return nil }
+        var text = "polygon of \(vertices) vertices"
+        if let area = r["area"]?.doubleValue { text += ", " + self.area(area) }
+        return text
+    }
+
+    private static func polygonVertices(_ r: JSONValue) -> Int? {
+        guard let polygon = r["polygon"], !polygon.isNull else { return nil }
+        return (try? RegionGeoJSON.polygon(from: polygon))?.vertexCount
+    }
+
+    /// Square metres under a hectare, else km².
+    static func area(_ m2: Double) -> String {
+        m2 < 10_000 ? "\(Int64(m2.rounded())) m²" : String(format: "%.3f km²", m2 / 1e6)
     }
 
     /// `monitoring`, `pending: limit`, `failed: location-unavailable`, ...

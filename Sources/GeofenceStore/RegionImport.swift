@@ -20,6 +20,8 @@ final class RegionInserter {
     private var notifyTexts: [Set<NotifyKind>: String] = [:]
     /// Regions inserted (or found to be duplicates) so far.
     private(set) var count = 0
+    /// Whether any of them is a polygon (then `finish` checks the store's total of positions).
+    private var wrotePolygons = false
 
     init(db: DatabaseConnection, replace: Bool, now: Date) throws {
         self.db = db
@@ -47,6 +49,7 @@ final class RegionInserter {
                     return text
                 }()
             insert.reset()
+            if region.polygon != nil { wrotePolygons = true }
             try StateStore.bindInsert(insert, region, notify: notify, now: now)
             do {
                 while try insert.step() {}
@@ -74,6 +77,7 @@ final class RegionInserter {
         // The error a probe of every id first, then the insertions, would give.
         if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
         if let repeated { throw StoreError.duplicateRegions([repeated]) }
+        if wrotePolygons { try StateStore.checkPolygonPositions(db: db) }
         // One change for the whole import: every region after `lastSeq` is one of its own.
         try db.execute(
             """

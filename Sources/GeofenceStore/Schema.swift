@@ -136,5 +136,10 @@ enum Schema {
         m.registerMigration("004-regions-by-owner") { db in
             try db.execute("CREATE INDEX regions_by_owner ON regions(created_by)")
         }
+        // Polygon regions (issue 17): their positions (`RegionPolygon.encoded`); NULL for a circle, so every
+        // older row is the circle it was. lat, lon and radius hold a polygon's bounding cap.
+        m.registerMigration("005-region-polygons") { db in
+            try db.execute("ALTER TABLE regions ADD COLUMN polygon BLOB")
+        }
     }
 }

@@ -67,11 +67,12 @@ extension StateStore {
                 """
                 SELECT \(StateStore.regionColumns),
                        name IS NULL AND dwell IS NULL AND expires IS NULL AND hooks IS NULL AND subjects IS NULL
+                       AND polygon IS NULL
                 FROM regions WHERE seq > ? AND seq <= ? AND status != 'expired' ORDER BY seq LIMIT ?
                 """, [first, lastSeq, Int64(clamping: limit)]
             ) { s in
                 let seq = s.int64(at: 0)
-                if s.bool(at: 18) {
+                if s.bool(at: 19) {
                     let notifyText = s.string(at: 6)
                     let notify =
                         notifySets[notifyText]

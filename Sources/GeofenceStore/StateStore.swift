@@ -63,6 +63,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case regionNotFound(String)
     case cannotCreateDirectory(String, String)
     case corruptRow(String)
+    /// The store's polygons would hold more positions than `StateStore.maxPolygonPositions`.
+    case tooManyPolygonPositions(Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -74,6 +76,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .regionNotFound(let id): "no region with id \"\(id)\""
         case .cannotCreateDirectory(let path, let reason): "cannot create the state directory \(path): \(reason)"
         case .corruptRow(let what): "the store holds a row it cannot read: \(what)"
+        case .tooManyPolygonPositions(let count, let limit):
+            "the regions' polygons would hold \(count) positions: at most \(limit) are allowed in one store "
+                + "(remove some, or simplify them)"
         }
     }
 }
@@ -173,8 +178,8 @@ public final class StateStore: Sendable {
 
     static let insertRegionSQL = """
         INSERT INTO regions (id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects,
-                             created_by, created_at, updated_at, status, status_reason)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'monitoring', NULL)
+                             created_by, created_at, updated_at, status, status_reason, polygon)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'monitoring', NULL, ?)
         """
 
     /// The `notify` column: the kinds in their order, comma-separated.
@@ -207,6 +212,25 @@ public final class StateStore: Sendable {
         try statement.bind(region.createdBy.map { Int64($0) }, at: 11)
         try statement.bind((region.createdAt ?? now).timeIntervalSince1970, at: 12)
         try statement.bind(now.timeIntervalSince1970, at: 13)
+        try statement.bind(region.polygon.map { DatabaseValue.blob($0.encoded) }, at: 14)
+    }
+
+    /// Most polygon positions one store may hold, all regions together (Docs/regions-format.md): about 2.5
+    /// GiB of shapes in the engine (128 bytes a vertex). The setting `limits.polygon-positions` overrides it.
+    public static let maxPolygonPositions = 20_000_000
+    public static let polygonPositionsKey = "limits.polygon-positions"
+
+    /// Refuses the transaction's changes if the store's polygons now hold too many positions: a scan of
+    /// the rows' lengths (SQLite reads no blob for `length`), made only when polygons were written.
+    static func checkPolygonPositions(db: DatabaseConnection) throws {
+        // 16 bytes a position and a few header bytes a polygon (counted as positions: a slight overcount).
+        let bytes = try db.scalar("SELECT coalesce(sum(length(polygon)), 0) FROM regions", as: Int64.self) ?? 0
+        let limit =
+            try db.scalar(
+                "SELECT CAST(value AS INTEGER) FROM settings WHERE key = ?", [polygonPositionsKey], as: Int64.self)
+            ?? Int64(maxPolygonPositions)
+        let positions = bytes / 16
+        if positions > limit { throw StoreError.tooManyPolygonPositions(Int(positions), limit: Int(limit)) }
     }
 
     static func insert(_ region: Region, replace: Bool, now: Date, db: DatabaseConnection) throws {
@@ -225,6 +249,7 @@ public final class StateStore: Sendable {
             throw StoreError.duplicateRegions([region.id])
         }
         try db.execute("INSERT INTO region_changes (seq, op) VALUES (last_insert_rowid(), 'insert')")
+        if region.polygon != nil { try checkPolygonPositions(db: db) }
     }
 
     /// Removes a region (and its states). Returns false when there was none.
@@ -256,7 +281,7 @@ public final class StateStore: Sendable {
 
     static let regionColumns = """
         seq, id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects, created_by, created_at, updated_at,
-        \(statusSQL), \(statusReasonSQL), attempts, next_retry
+        \(statusSQL), \(statusReasonSQL), attempts, next_retry, polygon
         """
 
     /// The settings key of the engine's mark: the highest region seq an engine has taken into its monitor.
@@ -385,6 +410,15 @@ public final class StateStore: Sendable {
             subjects = items.compactMap(\.stringValue)
         }
         let notify = Set(s.string(at: 6).split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
+        var polygon: RegionPolygon?
+        if let bytes = s.optionalBytes(at: 18) {
+            guard let parts = RegionPolygon.decodeParts(bytes) else {
+                throw StoreError.corruptRow("polygon of region \"\(id)\"")
+            }
+            do { polygon = try RegionPolygon(parts: parts, limits: storedLimits) } catch {
+                throw StoreError.corruptRow("region \"\(id)\": \(error)")
+            }
+        }
         let region: Region
         do {
             region = try Region(
@@ -393,7 +427,7 @@ public final class StateStore: Sendable {
                 notify: notify, dwell: s.optionalDouble(at: 7),
                 expires: s.optionalDouble(at: 8).map { Date(timeIntervalSince1970: $0) }, hooks: hooks,
                 subjects: subjects, createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), limits: storedLimits)
+                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), polygon: polygon, limits: storedLimits)
         } catch {
             throw StoreError.corruptRow("region \"\(id)\": \(error)")
         }

@@ -50,6 +50,8 @@ struct DocExamplesTests {
         "geofence watch | jq -c 'select(.type == \"enter\")'": "needs a running engine, streams until stopped",
         "sudo geofence services off": "needs root (sudo)",
         "sudo geofence permission grant alice": "needs root (sudo) and a user alice",
+        "geofence add --id district-7 --polygon district-7.geojson": "needs a GeoJSON file of your own",
+        "geofence import districts.geojson": "needs a GeoJSON file of your own",
         "geofence events --follow": "follows until stopped",
         "geofence sink add --mqtt mqtts://engine@broker.example --password-file /etc/geofence/sink.pw --on enter,exit":
             "needs the password file /etc/geofence/sink.pw",

@@ -43,8 +43,16 @@ struct ImportExportTests {
         #expect(geojson["type"]?.stringValue == "FeatureCollection")
         let features = try #require(geojson["features"]?.arrayValue)
         #expect(features.count == 3)
-        #expect(features[0]["geometry"]?["coordinates"] == [-0.1246, 51.5007])
-        #expect(features[0]["properties"]?["radius"]?.doubleValue == 200)
+        // A circle is drawn as a polygon of 64 vertices, and carried in its properties.
+        #expect(features[0]["geometry"]?["type"]?.stringValue == "Polygon")
+        #expect(features[0]["geometry"]?["coordinates"]?.arrayValue?.first?.arrayValue?.count == 65)
+        #expect(features[0]["properties"]?["circle"] == ["lat": 51.5007, "lon": -0.1246, "radius": 200])
+        // And a GeoJSON export imports back as the same regions.
+        let third = try CLI()
+        defer { third.dir.remove() }
+        let fromGeoJSON = try third.run(["import", "-"], stdin: try cli.run("export", "--format", "geojson").stdout)
+        #expect(fromGeoJSON.status == 0, "\(fromGeoJSON.stderr)")
+        #expect(try third.run("export").stdout == exported.stdout)
     }
 
     @Test(

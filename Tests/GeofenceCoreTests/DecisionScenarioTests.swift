@@ -178,7 +178,16 @@ struct DecisionScenarioTests {
                 let centre = offset(
                     origin, north: Double.random(in: -3000...3000, using: &rng),
                     east: Double.random(in: -3000...3000, using: &rng))
-                return try Region(id: "r\(seq)", center: centre, radius: radius)
+                // A third are polygons (concave stars of 5 to 12 corners) about the same size.
+                guard seq % 3 == 0 else { return try Region(id: "r\(seq)", center: centre, radius: radius) }
+                let corners = Int.random(in: 5...12, using: &rng)
+                var ring = (0..<corners).map { k in
+                    let bearing = 2 * Double.pi * Double(corners - k) / Double(corners)
+                    let reach = radius * Double.random(in: 0.4...1.2, using: &rng)
+                    return offset(centre, north: reach * cos(bearing), east: reach * sin(bearing))
+                }
+                ring.append(ring[0])
+                return try Region(id: "r\(seq)", polygon: RegionPolygon(parts: [[ring]]))
             }
             var live: [String] = []
             for _ in 0..<300 {
@@ -195,6 +204,7 @@ struct DecisionScenarioTests {
                 )
             }
             var time = DecisionScenarios.start
+            var polygonEvents = 0
             for step in 0..<1500 {
                 time = time.addingTimeInterval(1)
                 for v in positions.indices {
@@ -222,6 +232,7 @@ struct DecisionScenarioTests {
                     let b = plain.process(weighted, now: time)
                     #expect(a == b, "seed \(seed), step \(step), vehicle \(v)")
                     if a != b { return }
+                    polygonEvents += a.events.filter { $0.radius == 0 }.count
                 }
                 // Regions come and go around the fleet.
                 if step % 100 == 50 {
@@ -236,6 +247,7 @@ struct DecisionScenarioTests {
             }
             #expect(fast.fixesFromNeighbourhoods > 0, "the neighbourhood path was exercised")
             #expect(fast.outliers > 0, "the outlier path was exercised")
+            #expect(polygonEvents > 10, "polygons were crossed")
         }
     }
 }

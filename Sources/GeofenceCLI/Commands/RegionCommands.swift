@@ -18,9 +18,28 @@ enum RegionCommands {
 
     static func add(_ c: CommandContext) throws {
         let a = c.arguments
-        let lat = try a.required("--lat", as: CoordinateParser.latitude)
-        let lon = try a.required("--lon", as: CoordinateParser.longitude)
-        let radius = try a.required("--radius", as: NumberParser.finite)
+        var polygon: RegionPolygon?
+        let lat: Double
+        let lon: Double
+        let radius: Double
+        if let text = a.value("--polygon") {
+            if let circle = ["--lat", "--lon", "--radius"].first(where: { a.value($0) != nil }) {
+                throw c.usage("\(circle) is for a circle: a polygon (--polygon) has no centre or radius to give")
+            }
+            polygon = try parsePolygon(text, c)
+            (lat, lon, radius) = (0, 0, 1)
+        } else {
+            guard a.value("--lat") != nil || a.value("--lon") != nil || a.value("--radius") != nil else {
+                throw c.usage("give a circle (--lat, --lon and --radius) or a polygon (--polygon)")
+            }
+            for (option, name) in [("--lat", "degrees"), ("--lon", "degrees"), ("--radius", "metres")]
+            where a.value(option) == nil {
+                throw c.usage("missing required option \(option) <\(name)> (a circle needs --lat, --lon and --radius)")
+            }
+            lat = try a.required("--lat", as: CoordinateParser.latitude)
+            lon = try a.required("--lon", as: CoordinateParser.longitude)
+            radius = try a.required("--radius", as: NumberParser.finite)
+        }
         var notify: Set<NotifyKind>?
         if let text = a.value("--notify") {
             var kinds = Set<NotifyKind>()
@@ -46,7 +65,8 @@ enum RegionCommands {
                 return try Region(
                     id: id, name: a.value("--name"), center: Coordinate(latitude: lat, longitude: lon), radius: radius,
                     notify: notify, dwell: dwell, expires: expires, hooks: hooks,
-                    subjects: subjects.isEmpty ? nil : subjects, createdBy: getuid(), createdAt: c.now)
+                    subjects: subjects.isEmpty ? nil : subjects, createdBy: getuid(), createdAt: c.now,
+                    polygon: polygon)
             } catch {
                 let option =
                     optionForField[error.field] ?? (error.field.hasPrefix("subjects") ? "--subject" : error.field)
@@ -92,6 +112,23 @@ enum RegionCommands {
         }
     }
 
+    /// `--polygon`: a GeoJSON file (or `-`), else corners as `lat,lon lat,lon ...`.
+    static func parsePolygon(_ text: String, _ c: CommandContext) throws -> RegionPolygon {
+        let isPositions = text.contains(",") && !FileManager.default.fileExists(atPath: text)
+        do {
+            if isPositions { return try RegionGeoJSON.polygon(fromPositions: text) }
+            let bytes = try readInput(text)
+            let value: JSONValue
+            do { value = try JSON.parse(bytes) } catch {
+                throw DataError(
+                    "cannot read a polygon from \(text == "-" ? "standard input" : text): not valid JSON: \(error)")
+            }
+            return try RegionGeoJSON.polygon(from: value)
+        } catch let error as RegionValidationError {
+            throw c.usage("invalid value for --polygon: \(error.message)")
+        }
+    }
+
     /// The one rule for an expiry in the past, `add` and `import` alike: the region is stored and expires at
     /// once (so a backup taken before some of its regions expired is restored whole), and, since on the
     /// command line it is most often a mistake, a warning says so.
@@ -110,7 +147,11 @@ enum RegionCommands {
         let lon = r["lon"]?.doubleValue ?? .nan
         var text =
             "\(quoted(r["id"]?.stringValue ?? "?")): \(RegionOutput.degrees(lat)), \(RegionOutput.degrees(lon)), "
-        text += "radius \(RegionOutput.metres(r["radius"]?.doubleValue ?? .nan))"
+        if let shape = RegionOutput.polygonSummary(r) {
+            text += shape
+        } else {
+            text += "radius \(RegionOutput.metres(r["radius"]?.doubleValue ?? .nan))"
+        }
         let notify = r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []
         text += ", notify \(notify.joined(separator: ","))"
         if let dwell = r["dwell"]?.stringValue { text += ", dwell \(dwell)" }
@@ -175,13 +216,13 @@ enum RegionCommands {
             c.console.message("No regions. Add one with: geofence add --lat LAT --lon LON --radius METRES")
             return
         }
-        var table = TextTable(["ID", "NAME", "LAT", "LON", "RADIUS", "NOTIFY", "STATUS"])
+        var table = TextTable(["ID", "NAME", "LAT", "LON", "SIZE", "NOTIFY", "STATUS"])
         for r in regions {
             table.add([
                 r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
                 RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
                 RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
-                RegionOutput.metres(r["radius"]?.doubleValue ?? .nan),
+                RegionOutput.size(r),
                 (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
                 RegionOutput.status(r),
             ])
@@ -242,7 +283,7 @@ enum RegionCommands {
             out.flush()
             return
         }
-        let header = ["ID", "NAME", "LAT", "LON", "RADIUS", "NOTIFY", "STATUS"]
+        let header = ["ID", "NAME", "LAT", "LON", "SIZE", "NOTIFY", "STATUS"]
         var widths = header.map(\.count)
         var rows: [[String]] = []
         var printedHeader = false
@@ -267,7 +308,7 @@ enum RegionCommands {
                     r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
                     RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
                     RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
-                    RegionOutput.metres(r["radius"]?.doubleValue ?? .nan),
+                    RegionOutput.size(r),
                     (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
                     RegionOutput.status(r),
                 ].map { $0.replacingOccurrences(of: "\n", with: "\\n") })
@@ -294,7 +335,9 @@ enum RegionCommands {
                 "centre",
                 "\(RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan)), \(RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan))"
             ),
-            ("radius", RegionOutput.metres(r["radius"]?.doubleValue ?? .nan)),
+            RegionOutput.polygonSummary(r).map { ("shape", $0) } ?? (
+                "radius", RegionOutput.metres(r["radius"]?.doubleValue ?? .nan)
+            ),
             ("notify", (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ",")),
             ("dwell", r["dwell"]?.stringValue ?? "-"), ("expires", r["expires"]?.stringValue ?? "never"),
             ("subjects", r["subjects"]?.arrayValue?.compactMap(\.stringValue).joined(separator: ", ") ?? "all"),

@@ -24,6 +24,8 @@ struct RegionTable: Sendable {
         static let hasDetails = Flags(rawValue: 1 << 7)
         /// Only some subjects are monitored against it (see `details`).
         static let hasSubjects = Flags(rawValue: 1 << 8)
+        /// A polygon region (see `details`): its record's centre and radius are its bounding cap.
+        static let polygon = Flags(rawValue: 1 << 9)
 
         static func notify(_ kind: NotifyKind) -> Flags {
             switch kind {
@@ -74,12 +76,15 @@ struct RegionTable: Sendable {
     private var details: [Int32: Region] = [:]
     private var freeSlots: [Int32] = []
     private(set) var count = 0
+    /// Bytes held by the polygons' shapes (`RegionPolygon.memoryFootprint`), which `details` holds.
+    private var polygonBytes = 0
 
-    /// Bytes held by the table's arrays (capacities), with an estimate for the rare `details`.
+    /// Bytes held by the table's arrays (capacities), with an estimate for the rare `details` and the
+    /// polygons' shapes.
     var memoryFootprint: Int {
         records.capacity * MemoryLayout<Record>.stride + cold.capacity * MemoryLayout<Cold>.stride
             + idBytes.capacity + byID.memoryFootprint + bySeq.memoryFootprint
-            + freeSlots.capacity * MemoryLayout<Int32>.stride + details.capacity * 256
+            + freeSlots.capacity * MemoryLayout<Int32>.stride + details.capacity * 256 + polygonBytes
     }
 
     mutating func reserveCapacity(_ n: Int) {
@@ -99,7 +104,7 @@ struct RegionTable: Sendable {
     mutating func insert(_ region: Region, seq: Int64) -> Int32 {
         let hasDetails =
             region.name != nil || region.dwell != nil || region.expires != nil || !region.hooks.isEmpty
-            || region.subjects != nil
+            || region.subjects != nil || region.polygon != nil
         return insert(
             id: region.id, center: region.center, radius: region.radius, notify: region.notify,
             createdBy: region.createdBy, createdAt: region.createdAt, seq: seq,
@@ -127,6 +132,7 @@ struct RegionTable: Sendable {
         let hasDetails = region != nil
         if hasDetails { flags.insert(.hasDetails) }
         if region?.subjects != nil { flags.insert(.hasSubjects) }
+        if region?.polygon != nil { flags.insert(.polygon) }
 
         let length = id.utf8.count
         precondition(length < 1 << 24, "a region id is shorter than 16 MiB")
@@ -149,7 +155,10 @@ struct RegionTable: Sendable {
             records.append(record)
             cold.append(coldRecord)
         }
-        if let region { details[slot] = region }
+        if let region {
+            details[slot] = region
+            polygonBytes += region.polygon?.memoryFootprint ?? 0
+        }
         count += 1
 
         byID.insert(slot, hash: idHash(slot: slot))
@@ -166,7 +175,10 @@ struct RegionTable: Sendable {
         byID.remove(hash: hash) { $0 == slot }
         bySeq.remove(seq: record.seq, slot: slot)
         records[Int(slot)].flags = []
-        if record.flags.contains(.hasDetails) { details[slot] = nil }
+        if record.flags.contains(.hasDetails) {
+            polygonBytes -= details[slot]?.polygon?.memoryFootprint ?? 0
+            details[slot] = nil
+        }
         idGarbage += Int(cold[Int(slot)].idRef & 0xFF_FFFF)
         freeSlots.append(slot)
         count -= 1
@@ -216,6 +228,17 @@ struct RegionTable: Sendable {
     /// which the record's flags say without a look at the details.
     func dwell(_ record: Record, slot: Int32) -> Double? {
         record.flags.contains(.hasDetails) ? details[slot]?.dwell : nil
+    }
+
+    /// Its polygon, for a polygon region.
+    func polygon(_ record: Record, slot: Int32) -> RegionPolygon? {
+        record.flags.contains(.polygon) ? details[slot]?.polygon : nil
+    }
+
+    /// The radius its events carry: a circle's radius, 0 for a polygon (whose events' distance is the
+    /// signed distance to its boundary, so `distance ≤ radius − margin` is inside for both).
+    func eventRadius(_ record: Record) -> Double {
+        record.flags.contains(.polygon) ? 0 : record.radius
     }
 
     /// Its expiry time, if it has one.

@@ -35,6 +35,14 @@ public struct RegionLimits: Sendable, Equatable {
     public var maxNameBytes: Int = 256
     /// Longest hook command, in UTF-8 bytes.
     public var maxCommandBytes: Int = 4096
+    /// Most vertices of one polygon region (all its rings, not counting each ring's closing position).
+    public var maxPolygonVertices: Int = 10_000
+    /// Most parts of one polygon region (a `MultiPolygon`'s polygons).
+    public var maxPolygonParts: Int = 1000
+    /// Longest polygon edge, metres (geodesic): the edge model is exact to a millimetre up to here.
+    public var maxPolygonEdge: Double = 100_000
+    /// Farthest a polygon's vertex may be from its centre, metres: so no polygon is larger than a hemisphere.
+    public var maxPolygonReach: Double = 2_000_000
     /// Whether ids and subjects are taken in NFC and held to `VisibleName`'s rule: true for what comes in,
     /// false for rows a store wrote before that rule (read back exactly as written).
     public var checksNames = true
@@ -43,15 +51,19 @@ public struct RegionLimits: Sendable, Equatable {
     public static let `default` = RegionLimits()
 }
 
-/// A circular region to monitor: the requested, durable definition.
+/// A region to monitor, a circle or a polygon: the requested, durable definition.
 ///
-/// Always valid: the only way to make one is the validating initializer.
+/// Always valid: the only way to make one is the validating initializer. A polygon region's `center` and
+/// `radius` are its bounding cap (every point of the polygon is within `radius` of `center`), which is what
+/// the spatial index files it by; its decisions use the signed distance to its boundary.
 public struct Region: Sendable, Equatable {
     public let id: String
     public let name: String?
     public let center: Coordinate
-    /// Radius in metres.
+    /// Radius in metres (for a polygon, its bounding cap's).
     public let radius: Double
+    /// The polygon, for a polygon region; nil for a circle.
+    public let polygon: RegionPolygon?
     public let notify: Set<NotifyKind>
     /// Seconds inside, continuously, before `dwell` fires.
     public let dwell: Double?
@@ -76,8 +88,12 @@ public struct Region: Sendable, Equatable {
         subjects: [String]? = nil,
         createdBy: UInt32? = nil,
         createdAt: Date? = nil,
+        polygon: RegionPolygon? = nil,
         limits: RegionLimits = .default
     ) throws(RegionValidationError) {
+        // A polygon's centre and radius are its bounding cap's, whatever was passed.
+        let center = polygon?.center ?? center
+        let radius = polygon?.capRadius ?? radius
         // One spelling per id (NFC), whichever way it was typed: add, import, the store and the control
         // socket all build a Region, so they all compare ids the same way.
         let id = limits.checksNames ? VisibleName.normalized(id) : id
@@ -97,7 +113,7 @@ public struct Region: Sendable, Equatable {
                 field: "lon", message: "\(Region.show(center.longitude)) is out of range: must be between -180 and 180"
             )
         }
-        guard radius.isFinite, radius > 0, radius <= limits.maxRadius else {
+        guard radius.isFinite, radius > 0, radius <= limits.maxRadius || polygon != nil else {
             throw RegionValidationError(
                 field: "radius",
                 message:
@@ -150,6 +166,7 @@ public struct Region: Sendable, Equatable {
         self.name = name
         self.center = center
         self.radius = radius
+        self.polygon = polygon
         self.notify = notify
         self.dwell = dwell
         self.expires = expires
@@ -176,6 +193,18 @@ public struct Region: Sendable, Equatable {
                 field: "id",
                 message: "contains a control character (U+\(String(bad.value, radix: 16, uppercase: true)))")
         }
+    }
+
+    /// A polygon region: the same fields as a circle's, with the shape in place of centre and radius.
+    public init(
+        id: String, name: String? = nil, polygon: RegionPolygon, notify: Set<NotifyKind>? = nil, dwell: Double? = nil,
+        expires: Date? = nil, hooks: [NotifyKind: String] = [:], subjects: [String]? = nil, createdBy: UInt32? = nil,
+        createdAt: Date? = nil, limits: RegionLimits = .default
+    ) throws(RegionValidationError) {
+        try self.init(
+            id: id, name: name, center: polygon.center, radius: polygon.capRadius, notify: notify, dwell: dwell,
+            expires: expires, hooks: hooks, subjects: subjects, createdBy: createdBy, createdAt: createdAt,
+            polygon: polygon, limits: limits)
     }
 
     /// Whether this region applies to a subject.

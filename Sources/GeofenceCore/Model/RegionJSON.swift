@@ -7,18 +7,20 @@ public enum RegionJSON {
     /// Fields that `list --json` and `show --json` add; accepted and ignored on import, so that a listing
     /// can be fed back in.
     public static let outputOnlyFields: Set<String> = [
-        "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states",
+        "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states", "vertices",
+        "area",
     ]
     public static let fields: Set<String> = [
-        "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects",
+        "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects", "polygon",
     ]
 
     /// Whether a key belongs to `fields` or `outputOnlyFields` (a switch: hashing every key of a million
     /// entries into a `Set` showed in an import's profile).
     static func isKnownField(_ key: String) -> Bool {
         switch key {
-        case "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects": true
+        case "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects", "polygon": true
         case "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states": true
+        case "vertices", "area": true
         default: false
         }
     }
@@ -39,9 +41,22 @@ public enum RegionJSON {
             throw RegionValidationError(field: "id", message: "must be a string, not \(describe(idValue))")
         }
         let name = try optionalString(object, "name")
-        let lat = try number(object, "lat")
-        let lon = try number(object, "lon")
-        let radius = try number(object, "radius")
+        // A polygon region: its `lat`, `lon` and `radius` (its bounding cap, as `export` writes them) are
+        // derived from the polygon, so they are not needed, and ignored when given.
+        var polygon: RegionPolygon?
+        if let value = object["polygon"], !value.isNull {
+            polygon = try RegionGeoJSON.polygon(from: value, limits: limits)
+        }
+        let lat: Double
+        let lon: Double
+        let radius: Double
+        if let polygon {
+            (lat, lon, radius) = (polygon.center.latitude, polygon.center.longitude, polygon.capRadius)
+        } else {
+            lat = try number(object, "lat")
+            lon = try number(object, "lon")
+            radius = try number(object, "radius")
+        }
 
         var notify: Set<NotifyKind>?
         if let value = object["notify"], !value.isNull {
@@ -114,7 +129,7 @@ public enum RegionJSON {
         return try Region(
             id: id, name: name, center: Coordinate(latitude: lat, longitude: lon), radius: radius, notify: notify,
             dwell: dwell, expires: expires, hooks: hooks, subjects: subjects, createdBy: createdBy, createdAt: now,
-            limits: limits)
+            polygon: polygon, limits: limits)
     }
 
     /// The definition as the import format spells it (what `export` writes).
@@ -135,6 +150,7 @@ public enum RegionJSON {
             o["hooks"] = .object(hooks)
         }
         if let subjects = region.subjects { o["subjects"] = .array(subjects.map { .string($0) }) }
+        if let polygon = region.polygon { o["polygon"] = RegionGeoJSON.geometry(polygon) }
         return o
     }
 
@@ -156,6 +172,15 @@ public enum RegionJSON {
         let entries: [JSONValue]
         switch root {
         case .array(let items): entries = items
+        case .object(let object) where object["type"]?.stringValue == "FeatureCollection":
+            // GeoJSON: each Feature is a region, its properties the region's fields (Docs/regions-format.md).
+            guard case .array(let features)? = object["features"] else {
+                return .failure(RegionFileError(problems: ["the FeatureCollection has no \"features\" array"]))
+            }
+            var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
+            decoder.label = "features"
+            decoder.add(features, converting: RegionGeoJSON.regionObject(fromFeature:))
+            return decoder.result
         case .object(let object):
             guard let list = object["regions"] else {
                 return .failure(RegionFileError(problems: ["the top-level object has no \"regions\" array"]))
@@ -231,6 +256,8 @@ public struct RegionEntryDecoder: Sendable {
     /// Entries seen so far, good or bad.
     public private(set) var count = 0
     private var seen: [String: Int] = [:]
+    /// What problems call the list: `regions` (a regions file) or `features` (a GeoJSON FeatureCollection).
+    public var label = "regions"
 
     public init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
         self.now = now
@@ -239,6 +266,13 @@ public struct RegionEntryDecoder: Sendable {
     }
 
     public mutating func add(_ entries: [JSONValue]) {
+        add(entries) { value throws(RegionValidationError) in value }
+    }
+
+    /// The same, each entry first turned into a region object (a GeoJSON Feature into its region's fields).
+    public mutating func add(
+        _ entries: [JSONValue], converting convert: (JSONValue) throws(RegionValidationError) -> JSONValue
+    ) {
         // Only once: reserving the exact size for every part would copy the whole array each time.
         if regions.isEmpty {
             regions.reserveCapacity(entries.count)
@@ -248,16 +282,18 @@ public struct RegionEntryDecoder: Sendable {
             let i = count
             count += 1
             do {
-                let region = try RegionJSON.decode(entry, now: now, createdBy: createdBy, limits: limits)
+                let region = try RegionJSON.decode(convert(entry), now: now, createdBy: createdBy, limits: limits)
                 if let first = seen[region.id] {
-                    problems.append("regions[\(i)].id: \"\(region.id)\" repeats the id of regions[\(first)]")
+                    problems.append("\(label)[\(i)].id: \"\(region.id)\" repeats the id of \(label)[\(first)]")
                 } else {
                     seen[region.id] = i
                     regions.append(region)
                 }
             } catch {
-                let idHint = entry.objectValue?["id"]?.stringValue.map { " (id \"\($0)\")" } ?? ""
-                problems.append("regions[\(i)].\(error.field)\(idHint): \(error.message)")
+                let object = entry.objectValue
+                let id = object?["id"]?.stringValue ?? object?["properties"]?.objectValue?["id"]?.stringValue
+                let idHint = id.map { " (id \"\($0)\")" } ?? ""
+                problems.append("\(label)[\(i)].\(error.field)\(idHint): \(error.message)")
             }
         }
     }

@@ -33,9 +33,18 @@ extension RegionMonitor {
         _ pair: inout Pair, slot: Int32, record: RegionTable.Record, bounds: (lower: Double, upper: Double),
         fix: WeightedFix, margin: Double, acrossGap: Bool, now: Date, into out: inout MonitorOutput
     ) {
-        let r = record.radius
+        var r = record.radius
+        var bounds = bounds
+        if let polygon = regions.polygon(record, slot: slot) {
+            // The same rule with the signed distance to the boundary for `d` and 0 for `r`; it needs the
+            // distance only out to the band's edge (and the vicinity's, for a pair not yet determined).
+            let reach = margin + (pair.record.state == .unknown ? configuration.vicinity : 0)
+            let d = polygon.signedDistance(to: GeocentricPoint(fix.coordinate), limit: reach * 1.001 + 0.01)
+            bounds = (d, d)
+            r = 0
+        }
         let observed = configuration.band.classify(bounds: bounds, radius: r, margin: margin) {
-            Geodesic.distance(fix.coordinate, regions.center(slot: slot))
+            r == 0 ? bounds.lower : Geodesic.distance(fix.coordinate, regions.center(slot: slot))
         }
 
         // Far beyond the boundary, an unknown pair is simply outside: nothing to report.
@@ -95,19 +104,26 @@ extension RegionMonitor {
                 inferred: false, now: now))
     }
 
-    /// An event of a pair. Its `distance` is the middle of the chord's bounds on the geodesic when they are
+    /// An event of a pair. For a polygon, its `distance` is the signed distance to the boundary (negative
+    /// inside) and its `radius` 0. For a circle, its `distance` is the middle of the chord's bounds on the geodesic when they are
     /// within a millimetre of each other (any fix within 30 km of the centre: events carry it to 0.1 m), so
     /// that an event does not cost an exact geodesic (about 1 µs); farther, the exact one.
     mutating func makeEvent(
         _ type: RegionEventType, slot: Int32, record: RegionTable.Record, fix: WeightedFix,
         bounds: (lower: Double, upper: Double), state: RegionState, previous: RegionState?, inferred: Bool, now: Date
     ) -> RegionEvent {
-        let distance =
-            bounds.upper - bounds.lower < 1e-3
-            ? (bounds.lower + bounds.upper) / 2 : Geodesic.distance(fix.coordinate, regions.center(slot: slot))
+        let distance: Double
+        if let polygon = regions.polygon(record, slot: slot) {
+            distance = polygon.signedDistance(to: fix.coordinate)
+        } else {
+            distance =
+                bounds.upper - bounds.lower < 1e-3
+                ? (bounds.lower + bounds.upper) / 2 : Geodesic.distance(fix.coordinate, regions.center(slot: slot))
+        }
         return RegionEvent(
             id: ids.next(now: now), type: type, region: regions.id(slot: slot), subject: fix.subject, time: fix.time,
-            state: state, previous: previous, inferred: inferred, distance: distance, radius: record.radius,
+            state: state, previous: previous, inferred: inferred, distance: distance,
+            radius: regions.eventRadius(record),
             fix: EventFix(fix))
     }
 }

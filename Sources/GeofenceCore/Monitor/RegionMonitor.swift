@@ -553,7 +553,7 @@ public struct RegionMonitor: Sendable {
             // A region removed (or replaced) since it was queued left this entry behind.
             guard let slot = regions.slot(seq: next.seq) else { continue }
             let id = regions.id(slot: slot)
-            let radius = regions.records[Int(slot)].radius
+            let radius = regions.eventRadius(regions.records[Int(slot)])
             remove(id: id)
             out.statusChanges.append(.init(regionSeq: next.seq, regionID: id, status: .expired))
             out.events.append(

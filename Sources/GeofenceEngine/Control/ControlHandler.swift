@@ -68,6 +68,7 @@ public final class ControlHandler: Sendable {
             switch e {
             case .duplicateRegions: return ControlError(.duplicate, e.description)
             case .regionNotFound: return ControlError(.notFound, e.description)
+            case .tooManyPolygonPositions: return ControlError(.invalid, e.description)
             default: return ControlError(.storeFailed, e.description)
             }
         case let e as DatabaseError:
@@ -777,6 +778,10 @@ public enum HookReport {
 public enum RegionReport {
     public static func json(_ s: StoredRegion) -> JSONObject {
         var o = RegionJSON.encode(s.region)
+        if let polygon = s.region.polygon {
+            o["vertices"] = .number(Double(polygon.vertexCount))
+            o["area"] = .number(polygon.area.rounded())
+        }
         o["status"] = .string(s.status.kind.rawValue)
         if let reason = s.status.reason { o["reason"] = .string(reason) }
         o["attempts"] = .number(Double(s.attempts))
