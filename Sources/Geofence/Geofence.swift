@@ -24,8 +24,10 @@ public typealias LogLevel = GeofenceEngine.LogLevel
 
 // MARK: Regions and fixes
 
-/// A circular region: validated on construction.
+/// A region, a circle or a polygon: validated on construction.
 public typealias Region = GeofenceCore.Region
+/// A polygon's shape (GeoJSON `Polygon` or `MultiPolygon` rings, geodesic edges), validated on construction.
+public typealias RegionPolygon = GeofenceCore.RegionPolygon
 public typealias RegionValidationError = GeofenceCore.RegionValidationError
 public typealias NotifyKind = GeofenceCore.NotifyKind
 /// A WGS84 latitude and longitude, degrees.
