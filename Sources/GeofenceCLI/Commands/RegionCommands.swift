@@ -205,6 +205,18 @@ enum RegionCommands {
         }
     }
 
+    /// One region's row in `list`'s table (ID, NAME, LAT, LON, SIZE, NOTIFY, STATUS), read or streamed.
+    static func listRow(_ r: JSONValue) -> [String] {
+        [
+            r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
+            RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
+            RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
+            RegionOutput.size(r),
+            (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
+            RegionOutput.status(r),
+        ]
+    }
+
     static func list(_ c: CommandContext) throws {
         if let path = try c.engineSocket() { return try listStreamed(c, path: path) }
         let regions = try c.call(.list).arrayValue ?? []
@@ -217,16 +229,7 @@ enum RegionCommands {
             return
         }
         var table = TextTable(["ID", "NAME", "LAT", "LON", "SIZE", "NOTIFY", "STATUS"])
-        for r in regions {
-            table.add([
-                r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
-                RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
-                RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
-                RegionOutput.size(r),
-                (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
-                RegionOutput.status(r),
-            ])
-        }
+        for r in regions { table.add(listRow(r)) }
         c.console.write(table.render())
     }
 
@@ -303,15 +306,7 @@ enum RegionCommands {
         }
         let count = try streamRegions(c, path: path, .list) { line in
             guard let r = try? JSON.parse(line) else { return }
-            rows.append(
-                [
-                    r["id"]?.stringValue ?? "", r["name"]?.stringValue ?? "",
-                    RegionOutput.degrees(r["lat"]?.doubleValue ?? .nan),
-                    RegionOutput.degrees(r["lon"]?.doubleValue ?? .nan),
-                    RegionOutput.size(r),
-                    (r["notify"]?.arrayValue?.compactMap(\.stringValue) ?? []).joined(separator: ","),
-                    RegionOutput.status(r),
-                ].map { $0.replacingOccurrences(of: "\n", with: "\\n") })
+            rows.append(listRow(r).map { $0.replacingOccurrences(of: "\n", with: "\\n") })
             if rows.count == 1000 { emit() }
         }
         if count == 0 {

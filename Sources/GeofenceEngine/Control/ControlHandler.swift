@@ -259,23 +259,16 @@ public final class ControlHandler: Sendable {
                 "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
             ]
         case .sinkAdd:
-            let sink = try SinkRequest.definition(p, createdBy: peer.uid)
+            var sink = try SinkRequest.definition(p, createdBy: peer.uid)
             if sink.id.isEmpty {
-                var made = sink
-                var attempt = 0
-                while true {
-                    made.id = "sink-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-                    do {
-                        try store.addSink(made)
-                        break
-                    } catch SinkStoreError.duplicateSink where attempt < 5 {
-                        attempt += 1
-                    }
+                sink.id = try Self.generatedID("sink") { id, isLast in
+                    sink.id = id
+                    do { try store.addSink(sink) } catch SinkStoreError.duplicateSink where !isLast { return false }
+                    return true
                 }
-                changed(.sinks)
-                return .object(try sinkReports().first { $0["id"]?.stringValue == made.id } ?? [:])
+            } else {
+                try store.addSink(sink)
             }
-            try store.addSink(sink)
             changed(.sinks)
             return .object(try sinkReports().first { $0["id"]?.stringValue == sink.id } ?? [:])
         case .sinkList:
@@ -526,19 +519,24 @@ public final class ControlHandler: Sendable {
             hook.id = id
             try store.addHook(hook)
         } else {
-            // A generated id: retry on the (astronomically unlikely) collision rather than fail.
-            var attempt = 0
-            while true {
-                hook.id = "hook-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
-                do {
-                    try store.addHook(hook)
-                    break
-                } catch HookStoreError.duplicateHook where attempt < 5 {
-                    attempt += 1
-                }
+            hook.id = try Self.generatedID("hook") { id, isLast in
+                hook.id = id
+                do { try store.addHook(hook) } catch HookStoreError.duplicateHook where !isLast { return false }
+                return true
             }
         }
         return HookReport.json(hook, counts: [:])
+    }
+
+    /// Stores something under a generated id (`PREFIX-` and a random base-36 number), trying another on the
+    /// (astronomically unlikely) collision rather than failing: `insert` returns false for a taken id, and on
+    /// the last of six tries (`isLast`) lets the store's error through.
+    static func generatedID(_ prefix: String, _ insert: (String, _ isLast: Bool) throws -> Bool) throws -> String {
+        for attempt in 0...5 {
+            let id = prefix + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            if try insert(id, attempt == 5) { return id }
+        }
+        preconditionFailure("the last try returns or throws")
     }
 
     // MARK: Sinks
