@@ -167,16 +167,6 @@ public struct DeliveryHead: Sendable, Equatable {
     }
 }
 
-/// What one dispatch step did.
-public struct DispatchResult: Sendable, Equatable {
-    /// The deliveries created, in id order.
-    public var created: [DeliveryHead]
-    /// Events read from the outbox.
-    public var events: Int
-    /// True when more events wait after the ones read (the step was limited).
-    public var more: Bool
-}
-
 /// A delivery taken by the runner: everything needed to run its hook.
 public struct ClaimedDelivery: Sendable, Equatable {
     public var id: Int64
@@ -258,27 +248,23 @@ extension StateStore {
 
     // MARK: Dispatch
 
-    /// Creates the deliveries of the events after the dispatch cursor (at most `limit` events), and advances
-    /// the cursor, in one transaction: each event gets one delivery per matching hook, exactly once.
+    /// Creates the deliveries of `events` (committed events, in seq order) and moves the dispatch cursor to
+    /// the last of them, in one transaction: each event gets one delivery per matching hook, and
+    /// `UNIQUE (event_seq, hook)` makes a second dispatch of the same event (a crash between the two, two
+    /// runners) create nothing. Returns the deliveries created, in id order.
     ///
-    /// The region's own hook for the event's type comes from the region as it is now; a region removed since
-    /// the event leaves only the global hooks.
+    /// The hooks' sink (`HookDispatchSink`) calls it with what it reads after the cursor. The region's own
+    /// hook for the event's type comes from the region as it is now; a region removed since the event leaves
+    /// only the global hooks.
     ///
     /// With `runAsCreators` (a daemon running as root), each delivery runs as the user who registered its
     /// hook: the region's creator for a region hook, the hook's creator for a global one (root's run as the
     /// daemon itself).
-    public func dispatchDeliveries(limit: Int = 500, now: Date = Date(), runAsCreators: Bool = false) throws
-        -> DispatchResult
+    public func dispatchDeliveries(of events: [StoredEvent], now: Date = Date(), runAsCreators: Bool = false)
+        throws -> [DeliveryHead]
     {
-        try queue.write { db in
-            let cursor = try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
-            var events: [(seq: Int64, type: String, region: String?)] = []
-            try db.forEachRow(
-                "SELECT seq, type, region FROM events WHERE seq > ? ORDER BY seq LIMIT ?", [cursor, limit + 1]
-            ) { events.append(($0.int64(at: 0), $0.string(at: 1), $0.optionalString(at: 2))) }
-            let more = events.count > limit
-            if more { events.removeLast() }
-            guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
+        guard let last = events.last else { return [] }
+        return try queue.write { db in
             let routing = HookRouting(globals: try StateStore.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
@@ -308,8 +294,15 @@ extension StateStore {
                     }
                 }
             }
-            try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1", [last.seq])
-            return DispatchResult(created: created, events: events.count, more: more)
+            try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1 AND cursor < ?", [last.seq, last.seq])
+            return created
+        }
+    }
+
+    /// Moves the dispatch cursor forward over events that need no delivery (never back).
+    public func advanceHookDispatchCursor(to seq: Int64) throws {
+        try queue.write { db in
+            try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1 AND cursor < ?", [seq, seq])
         }
     }
 

@@ -487,14 +487,14 @@ struct HookRunnerTests {
         // No hook at all: an event owes nothing.
         try f.addEvents([(.enter, "a")])
         #expect(try f.store.eventDeliveries(filter: .pending).isEmpty)
-        _ = try f.store.dispatchDeliveries()
+        try f.dispatch()
         // A hook, and an event committed just before a crash: its deliveries are not made yet, but it is owed.
         try f.addHook("h", "true")
         try f.addEvents([(.exit, "a")])
         let owed = try f.store.eventDeliveries(filter: .pending)
         #expect(owed.map(\.event.type) == ["exit"])
         #expect(owed.first?.dispatched == false)
-        _ = try f.store.dispatchDeliveries()
+        try f.dispatch()
         let made = try f.store.eventDeliveries(filter: .pending)
         #expect(made.count == 1 && made.first?.dispatched == true && made.first?.deliveries.count == 1)
         // A region hook alone also makes events owed.
@@ -510,7 +510,7 @@ struct HookRunnerTests {
         defer { f.remove() }
         try f.addHook("h", "exit 1")
         try f.addEvents([(.enter, "a"), (.enter, "b")])
-        _ = try f.store.dispatchDeliveries()
+        try f.dispatch()
         let removed = try f.store.removeHooks(ids: ["h"])
         #expect(removed.map(\.stopped) == [2])
         #expect(try f.deliveries().allSatisfy { $0.status == .dead && $0.lastError == "hook removed" })
@@ -559,7 +559,7 @@ struct HookRunnerTests {
         chmod(f.dir.path, 0o777)
         try f.addHook("who", "id -u > \(f.shellPath("uid"))")
         try f.addEvents([(.enter, "a")])
-        _ = try f.store.dispatchDeliveries()
+        try f.dispatch()
         try f.store.queue.write { db in try db.execute("UPDATE deliveries SET run_as = 65534") }
         let summary = await f.runner().drain()
         #expect(summary.delivered == 1, "\(f.log.text)")

@@ -41,6 +41,11 @@ struct HookFixture {
         try store.addHook(GlobalHook(id: id, events: events, command: command, createdAt: Date()))
     }
 
+    /// Makes the deliveries of the events after the dispatch cursor, as the hooks' sink does.
+    func dispatch() throws {
+        _ = try store.dispatchDeliveries(of: store.events(after: store.hookDispatchState().cursor, limit: 10_000))
+    }
+
     /// Region events into the outbox, in one transaction, as `FixPipeline` commits them.
     @discardableResult
     func addEvents(_ specs: [(type: RegionEventType, region: String)]) throws -> [RegionEvent] {

@@ -51,7 +51,7 @@ struct SinkStoreTests {
         try Self.withStore { store in
             try store.addSink(SinkDefinition(id: "slow", url: "mqtt://h:1883", topic: "t"))
             try Self.append(store, [.services, .services, .services], at: Date(timeIntervalSince1970: 1000))
-            _ = try store.dispatchDeliveries()
+            _ = try store.dispatchDeliveries(of: store.events(after: store.hookDispatchState().cursor, limit: 100))
             try store.advanceSinkCursor("slow", to: 1)
             #expect(try store.pruneEvents(before: Date(timeIntervalSince1970: 5000)).events == 1)
             #expect(try store.events().map(\.seq) == [2, 3])

@@ -40,7 +40,8 @@ public struct HookDrainSummary: Sendable, Equatable {
     public init() {}
 }
 
-/// Runs the hooks of the events in the outbox: creates deliveries from new events, runs each as
+/// Runs the hooks of the events in the outbox: its sink (`HookDispatchSink`, driven by a `SinkRunner` as
+/// every sink is) creates the deliveries of new events, and the runner runs each as
 /// `/bin/sh -c COMMAND` with the event in `GEOFENCE_*` variables and its JSON on stdin, and records what
 /// happened; retries failures with backoff, up to a limit, then marks them dead. Deliveries with the same order
 /// key start one after another in event order; others run concurrently, up to `configuration.concurrency`.
@@ -58,6 +59,8 @@ public final class HookRunner: Sendable {
     private let store: StateStore
     private let logger: Logger
     private let control = RunnerControl()
+    /// The session's dispatcher: the hooks' sink, run from the outbox like any other.
+    private let dispatcher = Mutex<SinkRunner?>(nil)
 
     public init(store: StateStore, configuration: HookConfiguration = HookConfiguration(), logger: Logger = Logger()) {
         self.store = store
@@ -82,6 +85,7 @@ public final class HookRunner: Sendable {
 
     /// New events were committed: look at the outbox now rather than at the next poll.
     public func wake() {
+        dispatcher.withLock { $0 }?.wake()
         control.wake()
     }
 
@@ -137,7 +141,13 @@ public final class HookRunner: Sendable {
         var outcomes: [(claim: ClaimedDelivery, outcome: DeliveryOutcome)] = []
         var generation: Int64 = -1
         var lastPoll = Date.distantPast
-        var moreToDispatch = true
+        /// The last event seq whose deliveries the scheduler has been given (by the reload at the start, then
+        /// by the dispatcher); nil until the start's reload.
+        var dispatchedThrough: Int64?
+        /// Events are committed after `dispatchedThrough`: their deliveries are still to be made.
+        var dispatchBehind = true
+        /// When the dispatcher last made progress (a drain gives up on one that makes none).
+        var lastDispatch = Date()
         var needsReload = true
         var failing = false
         var summary = HookDrainSummary()
@@ -178,6 +188,8 @@ public final class HookRunner: Sendable {
         var inputOpen = mode == .drainAfterInput
         var state = LoopState()
         var wakeAt: Date? = nil
+        /// The dispatcher's task, started once the heads are loaded.
+        var dispatch: (runner: SinkRunner, task: Task<Void, Never>, done: DispatchSemaphore)?
         /// When a graceful stop was asked for: running hooks have until `shutdownGrace` after it.
         var finishingSince: Date?
         while true {
@@ -189,15 +201,23 @@ public final class HookRunner: Sendable {
                 // drain limit counts from here.
                 inputOpen = false
                 started = Date()
-                state.moreToDispatch = true
+                state.dispatchBehind = true
             }
             let now = Date()
             collect(signal.finished, now: now, into: &state)
             record(&state, db: db, now: now)
-            if signal.woken || state.needsReload || state.moreToDispatch
+            if let through = signal.dispatchedThrough {
+                for head in signal.created { state.scheduler.offer(head) }
+                state.dispatchedThrough = max(state.dispatchedThrough ?? 0, through)
+                state.lastDispatch = now
+            }
+            if signal.woken || state.needsReload || state.dispatchBehind
                 || now.timeIntervalSince(state.lastPoll) >= configuration.pollInterval
             {
                 poll(&state, db: db, now: now)
+                if dispatch == nil, let from = state.dispatchedThrough {
+                    dispatch = startDispatcher(db: db, after: from)
+                }
             }
             if let since = finishingSince {
                 // Finishing: nothing new starts; the running ones finish, or the grace ends and they are stopped.
@@ -219,18 +239,28 @@ public final class HookRunner: Sendable {
                 next = min(next, due)
             }
             if state.failing { next = max(next, Date().addingTimeInterval(1)) }
-            if state.moreToDispatch && !state.failing { next = Date() }
 
             let draining = mode.drains && !inputOpen
             if draining && state.failing && Date().timeIntervalSince(started) > configuration.drainLimit {
                 logger.error("hooks: giving up draining: the store keeps failing")
                 break
             }
-            if draining && state.running.isEmpty && state.outcomes.isEmpty && !state.moreToDispatch && !state.failing {
+            if draining && state.dispatchBehind
+                && Date().timeIntervalSince(max(started, state.lastDispatch)) > configuration.drainLimit
+            {
+                logger.error("hooks: giving up draining: events are not being dispatched")
+                break
+            }
+            if draining && state.running.isEmpty && state.outcomes.isEmpty && !state.dispatchBehind && !state.failing {
                 guard let due = state.scheduler.nextDue() else { break }
                 if due.timeIntervalSince(started) > configuration.drainLimit { break }
             }
             wakeAt = next
+        }
+        if let dispatch {
+            dispatcher.withLock { $0 = nil }
+            dispatch.task.cancel()
+            dispatch.done.wait()
         }
         shutDown(&state, db: db, stopPipe: stopPipe)
         control.endFinish()
@@ -276,13 +306,10 @@ public final class HookRunner: Sendable {
                 state.generation = generation
                 state.needsReload = false
             }
-            if latestEvent > cursor {
-                let dispatched = try db.dispatchDeliveries(limit: 500, now: now, runAsCreators: getuid() == 0)
-                for head in dispatched.created { state.scheduler.offer(head) }
-                state.moreToDispatch = dispatched.more
-            } else {
-                state.moreToDispatch = false
-            }
+            // The first reload gave the scheduler every delivery made up to the cursor; the dispatcher, started
+            // from there, gives it the next ones.
+            if state.dispatchedThrough == nil { state.dispatchedThrough = cursor }
+            state.dispatchBehind = latestEvent > (state.dispatchedThrough ?? cursor)
             state.lastPoll = now
             state.failing = false
         } catch {
@@ -294,6 +321,27 @@ public final class HookRunner: Sendable {
         if !state.failing { logger.error("hooks: \(message); retrying every second") }
         state.failing = true
         state.needsReload = true
+    }
+
+    /// Starts the hooks' sink: a `SinkRunner` that reads the outbox after `hook_dispatch`'s cursor and makes
+    /// the deliveries, telling this loop of each batch. It runs until the session ends.
+    private func startDispatcher(db: StateStore, after cursor: Int64) -> (
+        runner: SinkRunner, task: Task<Void, Never>, done: DispatchSemaphore
+    ) {
+        let control = self.control
+        let sink = HookDispatchSink(store: db, runAsCreators: getuid() == 0) { created, through in
+            control.dispatched(created, through: through)
+        }
+        let runner = SinkRunner(
+            sink: sink, store: db, logger: logger, cursor: HookDispatchCursor(store: db), batchSize: 500,
+            pollInterval: configuration.pollInterval)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            await runner.run()
+            done.signal()
+        }
+        dispatcher.withLock { $0 = runner }
+        return (runner, task, done)
     }
 
     /// Holds back the hooks of region events (they carry positions) while Location Services are off; the
@@ -496,6 +544,8 @@ final class RunnerControl: @unchecked Sendable {
     private var finishRequested = false
     private var inputEnded = false
     private var finished: [(claim: ClaimedDelivery, result: HookProcessResult)] = []
+    private var created: [DeliveryHead] = []
+    private var dispatchedThrough: Int64?
     private var stats = HookRunnerStatistics()
 
     struct Signal {
@@ -504,12 +554,17 @@ final class RunnerControl: @unchecked Sendable {
         /// A graceful stop was asked for (`HookRunner.finish`).
         var finishing: Bool
         var finished: [(claim: ClaimedDelivery, result: HookProcessResult)]
+        /// Deliveries the dispatcher made since the last wait, and the last event seq it dispatched (nil: none).
+        var created: [DeliveryHead]
+        var dispatchedThrough: Int64?
     }
 
     func beginSession() {
         condition.withLock {
             stopRequested = false
             woken = true
+            created.removeAll()
+            dispatchedThrough = nil
         }
     }
 
@@ -543,6 +598,16 @@ final class RunnerControl: @unchecked Sendable {
     func requestFinish() {
         condition.withLock {
             finishRequested = true
+            woken = true
+            condition.signal()
+        }
+    }
+
+    /// The dispatcher committed the deliveries of the events up to `through`.
+    func dispatched(_ heads: [DeliveryHead], through: Int64) {
+        condition.withLock {
+            created += heads
+            dispatchedThrough = max(dispatchedThrough ?? 0, through)
             woken = true
             condition.signal()
         }
@@ -592,9 +657,13 @@ final class RunnerControl: @unchecked Sendable {
         while !woken && finished.isEmpty && (ignoringStop || !stopRequested), let deadline {
             if !condition.wait(until: deadline) { break }
         }
-        let signal = Signal(woken: woken, stop: stopRequested, finishing: finishRequested, finished: finished)
+        let signal = Signal(
+            woken: woken, stop: stopRequested, finishing: finishRequested, finished: finished, created: created,
+            dispatchedThrough: dispatchedThrough)
         woken = false
         finished.removeAll(keepingCapacity: true)
+        created.removeAll(keepingCapacity: true)
+        dispatchedThrough = nil
         return signal
     }
 }

@@ -14,6 +14,7 @@ import Synchronization
 public final class SinkRunner: Sendable {
     public let sink: any EventSink
     private let store: StateStore
+    private let place: any SinkCursor
     private let logger: Logger
     private let bell = Doorbell()
     private let paused = Atomic(false)
@@ -33,12 +34,15 @@ public final class SinkRunner: Sendable {
     public let pollInterval: Double
     public let backoff: ReconnectBackoff
 
-    public init(
-        sink: any EventSink, store: StateStore, logger: Logger, batchSize: Int = 2_000, pollInterval: Double = 1,
+    /// `cursor` is where the sink's place is kept: by default its row in `sink_cursors`.
+    package init(
+        sink: any EventSink, store: StateStore, logger: Logger, cursor: (any SinkCursor)? = nil,
+        batchSize: Int = 2_000, pollInterval: Double = 1,
         backoff: ReconnectBackoff = ReconnectBackoff(base: 0.05, cap: 1)
     ) {
         self.sink = sink
         self.store = store
+        self.place = cursor ?? StoredSinkCursor(store: store, id: sink.id)
         self.logger = logger
         self.batchSize = batchSize
         self.pollInterval = pollInterval
@@ -89,7 +93,7 @@ public final class SinkRunner: Sendable {
             }
             let batch: [StoredEvent]
             do {
-                let from = try cursor ?? store.sinkCursor(sink.id) ?? 0
+                let from = try cursor ?? place.position()
                 cursor = from
                 counters.withLock { $0.cursor = from }
                 batch = try store.events(after: from, limit: batchSize)
@@ -124,7 +128,7 @@ public final class SinkRunner: Sendable {
             }
             if reached > from {
                 do {
-                    try store.advanceSinkCursor(sink.id, to: reached)
+                    try place.advance(to: reached)
                     cursor = reached
                     counters.withLock {
                         $0.cursor = reached

@@ -1,0 +1,42 @@
+import Foundation
+import GeofenceStore
+
+/// The hooks as a sink of the outbox: what it delivers an event to is the store, as one delivery per
+/// matching hook (`dispatchDeliveries(of:)`), and an event is acknowledged once its deliveries are committed.
+/// The `HookRunner` then runs them, each with its own retries, in order per region and hook.
+///
+/// A `SinkRunner` drives it, as it drives the MQTT sink, with the cursor in `hook_dispatch`
+/// (`HookDispatchCursor`); the deliveries and the cursor are written in one transaction, so an event gets
+/// its deliveries exactly once however the engine stops. It is not held back while Location Services are
+/// off: the runner holds the deliveries of region events instead, and lets the others run.
+final class HookDispatchSink: EventSink {
+    let id = "hooks"
+    private let store: StateStore
+    private let runAsCreators: Bool
+    private let dispatched: @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
+
+    /// `dispatched` is told, after each commit, the deliveries created and the last event seq dispatched.
+    init(
+        store: StateStore, runAsCreators: Bool,
+        dispatched: @escaping @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
+    ) {
+        self.store = store
+        self.runAsCreators = runAsCreators
+        self.dispatched = dispatched
+    }
+
+    func accepts(eventType: String) -> Bool { true }
+
+    func open() async throws {}
+
+    func deliver(_ events: [StoredEvent]) async throws -> Int {
+        guard let last = events.last else { return 0 }
+        let created = try store.dispatchDeliveries(of: events, runAsCreators: runAsCreators)
+        dispatched(created, last.seq)
+        return events.count
+    }
+
+    func close() async {}
+
+    var health: SinkHealth { SinkHealth(address: "hooks", connected: true) }
+}
