@@ -122,7 +122,7 @@ public final class Daemon: Sendable {
         let source = try given ?? c.source.makeSource(configuration: c, logger: logger)
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
-        let watchers = Watchers(store: store)
+        let watchers = Watchers(store: store, logger: logger)
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
         let sinks = SinkSupervisor(
             store: store, logger: logger,

@@ -19,13 +19,15 @@ struct WatchTests {
         #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
         let store = try StateStore(directory: cli.stateDir)
         var ids = EventIDGenerator()
-        func record(_ state: String, count: Int = 1, size: Int = 0) throws {
-            try store.append(
-                (0..<count).map { _ in
-                    StateEvent(
-                        id: ids.next(now: Date()), type: .source, time: Date(), state: state,
-                        reason: String(repeating: "x", count: size))
-                })
+        @discardableResult
+        func record(_ state: String, count: Int = 1, size: Int = 0) throws -> [String] {
+            let events = (0..<count).map { _ in
+                StateEvent(
+                    id: ids.next(now: Date()), type: .source, time: Date(), state: state,
+                    reason: String(repeating: "x", count: size))
+            }
+            try store.append(events)
+            return events.map(\.id)
         }
 
         // A raw client that asks to watch and never reads.
@@ -46,9 +48,19 @@ struct WatchTests {
         kill(paused.pid, SIGSTOP)
 
         // 10 MB of events, far more than any socket holds.
-        try record("bulk", count: 8_000, size: 1_200)
+        let sent = try record("bulk", count: 8_000, size: 1_200)
         let bulk = Date()
         #expect(await live.waitForLog("\"bulk\"", occurrences: 8_000, timeout: 20), "the live watcher got them all")
+        // Each once, in commit order, though ten times its buffer came at once.
+        let got = try String(contentsOfFile: live.logPath, encoding: .utf8).split(separator: "\n").compactMap {
+            line -> String? in
+            guard line.contains("\"bulk\""), let event = try? JSON.parse(String(line)) else { return nil }
+            return event["id"]?.stringValue
+        }
+        #expect(
+            got == sent,
+            "\(got.count) bulk events, first differing at \(zip(got, sent).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)"
+        )
         for i in 0..<3 {
             try record("marker-\(i)")
             let committed = Date()

@@ -1,24 +1,28 @@
 import Foundation
 import GeofenceStore
 import GeofenceSystem
+import Synchronization
 
 /// `geofence watch`: every event the outbox receives (region events and state changes alike), streamed
 /// to the connections that asked, in outbox order.
 ///
-/// It follows the outbox rather than hooking into each producer, so nothing can be missed: the monitor's
-/// events, the control handler's switch and permission events and the reconciler's status changes all
-/// arrive the same way. `wake()` makes it look at once; otherwise it looks every 200 ms while anyone
-/// watches.
+/// Each watcher is a sink of the outbox (`WatchSink`, driven by a `SinkRunner` as every sink is) with its
+/// place kept in memory (`MemorySinkCursor`): it sees what is committed from the moment it connects, and
+/// nothing is owed to it after it leaves. Following the outbox rather than hooking into each producer means
+/// nothing can be missed: the monitor's events, the control handler's switch and permission events and the
+/// reconciler's status changes all arrive the same way. `wake()` makes every watcher look at once;
+/// otherwise each looks every 200 ms (an event another process committed).
 ///
-/// Nothing here ever waits for a watcher. Each has its own place in the outbox (the durable buffer) and at
-/// most `bufferLimit` bytes of events in memory, of which it gets what its socket takes now. One that is
-/// slow falls behind in the outbox and catches up; one that takes nothing for `stallLimit` seconds while
-/// events wait for it is cut off: sent no more events, then a last line saying why if it reads again
-/// within 30 s, then closed.
+/// Nothing here ever waits for a watcher. Each has at most `bufferLimit` bytes of events in memory (its
+/// sink takes no more, and the rest waits in the outbox, the durable buffer), of which one thread sends it
+/// what its socket takes now. One that is slow falls behind in the outbox and catches up; one that takes
+/// nothing for `stallLimit` seconds while events wait for it is cut off: sent no more events, then a last
+/// line saying why if it reads again within 30 s, then closed.
 public final class Watchers: @unchecked Sendable {
     // @unchecked: `watchers` and `running` are only touched under `lock`; `poke` is a semaphore; a
-    // watcher's own fields only by the loop's thread (after `add`).
+    // watcher's buffer under its own lock.
     private let store: StateStore
+    private let logger: Logger
     /// Bytes of events one watcher holds in memory at most (more wait in the outbox).
     public let bufferLimit: Int
     /// Seconds a watcher with events waiting may take none of them before it is cut off.
@@ -28,27 +32,31 @@ public final class Watchers: @unchecked Sendable {
     private let poke = DispatchSemaphore(value: 0)
     private var running = false
 
-    /// One watching connection, where it is in the outbox and the events it has not taken yet.
+    /// One watching connection: its sink, its runner, and the bytes it has not taken yet.
     private final class Watcher: @unchecked Sendable {
+        // @unchecked: `buffer` is only touched under its mutex; the rest is set once, or only by the send
+        // thread (`progressed`, `midLine`, `cutAt`).
         let connection: ControlConnection
-        /// The last event put in `pending`.
-        var cursor: Int64
-        var pending: [UInt8] = []
-        /// The first line of `pending` has been partly sent.
+        /// Its sink, which holds the buffer.
+        let sink: WatchSink
+        var runner: SinkRunner?
+        var task: Task<Void, Never>?
+        /// The first line of the buffer has been partly sent.
         var midLine = false
         /// When it last took a byte, or had nothing waiting.
         var progressed = MonotonicClock.seconds()
-        /// When it was cut off: from then on `pending` is only the line saying why, sent if it reads again.
+        /// When it was cut off: from then on its buffer is only the line saying why, sent if it reads again.
         var cutAt: Double?
 
-        init(_ connection: ControlConnection, cursor: Int64) {
+        init(_ connection: ControlConnection, sink: WatchSink) {
             self.connection = connection
-            self.cursor = cursor
+            self.sink = sink
         }
     }
 
-    public init(store: StateStore, bufferLimit: Int = 1 << 20, stallLimit: Double = 5) {
+    public init(store: StateStore, logger: Logger = Logger(), bufferLimit: Int = 1 << 20, stallLimit: Double = 5) {
         self.store = store
+        self.logger = logger
         self.bufferLimit = bufferLimit
         self.stallLimit = stallLimit
     }
@@ -61,70 +69,71 @@ public final class Watchers: @unchecked Sendable {
     }
 
     public func stop() {
-        lock.withLock { running = false }
+        let all = lock.withLock {
+            running = false
+            return watchers
+        }
+        for watcher in all { watcher.task?.cancel() }
         poke.signal()
     }
 
     /// Starts streaming to `connection` the events recorded from now on.
     public func add(_ connection: ControlConnection) {
         let latest = (try? store.latestEventSeq()) ?? 0
-        lock.withLock { watchers.append(Watcher(connection, cursor: latest)) }
+        let sink = WatchSink(id: "watch (pid \(connection.peer.pid))", limit: bufferLimit, poke: poke)
+        let watcher = Watcher(connection, sink: sink)
+        let runner = SinkRunner(
+            sink: sink, store: store, logger: logger, cursor: MemorySinkCursor(at: latest), batchSize: 1_000,
+            pollInterval: 0.2)
+        watcher.runner = runner
+        watcher.task = Task { await runner.run() }
+        lock.withLock { watchers.append(watcher) }
         poke.signal()
     }
 
-    public func wake() { poke.signal() }
+    public func wake() {
+        for watcher in lock.withLock({ watchers }) { watcher.runner?.wake() }
+    }
 
     public var count: Int { lock.withLock { watchers.count } }
 
+    /// The send thread: gives each watcher what its socket takes now, and cuts off the ones that stall.
     private func loop() {
         while lock.withLock({ running }) {
-            let behind = lock.withLock { watchers.contains { !$0.pending.isEmpty } }
+            let behind = lock.withLock { watchers.contains { w in w.sink.buffer.withLock { !$0.bytes.isEmpty } } }
             // Someone is behind: try again soon, not only when events come.
             _ = poke.wait(timeout: .now() + .milliseconds(behind ? 20 : 200))
             let watching = lock.withLock { watchers.filter(\.connection.isOpen) }
-            // Those with room get the next events after their place, read once for all at the same place.
-            var more = false
-            let needy = watching.filter { $0.pending.count < bufferLimit && $0.cutAt == nil }
-            for (from, group) in Dictionary(grouping: needy, by: \.cursor) {
-                guard let events = try? store.events(after: from, limit: 1000), let last = events.last else {
-                    continue
-                }
-                var batch: [UInt8] = []
-                for event in events {
-                    batch += event.body.utf8
-                    batch.append(10)
-                }
-                for watcher in group {
-                    watcher.pending += batch
-                    watcher.cursor = last.seq
-                }
-                if events.count == 1000 { more = true }
-            }
             let now = MonotonicClock.seconds()
             for watcher in watching {
-                if let cutAt = watcher.cutAt {
-                    // Its last line, if it reads again soon; then (or anyway, after a while) it is closed.
-                    if let sent = watcher.connection.sendAvailable(watcher.pending) {
-                        watcher.pending.removeFirst(sent)
+                watcher.sink.buffer.withLock { buffer in
+                    if let cutAt = watcher.cutAt {
+                        // Its last line, if it reads again soon; then (or anyway, after a while) it is closed.
+                        if let sent = watcher.connection.sendAvailable(buffer.bytes) { buffer.bytes.removeFirst(sent) }
+                        if buffer.bytes.isEmpty || now - cutAt > farewellLimit { watcher.connection.cutOff(last: []) }
+                        return
                     }
-                    if watcher.pending.isEmpty || now - cutAt > farewellLimit { watcher.connection.cutOff(last: []) }
-                    continue
+                    if buffer.bytes.isEmpty {
+                        watcher.progressed = now
+                        return
+                    }
+                    guard let sent = watcher.connection.sendAvailable(buffer.bytes) else { return }
+                    if sent > 0 {
+                        watcher.midLine = buffer.bytes[sent - 1] != 10
+                        buffer.bytes.removeFirst(sent)
+                        watcher.progressed = now
+                    } else if now - watcher.progressed > stallLimit {
+                        cutOff(watcher, buffer: &buffer, now: now)
+                    }
                 }
-                if watcher.pending.isEmpty {
-                    watcher.progressed = now
-                    continue
-                }
-                guard let sent = watcher.connection.sendAvailable(watcher.pending) else { continue }
-                if sent > 0 {
-                    watcher.midLine = watcher.pending[sent - 1] != 10
-                    watcher.pending.removeFirst(sent)
-                    watcher.progressed = now
-                } else if now - watcher.progressed > stallLimit {
-                    cutOff(watcher, now: now)
-                }
+                watcher.sink.room.ring()
             }
-            lock.withLock { watchers = watchers.filter(\.connection.isOpen) }
-            if more { poke.signal() }
+            let gone = lock.withLock {
+                let (open, closed) = (watchers.filter(\.connection.isOpen), watchers.filter { !$0.connection.isOpen })
+                watchers = open
+                return closed
+            }
+            for watcher in gone { watcher.task?.cancel() }
         }
     }
 
@@ -133,11 +142,11 @@ public final class Watchers: @unchecked Sendable {
 
     /// Sends it no more events; what it is still sent is the rest of the line it has the start of, and a
     /// line saying why (once its socket takes them).
-    private func cutOff(_ watcher: Watcher, now: Double) {
+    private func cutOff(_ watcher: Watcher, buffer: inout WatchBuffer, now: Double) {
         var last: [UInt8] = []
         // End the line the client has the start of, so that the reason is a line of its own.
-        if watcher.midLine, let newline = watcher.pending.firstIndex(of: 10) {
-            last += watcher.pending[...newline]
+        if watcher.midLine, let newline = buffer.bytes.firstIndex(of: 10) {
+            last += buffer.bytes[...newline]
         }
         let reason = ControlError(
             .busy,
@@ -145,7 +154,65 @@ public final class Watchers: @unchecked Sendable {
                 + "read them as they come, and catch up with `geofence events`")
         last += ControlResponse(id: nil, result: .failure(reason)).line.utf8
         last.append(10)
-        watcher.pending = last
+        buffer.bytes = last
+        buffer.closed = true
         watcher.cutAt = now
+        watcher.task?.cancel()
+    }
+}
+
+/// The bytes of events a watcher has not taken yet.
+struct WatchBuffer: Sendable {
+    var bytes: [UInt8] = []
+    /// Cut off: its sink takes no more.
+    var closed = false
+}
+
+/// One watcher as a sink: "delivering" an event is putting its line in the watcher's buffer, which the
+/// send thread empties into the socket. It takes what fits under the buffer's limit (at least one event
+/// when the buffer is empty) and, when nothing fits, waits for room: so a slow watcher holds its place
+/// in the outbox, not events in memory.
+final class WatchSink: EventSink {
+    let id: String
+    /// What the watcher has not taken yet.
+    let buffer = Mutex(WatchBuffer())
+    /// Rung when the send thread took bytes out of the buffer (the sink may put more in).
+    let room = Doorbell()
+    private let limit: Int
+    /// Tells the send thread there is something to send.
+    private let poke: DispatchSemaphore
+
+    init(id: String, limit: Int, poke: DispatchSemaphore) {
+        self.id = id
+        self.limit = limit
+        self.poke = poke
+    }
+
+    func accepts(eventType: String) -> Bool { true }
+    func open() async throws {}
+    func close() async {}
+    var health: SinkHealth { SinkHealth(address: "watch", connected: true) }
+
+    func deliver(_ events: [StoredEvent]) async throws -> Int {
+        while !Task.isCancelled {
+            let taken = buffer.withLock { b -> Int in
+                if b.closed { return 0 }
+                var taken = 0
+                for event in events {
+                    let size = event.body.utf8.count + 1
+                    if !b.bytes.isEmpty && b.bytes.count + size > limit { break }
+                    b.bytes += event.body.utf8
+                    b.bytes.append(10)
+                    taken += 1
+                }
+                return taken
+            }
+            if taken > 0 {
+                poke.signal()
+                return taken
+            }
+            await room.wait(seconds: 1)
+        }
+        return 0
     }
 }
