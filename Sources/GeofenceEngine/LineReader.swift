@@ -12,6 +12,8 @@ import GeofenceSystem
 public struct LineReader {
     public let fd: Int32
     public let maximumLength: Int
+    /// A descriptor that, once readable, ends the wait for input (a stop pipe); -1: none, reads block.
+    public let interrupt: Int32
     public private(set) var oversizedLines = 0
     private var buffer: [UInt8]
     private var start = 0
@@ -19,9 +21,16 @@ public struct LineReader {
     private var skipping = false
     private var eof = false
 
-    public init(fd: Int32, maximumLength: Int = 64 * 1024) {
+    /// Thrown by `next()` when `interrupt` became readable while it waited for input.
+    public struct Interrupted: Error {}
+
+    /// With an `interrupt` descriptor, `next()` waits for input in `poll` on both, and throws `Interrupted` as
+    /// soon as the interrupt is readable: a reader of an idle FIFO can be stopped. `fd` may then be
+    /// non-blocking (a FIFO opened with `O_NONBLOCK`, so that the open itself never waits for a writer).
+    public init(fd: Int32, maximumLength: Int = 64 * 1024, interrupt: Int32 = -1) {
         self.fd = fd
         self.maximumLength = maximumLength
+        self.interrupt = interrupt
         // Starts small and grows only as long lines need: a reader for 64 MiB lines costs 64 KiB until one comes.
         buffer = [UInt8](repeating: 0, count: 65_536)
     }
@@ -64,9 +73,11 @@ public struct LineReader {
             if end == buffer.count {
                 buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, maximumLength + 65_536)))
             }
+            if interrupt >= 0 { try waitForInput() }
             let count = System.retryingEINTR {
                 buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress! + end, raw.count - end) }
             }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && interrupt >= 0 { continue }
             if count < 0 {
                 throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
@@ -74,6 +85,19 @@ public struct LineReader {
                 eof = true
             } else {
                 end += count
+            }
+        }
+    }
+
+    /// Until `fd` has input (or its end) or `interrupt` is readable (then throws `Interrupted`).
+    private func waitForInput() throws {
+        var entries = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            if try System.poll(&entries, milliseconds: -1) > 0 {
+                if entries[1].revents != 0 { throw Interrupted() }
+                if entries[0].revents != 0 { return }
             }
         }
     }

@@ -5,6 +5,10 @@ import GeofenceTestSupport
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The fleet source read from a real file: unusable lines counted by reason, the first of each kind logged
 /// and the rest not (the issue's 21 malformed lines gave no log line and no count at all).
 @Suite struct JSONLineSourceTests {
@@ -38,5 +42,75 @@ import Testing
         let warnings = logged.withLock { $0 }.filter { $0.contains("skipped a line") }
         #expect(warnings.count == 4, "\(warnings)")
         #expect(warnings.first?.contains("(no-position)") == true)
+    }
+
+    static func tpv(_ i: Int) -> String {
+        #"{"class":"TPV","device":"t","mode":3,"time":"2026-11-30T10:00:01.000Z","lat":48.85,"lon":2.35,"alt":"#
+            + "\(i)}"
+    }
+
+    @Test("stop() on a FIFO no writer ever opened returns at once, and leaves no reader behind")
+    func stopOnIdleFIFO() async throws {
+        let dir = try TemporaryDirectory("geofence-json-fifo")
+        defer { dir.remove() }
+        let path = dir.file("fleet.fifo")
+        #expect(mkfifo(path, 0o600) == 0)
+        let source = JSONLineSource(path: path)
+        source.start()
+        try await Task.sleep(for: .milliseconds(200))
+        let began = Date()
+        await source.stop()
+        #expect(Date().timeIntervalSince(began) < 2, "stop waited \(Date().timeIntervalSince(began)) s")
+        try await Task.sleep(for: .milliseconds(100))
+        // A writer that does not wait finds no reader (ENXIO): the source's reader is gone, not blocked in
+        // `open`, where it would take the next producer's lines for nobody.
+        let writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        let failure = errno
+        if writer >= 0 { close(writer) }
+        #expect(writer < 0 && failure == ENXIO, "a reader still has the FIFO open")
+    }
+
+    @Test("stop() hands over every whole line already read from a FIFO, though the consumer was behind")
+    func stopKeepsWhatWasRead() async throws {
+        let dir = try TemporaryDirectory("geofence-json-fifo")
+        defer { dir.remove() }
+        let path = dir.file("fleet.fifo")
+        #expect(mkfifo(path, 0o600) == 0)
+        let source = JSONLineSource(path: path)
+        // Small batches, so that the reader is held back (16 reports waiting) with lines read and not yet sent.
+        source.maximumBatch = 4
+        source.start()
+        let writer = open(path, O_WRONLY | O_CLOEXEC)
+        #expect(writer >= 0)
+        defer { close(writer) }
+        let written = 2_000
+        let text = Array((0..<written).map { Self.tpv($0) + "\n" }.joined().utf8)
+        // Writes what the FIFO takes without blocking; the rest is never sent.
+        _ = fcntl(writer, F_SETFL, O_NONBLOCK)
+        let sent = text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+        #expect(sent > 0)
+        try await Task.sleep(for: .milliseconds(300))
+        // The consumer took nothing so far; now the engine stops.
+        let stopping = Task { await source.stop() }
+        var received = 0
+        for await report in source.reports {
+            if case .fixes(let batch) = report { received += batch.count }
+        }
+        await stopping.value
+        // What the reader had not taken is still in the FIFO: read it here.
+        let reader = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        defer { close(reader) }
+        var rest: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            rest += chunk[0..<n]
+        }
+        // Only the line the reader had the start of may be lost (its end was still in the FIFO).
+        let unread = rest.split(separator: 10).count { String(decoding: $0, as: UTF8.self).hasPrefix("{") }
+        let lineCount = text[0..<sent].count(where: { $0 == 10 })
+        #expect(received + unread >= lineCount - 1, "received \(received), left \(unread), written \(lineCount)")
+        #expect(received > 16 * 4, "the reader had read ahead of the consumer")
     }
 }

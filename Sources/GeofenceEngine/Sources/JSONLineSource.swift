@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -16,8 +17,9 @@ package struct JSONLines {
     /// Lines read so far, blank ones included: the number of the line `next()` returned last.
     package private(set) var lineNumber = 0
 
-    package init(fd: Int32, defaultSubject: String, skipsBlankLines: Bool = false) {
-        reader = LineReader(fd: fd)
+    /// `interrupt`: see `LineReader.init(fd:maximumLength:interrupt:)`.
+    package init(fd: Int32, defaultSubject: String, skipsBlankLines: Bool = false, interrupt: Int32 = -1) {
+        reader = LineReader(fd: fd, interrupt: interrupt)
         self.defaultSubject = defaultSubject
         self.skipsBlankLines = skipsBlankLines
     }
@@ -35,9 +37,13 @@ package struct JSONLines {
     }
 
     /// Opens `path` for reading (`-`: standard input, descriptor 0); the descriptor, or the system's reason.
-    package static func open(_ path: String) -> Result<Int32, SourceOpenError> {
+    /// With `nonBlockingFIFO`, a FIFO is opened without waiting for a writer (and reads from it do not block:
+    /// read it with an interrupt, which polls).
+    package static func open(_ path: String, nonBlockingFIFO: Bool = false) -> Result<Int32, SourceOpenError> {
         guard path != "-" else { return .success(0) }
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        var info = stat()
+        let isFIFO = nonBlockingFIFO && stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | (isFIFO ? O_NONBLOCK : 0))
         guard descriptor >= 0 else {
             return .failure(SourceOpenError(path: path, reason: String(cString: strerror(errno))))
         }
@@ -59,9 +65,13 @@ package struct JSONLines {
 /// is opened again when its writer goes away, so producers can come and go.
 ///
 /// Like gpsd's source it has a first-fix deadline and a staleness limit (`SourceLiveness`), watched on a
-/// thread of its own, since the reader may block for good in `open` or `read` on an idle FIFO: a stream of
-/// nothing, or of lines that are no usable fix, is reported `silent` or `lost`, never just quiet. Lines
-/// that give no usable fix are counted by reason (`status`), and the first of each kind is logged.
+/// thread of its own, since the reader may wait for good on an idle FIFO: a stream of nothing, or of lines
+/// that are no usable fix, is reported `silent` or `lost`, never just quiet. Lines that give no usable fix
+/// are counted by reason (`status`), and the first of each kind is logged.
+///
+/// `stop()` ends the reader at once even on an idle FIFO (the reader waits in `poll` with a stop pipe, and
+/// opens a FIFO without waiting for a writer), and hands over the fixes it had already read before the
+/// stream ends: nothing taken from the producer is dropped.
 public final class JSONLineSource: LocationSource, @unchecked Sendable {
     // @unchecked: the only mutable state is in `intake`, which guards its own.
     public let path: String
@@ -72,6 +82,11 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
     /// The subject of a TPV without a `device` field.
     public let defaultSubject: String
     private let logger: Logger?
+    /// Written to by `stop()`: ends the reader's wait for input.
+    private let stopPipe: (read: Int32, write: Int32)
+    /// Signalled when the reader has handed over its last fixes and closed its descriptor.
+    private let readerDone = DispatchSemaphore(value: 0)
+    private let started = Atomic(false)
 
     public init(
         path: String, defaultSubject: String = "fleet", liveness: SourceLiveness.Configuration = .init(),
@@ -81,6 +96,17 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         self.defaultSubject = defaultSubject
         self.logger = logger
         intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, logger: logger)
+        do {
+            stopPipe = try HookSystem.makePipe()
+        } catch {
+            logger?.warning("the fleet source has no stop pipe (\(error)): a stop does not wait for its reader")
+            stopPipe = (-1, -1)
+        }
+    }
+
+    deinit {
+        if stopPipe.read >= 0 { close(stopPipe.read) }
+        if stopPipe.write >= 0 { close(stopPipe.write) }
     }
 
     public var reports: LocationReports { intake.reports }
@@ -113,16 +139,34 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
     }
 
     public func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         intake.startWatchdog(name: "geofence.json-watchdog")
-        let thread = Thread { self.readLoop() }
+        let thread = Thread {
+            self.readLoop()
+            self.readerDone.signal()
+        }
         thread.name = "geofence.json-source"
         thread.start()
     }
 
     public func stop() async {
-        // A read blocked on an idle FIFO stays blocked; the thread notices the flag at the next line,
-        // and the stream is finished now, which is what the daemon waits for.
         intake.stop()
+        if stopPipe.write >= 0 {
+            var byte: UInt8 = 1
+            _ = write(stopPipe.write, &byte, 1)
+        }
+        // The reader hands over what it has read (the sequence no longer waits for room), then ends; one that
+        // cannot be interrupted (no stop pipe) is not waited for long.
+        if started.load(ordering: .acquiring) {
+            let done = readerDone
+            let limit: Double = stopPipe.write >= 0 ? 5 : 0.5
+            await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    if done.wait(timeout: .now() + limit) == .success { done.signal() }
+                    resumed.resume()
+                }
+            }
+        }
         intake.finish()
     }
 
@@ -133,7 +177,7 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         var openFailures = 0
         while !isStopped {
             let descriptor: Int32
-            switch JSONLines.open(path) {
+            switch JSONLines.open(path, nonBlockingFIFO: stopPipe.read >= 0) {
             case .success(let opened): descriptor = opened
             case .failure(let failure):
                 // Checked at start, so this is a FIFO removed or made unreadable since: say so once, and keep
@@ -155,10 +199,12 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
                 $0.problem = nil
             }
             intake.sendNow(.up)
-            var lines = JSONLines(fd: descriptor, defaultSubject: defaultSubject)
+            var lines = JSONLines(fd: descriptor, defaultSubject: defaultSubject, interrupt: stopPipe.read)
             // Lines already read go over in one batch (up to `maximumBatch`): one hand-over to the engine per batch.
             var batch: [Fix] = []
-            while !isStopped, let report = try? lines.next() {
+            // After a stop, the whole lines already read still go (the reader no longer waits for input, nor for
+            // room): nothing taken from the producer is dropped but a line it had not finished writing.
+            while !isStopped || lines.hasBufferedLine, let report = try? lines.next() {
                 if let fix = intake.take(report) { batch.append(fix) }
                 if !batch.isEmpty && (batch.count >= maximumBatch || !lines.hasBufferedLine) {
                     intake.send(.fixes(batch))
