@@ -49,12 +49,18 @@ import Testing
             + "\(i)}"
     }
 
+    /// A private directory holding a FIFO.
+    static func fifo() throws -> (TemporaryDirectory, String) {
+        let dir = try TemporaryDirectory("geofence-json-fifo")
+        let path = dir.file("fleet.fifo")
+        guard mkfifo(path, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return (dir, path)
+    }
+
     @Test("stop() on a FIFO no writer ever opened returns at once, and leaves no reader behind")
     func stopOnIdleFIFO() async throws {
-        let dir = try TemporaryDirectory("geofence-json-fifo")
+        let (dir, path) = try Self.fifo()
         defer { dir.remove() }
-        let path = dir.file("fleet.fifo")
-        #expect(mkfifo(path, 0o600) == 0)
         let source = JSONLineSource(path: path)
         source.start()
         try await Task.sleep(for: .milliseconds(200))
@@ -72,10 +78,8 @@ import Testing
 
     @Test("stop() hands over every whole line already read from a FIFO, though the consumer was behind")
     func stopKeepsWhatWasRead() async throws {
-        let dir = try TemporaryDirectory("geofence-json-fifo")
+        let (dir, path) = try Self.fifo()
         defer { dir.remove() }
-        let path = dir.file("fleet.fifo")
-        #expect(mkfifo(path, 0o600) == 0)
         let source = JSONLineSource(path: path)
         // Small batches, so that the reader is held back (16 reports waiting) with lines read and not yet sent.
         source.maximumBatch = 4
