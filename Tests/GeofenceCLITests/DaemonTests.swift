@@ -2,6 +2,7 @@ import Foundation
 import GeofenceCore
 import GeofenceStore
 import GeofenceTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -258,19 +259,23 @@ struct DaemonTests {
         let gpsd = try await GPSDHarness()
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let feeder = Task {
+        // On a thread of its own: `cli.run` blocks its caller, and with the other tests of the suite running at
+        // once, a task could wait seconds for a cooperative thread, and gpsd would have no fix to give.
+        let feeding = Atomic(true)
+        let feeder = Thread {
             let generator = NMEAGenerator()
-            while !Task.isCancelled {
+            while feeding.load(ordering: .relaxed) {
                 // HDOP 0.5 gives gpsd's eph of about 9.5 m.
                 try? gpsd.send(
                     nmea: generator.sentences(
                         for: .init(
                             time: Date(), latitude: Self.start.latitude, longitude: Self.start.longitude, hdop: 0.5)
                     ).joined(separator: "\r\n"))
-                try? await Task.sleep(for: .milliseconds(250))
+                Thread.sleep(forTimeInterval: 0.25)
             }
         }
-        defer { feeder.cancel() }
+        feeder.start()
+        defer { feeding.store(false, ordering: .relaxed) }
         let met = try cli.run(
             "locate", "--json", "--gpsd", "127.0.0.1:\(gpsd.port)", "--accuracy", "20", "--timeout", "5s")
         #expect(met.status == 0, "\(met.stderr)")
