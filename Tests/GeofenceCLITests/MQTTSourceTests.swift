@@ -108,13 +108,13 @@ struct MQTTSourceTests {
         #expect(await first.waitForLog("running:", timeout: 10), "\(first.log)")
         #expect(try broker.publish("fleet/truck-1", (0...4).map { Self.tpv($0) }) == 0)
         #expect(await first.waitForLog("event determined", timeout: 10), "\(first.log)")
-        #expect(await first.stop() != nil)
+        #expect(await first.stop() != nil, "did not stop in 5 s: \(first.log)")
 
         // Down: the broker keeps these for the engine's session.
         #expect(try broker.publish("fleet/truck-1", (5...16).map { Self.tpv($0) }) == 0)
         let second = try cli.daemon(source, log: "second.log")
         #expect(await second.waitForLog("event exit", timeout: 15), "\(second.log)")
-        #expect(await second.stop() != nil)
+        #expect(await second.stop() != nil, "did not stop in 5 s: \(second.log)")
         #expect(try Self.events(cli).map(\.type) == ["determined", "enter", "exit"], "\(second.log)")
         #expect(second.log.contains("12 messages received, 12 usable fixes"), "\(second.log)")
     }
@@ -126,13 +126,13 @@ struct MQTTSourceTests {
         let source = ["--source", "mqtt://127.0.0.1:\(broker.port)/fleet/#"]
         let first = try cli.daemon(source, log: "first.log")
         #expect(await first.waitForLog("running:", timeout: 10), "\(first.log)")
-        #expect(await first.stop() != nil)
+        #expect(await first.stop() != nil, "did not stop in 5 s: \(first.log)")
         // 400 vehicles, one fix each, inside the depot: each must give one `determined`.
         let count = 400
         #expect(try broker.publish("fleet/backlog", (0..<count).map { Self.tpv(8, device: "v\($0)") }) == 0)
         let second = try cli.daemon(source, log: "second.log")
         #expect(await second.waitForLog("event determined", timeout: 10), "\(second.log)")
-        #expect(await second.stop() != nil)
+        #expect(await second.stop() != nil, "did not stop in 5 s: \(second.log)")
         let third = try cli.daemon(source, log: "third.log")
         let deadline = Date().addingTimeInterval(30)
         var subjects = Set<String>()
@@ -141,7 +141,7 @@ struct MQTTSourceTests {
             if subjects.count == count { break }
             try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(await third.stop() != nil)
+        #expect(await third.stop() != nil, "did not stop in 5 s: \(third.log)")
         #expect(subjects.count == count, "\(second.log)\n\(third.log)")
         #expect(try Self.events(cli).count == count, "no vehicle determined twice")
     }
