@@ -352,7 +352,11 @@ public enum DecisionScenarios {
     /// Every scenario of the comparison, with its parked variants.
     public static var all: [DecisionScenario] {
         [motorway(passes: 1), motorway(passes: 10), motorway(passes: 10, beside: true), cityDrive(), briefStop()]
-            + [100.0, 97, 103, 92, 108].map { parked(distance: $0) } + [parkedPoor()]
+            + [100.0, 97, 103, 92, 108].map { parked(distance: $0) }
+            + [
+                parkedOnEdge(radius: 200, burst: 3, pattern: .opposed, seed: 1),
+                parkedOnEdge(radius: 40, offset: 3, burst: 2, pattern: .angled, seed: 2), parkedPoor(),
+            ]
     }
 }
 

@@ -103,7 +103,7 @@ struct DecisionScenarioTests {
                     let (events, filter, monitor) = run(scenario)
                     #expect(crossings(events, "edge") == [], "\(scenario.name), seed \(seed): \(events.map(\.type))")
                     // Every lie refused (by the motion check, or as a jump by the fix filter), and hardly an
-                    // honest fix with them: the truth is never lost, nor started over from.
+                    // honest fix with them: the truth is not lost.
                     let refused = monitor.outliers + filter.statistics[.implausibleJump]
                     #expect(refused >= 60 * burst, "\(scenario.name), seed \(seed): \(refused) refused")
                     #expect(refused <= 60 * burst + 10, "\(scenario.name), seed \(seed): \(refused) refused")

@@ -14,8 +14,7 @@ import Foundation
 /// tunnel, a restart) any plausible place is accepted.
 ///
 /// What that buys: a receiver parked for a minute knows where it is to a few metres, so a fix 30 m off
-/// claiming 4 m is far outside the gate, and so are the second and third of a burst of such fixes, while
-/// honest jitter within the stated accuracy is well inside it; a vehicle at motorway speed is expected
+/// claiming 4 m is far outside the gate, while honest jitter within the stated accuracy is well inside it; a vehicle at motorway speed is expected
 /// where its velocity takes it, so a single fix in a small region on its path is believed at once, with
 /// no second fix to wait for. A lie that moves no farther than a vehicle's accelerations allow over its
 /// duration cannot be told from motion by any rule: the band then decides, as for an honest fix.
@@ -26,6 +25,8 @@ import Foundation
 /// that follows a refused one must therefore also be likelier honest than another lie: the density the
 /// models give it must exceed `burstOdds` times that of a lie landing anywhere within `lieSpread`. A fix
 /// near where the subject is expected passes at once; a lie 30 m off does not however wide the gate has grown.
+/// The price: a subject whose motion changed sharply during the burst may be refused until a run starts the
+/// filter over (below).
 ///
 /// A filter that rejects `resyncRun` fixes in a row that agree with each other starts over from them: a
 /// wrong start (the first fix was the lie) can never lock a subject out.
