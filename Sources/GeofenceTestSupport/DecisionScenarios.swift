@@ -92,6 +92,34 @@ extension SyntheticReceiver {
     }
 }
 
+extension SyntheticReceiver {
+    /// A burst of lying fixes in a row, one a second for each of `truths` (where the subject really is):
+    /// each 30-80 m off, claiming 3-5 m, aimed along `across` (radians east of north: outwards) or against
+    /// it, as `pattern` says.
+    public mutating func burst(
+        at truths: [Coordinate], across: Double, pattern: DecisionScenarios.BurstPattern, outwardsFirst: Bool
+    ) -> [Fix] {
+        let first = pattern == .together ? outwardsFirst : Bool.random(using: &rng)
+        let magnitude = Double.random(in: 30...80, using: &rng)
+        return truths.enumerated().map { k, truth in
+            let outwards: Bool
+            var turn = Double.random(in: -0.2...0.2, using: &rng)
+            var m = magnitude + Double.random(in: -3...3, using: &rng)
+            switch pattern {
+            case .together: outwards = first
+            case .opposed: outwards = k % 2 == 0 ? first : !first
+            case .angled:
+                outwards = Bool.random(using: &rng)
+                turn = Double.random(in: -(Double.pi / 3)...(Double.pi / 3), using: &rng)
+                m = Double.random(in: 30...80, using: &rng)
+            }
+            let direction = across + (outwards ? 0 : .pi) + turn
+            let lie = offset(truth, north: m * cos(direction), east: m * sin(direction))
+            return outlier(at: lie, error: 0, stated: Double.random(in: 3...5, using: &rng))
+        }
+    }
+}
+
 /// The scenarios of Docs/events.md's comparison, each placed for a reason written beside it.
 public enum DecisionScenarios {
     public static let origin = Coordinate(latitude: 48.8566, longitude: 2.3522)
@@ -219,6 +247,78 @@ public enum DecisionScenarios {
         return scenario
     }
 
+    /// How the lies of one burst point, against the boundary (see `parkedOnEdge`).
+    public enum BurstPattern: String, CaseIterable, Sendable {
+        /// Every lie of a burst the same way (inwards, or outwards, a burst in turn), within a few metres
+        /// of each other: multipath off one wall.
+        case together
+        /// Inwards and outwards in turn within a burst, starting either way.
+        case opposed
+        /// Each lie of a burst across the boundary either way, at up to 60° from straight across.
+        case angled
+    }
+
+    /// Parked for an hour at 1 Hz `offset` metres outside (negative: inside) the boundary of a circle of
+    /// `radius`, honest fixes of 3-12 m jittering within their accuracy, and once a minute a burst of
+    /// `burst` lying fixes in a row, each 30-80 m off, claiming 3-5 m, aimed across the boundary as
+    /// `pattern` says, so that every lie lands well on one side or the other.
+    public static func parkedOnEdge(
+        radius: Double, offset edge: Double = 0, burst: Int, pattern: BurstPattern, seed: UInt64
+    ) -> DecisionScenario {
+        let region = try! Region(id: "edge", center: origin, radius: radius)
+        let bearing = 0.9  // from the centre to the spot, radians east of north
+        let spot = offset(origin, north: (radius + edge) * cos(bearing), east: (radius + edge) * sin(bearing))
+        var receiver = SyntheticReceiver(subject: "truck", seed: seed, start: start)
+        var fixes: [Fix] = []
+        var count = 0
+        while fixes.count < 3600 {
+            guard fixes.count % 60 == 30 else {
+                fixes.append(receiver.fix(at: spot))
+                continue
+            }
+            count += 1
+            fixes += receiver.burst(
+                at: Array(repeating: spot, count: burst), across: bearing, pattern: pattern,
+                outwardsFirst: count % 2 == 0)
+        }
+        var scenario = DecisionScenario(
+            name: "parked \(edge) m off the edge of a \(Int(radius)) m region, bursts of \(burst) \(pattern)",
+            regions: [region], fixes: fixes, required: ["edge": []])
+        scenario.parked = true
+        return scenario
+    }
+
+    /// A subject that really moves along `path` (one fix a second, 3-12 m, honest) in and out of `region`,
+    /// with a burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary from where the subject
+    /// really is) in place of the fixes of seconds `burstAt..<burstAt + burst`. Required: the path's
+    /// crossings.
+    public static func movingThroughBurst(
+        _ name: String, path: TruePath, region: Region, burstAt: Int, burst: Int, pattern: BurstPattern,
+        seed: UInt64
+    ) -> DecisionScenario {
+        var receiver = SyntheticReceiver(subject: "truck", seed: seed, start: start)
+        var fixes: [Fix] = []
+        let outwardsFirst = seed % 2 == 0
+        while fixes.count < path.points.count {
+            let truth = path.points[fixes.count]
+            guard fixes.count == burstAt else {
+                fixes.append(receiver.fix(at: truth))
+                continue
+            }
+            // Across the boundary: along the line from the centre through where the subject is (a bearing
+            // on the local plane is good enough for aiming).
+            let bearing = atan2(
+                (truth.longitude - region.center.longitude) * cos(region.center.latitude * .pi / 180),
+                truth.latitude - region.center.latitude)
+            fixes += receiver.burst(
+                at: Array(path.points[burstAt..<min(burstAt + burst, path.points.count)]), across: bearing,
+                pattern: pattern, outwardsFirst: outwardsFirst)
+        }
+        return DecisionScenario(
+            name: "\(name), a burst of \(burst) \(pattern) at \(burstAt) s", regions: [region], fixes: fixes,
+            required: [region.id: path.crossings(of: region, margin: 0)])
+    }
+
     /// Parked for an hour 20 m inside a 200 m region with a receiver that reports `eph` 150 m (a basement,
     /// an urban canyon), its fixes anywhere within that.
     public static func parkedPoor(seed: UInt64 = 4) -> DecisionScenario {
@@ -252,7 +352,11 @@ public enum DecisionScenarios {
     /// Every scenario of the comparison, with its parked variants.
     public static var all: [DecisionScenario] {
         [motorway(passes: 1), motorway(passes: 10), motorway(passes: 10, beside: true), cityDrive(), briefStop()]
-            + [100.0, 97, 103, 92, 108].map { parked(distance: $0) } + [parkedPoor()]
+            + [100.0, 97, 103, 92, 108].map { parked(distance: $0) }
+            + [
+                parkedOnEdge(radius: 200, burst: 3, pattern: .opposed, seed: 1),
+                parkedOnEdge(radius: 40, offset: 3, burst: 2, pattern: .angled, seed: 2), parkedPoor(),
+            ]
     }
 }
 

@@ -89,6 +89,170 @@ struct DecisionScenarioTests {
         }
     }
 
+    @Test(
+        "parked on a circle's edge, bursts of 1, 2 and 3 lies together, opposed and at angles, 8 seeds each: no enter or exit",
+        arguments: [200.0, 40])
+    func parkedOnEdgeWithBursts(radius: Double) {
+        for burst in 1...3 {
+            for pattern in DecisionScenarios.BurstPattern.allCases {
+                for seed in UInt64(1)...8 {
+                    // On the boundary, and 3 m inside and outside it, in turn.
+                    let edge = [0.0, -3, 3][Int(seed % 3)]
+                    let scenario = DecisionScenarios.parkedOnEdge(
+                        radius: radius, offset: edge, burst: burst, pattern: pattern, seed: seed)
+                    let (events, filter, monitor) = run(scenario)
+                    #expect(crossings(events, "edge") == [], "\(scenario.name), seed \(seed): \(events.map(\.type))")
+                    // Every lie refused (by the motion check, or as a jump by the fix filter), and hardly an
+                    // honest fix with them: the truth is not lost.
+                    let refused = monitor.outliers + filter.statistics[.implausibleJump]
+                    #expect(refused >= 60 * burst, "\(scenario.name), seed \(seed): \(refused) refused")
+                    #expect(refused <= 60 * burst + 10, "\(scenario.name), seed \(seed): \(refused) refused")
+                    // At most the rare start over, from honest fixes the motion check refused after a burst.
+                    #expect(monitor.resynchronized <= 1, "\(scenario.name), seed \(seed)")
+                }
+            }
+        }
+    }
+
+    /// Checks the events of a subject moving through a burst against its true path: each required crossing
+    /// is reported once, in order, never before the subject is across the boundary, and at most `late`
+    /// fixes after the first honest fix that has to be conclusive (the subject 24 m across: more than the
+    /// widest margin, 12 m, plus an honest error of up to 11.4 m; if that second is one of the burst's, the
+    /// fix after the burst). An entry may be missed only when the burst hides it: lies just before or while
+    /// the subject is deep inside, and no more than `MotionConsistency.resyncRun` honest fixes deep inside
+    /// after them (a subject whose motion changed sharply during the burst is refused until a run of that
+    /// many agrees).
+    private func checkTiming(
+        _ scenario: DecisionScenario, path: TruePath, burstAt: Int, burst: Int, late: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let region = scenario.regions[0]
+        let (events, _, _) = run(scenario)
+        let got = events.filter { $0.type == .enter || $0.type == .exit }
+        let expected = scenario.required[region.id] ?? []
+        let distances = path.points.map { Geodesic.distance($0, region.center) }
+        let lies = burstAt..<(burstAt + burst)
+        let honestInsideAfterBurst = distances.indices.filter {
+            $0 >= lies.upperBound && distances[$0] <= region.radius - 24
+        }
+        let firstDeep = distances.firstIndex { $0 <= region.radius - 24 } ?? distances.count
+        let hidden =
+            lies.upperBound + Int(MotionConsistency.resyncRun) > firstDeep
+            && honestInsideAfterBurst.count <= Int(MotionConsistency.resyncRun)
+        if hidden && got.isEmpty { return }
+        #expect(got.map(\.type) == expected, "\(scenario.name): \(got.map(\.type))", sourceLocation: sourceLocation)
+        guard got.map(\.type) == expected else { return }
+        var from = 0
+        for event in got {
+            let inside = event.type == .enter
+            let second = Int(event.time.timeIntervalSince(DecisionScenarios.start).rounded())
+            let across = distances[from...].firstIndex { inside ? $0 < region.radius : $0 > region.radius }!
+            var clear = distances[from...].firstIndex {
+                inside ? $0 <= region.radius - 24 : $0 >= region.radius + 24
+            }!
+            if lies.contains(clear) { clear = lies.upperBound }
+            #expect(
+                second >= across, "\(scenario.name): \(event.type) at \(second) s, across at \(across) s",
+                sourceLocation: sourceLocation)
+            #expect(
+                second <= clear + late, "\(scenario.name): \(event.type) at \(second) s, clear at \(clear) s",
+                sourceLocation: sourceLocation)
+            from = second
+        }
+    }
+
+    @Test(
+        "a truck pulling away from parked, across the edge, through a burst of lies: enter and exit, at most 4 fixes late"
+    )
+    func pullAwayThroughBurst() {
+        for radius in [40.0, 200] {
+            for acceleration in [2.5, 4] {
+                // Parked a minute 10 m outside the edge, then off at `acceleration` to 10 m/s, straight through.
+                var speeds = Array(repeating: 0.0, count: 60)
+                while speeds.last! < 10 { speeds.append(min(10, speeds.last! + acceleration)) }
+                speeds += Array(repeating: 10, count: Int(2 * radius / 10) + 8)
+                let path = TruePath.profile(
+                    from: DecisionScenarios.origin, start: (0, -(radius + 10)), bearing: 90, speeds: speeds)
+                let region = try! Region(id: "bay", center: DecisionScenarios.origin, radius: radius)
+                // Bursts from four seconds before it moves to while it crosses.
+                for start in 56...66 {
+                    for burst in 1...3 {
+                        for pattern in DecisionScenarios.BurstPattern.allCases {
+                            let scenario = DecisionScenarios.movingThroughBurst(
+                                "pulling away at \(acceleration) m/s² into a \(Int(radius)) m region", path: path,
+                                region: region, burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start))
+                            checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 4)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("a drive through a region with a burst of lies at the entry or the exit: both crossings, at most 1 fix late")
+    func driveThroughBurst() {
+        for radius in [40.0, 200] {
+            for speed in [10.0, 28] {
+                // Half a minute of driving before the region, so that the motion is known.
+                let approach = 30 * speed
+                let length = 2 * radius + 2 * approach
+                let path = TruePath.profile(
+                    from: DecisionScenarios.origin, start: (0, -(radius + approach)), bearing: 90,
+                    speeds: Array(repeating: speed, count: Int(length / speed)))
+                let region = try! Region(id: "gate", center: DecisionScenarios.origin, radius: radius)
+                let entry = Int(approach / speed)
+                let exit = Int((approach + 2 * radius) / speed)
+                for crossing in [entry, exit] {
+                    for start in (crossing - 3)...(crossing + 2) {
+                        for burst in 1...3 {
+                            for pattern in DecisionScenarios.BurstPattern.allCases {
+                                let scenario = DecisionScenarios.movingThroughBurst(
+                                    "\(speed) m/s through a \(Int(radius)) m region", path: path, region: region,
+                                    burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 7 + burst))
+                                checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 1)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(
+        "braking hard into a region and stopping 30 m inside, through a burst of lies: one enter, at most 3 fixes late")
+    func brakeThroughBurst() {
+        for deceleration in [4.0, 7] {
+            // 15 m/s, braking so as to stop 30 m inside a 200 m region, then parked two minutes.
+            var speeds = Array(repeating: 15.0, count: 10)
+            while speeds.last! > 0 { speeds.append(max(0, speeds.last! - deceleration)) }
+            let braking = speeds.reduce(0, +) - 150
+            speeds += Array(repeating: 0, count: 120)
+            let path = TruePath.profile(
+                from: DecisionScenarios.origin, start: (0, -(200 - 30) - braking - 150), bearing: 90, speeds: speeds)
+            let region = try! Region(id: "yard", center: DecisionScenarios.origin, radius: 200)
+            for start in 8...16 {
+                for burst in 1...3 {
+                    for pattern in DecisionScenarios.BurstPattern.allCases {
+                        let scenario = DecisionScenarios.movingThroughBurst(
+                            "braking at \(deceleration) m/s² into a 200 m region", path: path, region: region,
+                            burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 3 + burst))
+                        // Known gap: braking at 7 m/s² makes the motion check refuse a few honest fixes (the
+                        // track overshoots), and a burst of three that follows at once joins them in a run of
+                        // five that "agree" at the run's 60 m/s, so that the track starts over from a lie.
+                        withKnownIssue(
+                            "hard braking, then at once a burst of three: the track can start over from a lie",
+                            isIntermittent: true
+                        ) {
+                            checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 3)
+                        } when: {
+                            deceleration > 6 && burst == 3
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test("parked an hour 20 m inside a 200 m region with eph 150 m: no enter or exit")
     func parkedPoor() {
         let scenario = DecisionScenarios.parkedPoor()

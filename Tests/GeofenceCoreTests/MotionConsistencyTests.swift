@@ -56,6 +56,35 @@ struct MotionConsistencyTests {
         #expect(motion.update(&track, point: point(north: 5000), time: 660, accuracy: 5) == .agrees)
     }
 
+    @Test("a lie, then ten minutes unseen: a fix 5 km away is still a drive, not another lie")
+    func gapAfterLie() {
+        var track = parkedMinute()
+        #expect(motion.update(&track, point: point(north: 40), time: 60, accuracy: 4) == .outlier)
+        #expect(motion.update(&track, point: point(north: 5000), time: 660, accuracy: 5) == .agrees)
+    }
+
+    @Test("a burst of three lies in different directions is refused, every one, and the honest fix after it taken")
+    func burstInDifferentDirections() {
+        // A minute parked with a receiver of 3-12 m whose fixes jitter anywhere within that: its track is
+        // looser than `parkedMinute`'s, and its gate, widened by each refused second, reaches 30 m.
+        var track: MotionConsistency.Track?
+        var rng = SeededGenerator(seed: 3)
+        for second in 0..<60 {
+            let accuracy = Double.random(in: 3...12, using: &rng)
+            let error = 0.95 * accuracy * Double.random(in: 0...1, using: &rng).squareRoot()
+            let bearing = Double.random(in: 0..<(2 * .pi), using: &rng)
+            _ = motion.update(
+                &track, point: point(north: error * cos(bearing), east: error * sin(bearing)), time: Double(second),
+                accuracy: accuracy)
+        }
+        // Inwards, outwards, then at an angle, each claiming 4 m.
+        let lies = [point(north: -30), point(north: 30), point(north: 23, east: 23)]
+        for (i, lie) in lies.enumerated() {
+            #expect(motion.update(&track, point: lie, time: Double(60 + i), accuracy: 4) == .outlier, "lie \(i)")
+        }
+        #expect(motion.update(&track, point: point(north: 4), time: 63, accuracy: 8) == .agrees)
+    }
+
     @Test("a vehicle braking hard and turning stays within the gate")
     func manoeuvres() {
         var track: MotionConsistency.Track?

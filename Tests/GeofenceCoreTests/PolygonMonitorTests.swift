@@ -38,11 +38,11 @@ private func uShape(id: String = "u", dwell: Double? = nil, expires: Date? = nil
 
 @Suite("Polygon regions through the monitor")
 struct PolygonMonitorTests {
-    @Test("a receiver parked on an edge, at a corner and at the notch's inner corner fires no enter or exit")
+    @Test(
+        "a receiver parked on an edge, at a corner and at the notch's inner corner, through bursts of 1, 2 and 3 lies, fires no enter or exit"
+    )
     func parkedOnBoundary() throws {
         let region = try uShape()
-        // (where it parks, where it arrives from): an edge's middle, a convex corner, a reflex corner, and
-        // just inside and outside edges.
         // (where it parks, where it arrives from, the bearing across the boundary there, radians): an edge's
         // middle, a convex corner, the notch's reflex corners, and just inside and outside an edge.
         let spots: [((Double, Double), (Double, Double), Double)] = [
@@ -50,45 +50,49 @@ struct PolygonMonitorTests {
             ((400, 300), (460, 360), .pi / 4), ((250, 100), (300, 150), .pi / 4), ((150, 100), (200, 200), -.pi / 4),
             ((0, 150), (-3, 150), .pi / 2), ((0, 150), (4, 150), .pi / 2),
         ]
-        for (seed, (spot, from, across)) in spots.enumerated() {
-            var pipeline = PolygonPipeline(regions: [region])
-            var receiver = SyntheticReceiver(seed: UInt64(seed + 11), start: start)
-            receiver.accuracy = 3...12
-            for _ in 0..<10 { pipeline.feed(receiver.fix(at: at(from.0, from.1))) }
-            #expect(pipeline.types == [.determined], "arriving from \(from)")
-            // Walk to the spot at 1 m/s, so the motion check follows.
-            let steps = Int(max(abs(spot.0 - from.0), abs(spot.1 - from.1)))
-            for s in 0...steps {
-                let f = Double(s) / Double(max(1, steps))
-                pipeline.feed(receiver.fix(at: at(from.0 + (spot.0 - from.0) * f, from.1 + (spot.1 - from.1) * f)))
-            }
-            let determined = pipeline.events.count
-            // Once a minute a lying fix claiming 3-5 m, 30-80 m off across the edge or corner, inwards and
-            // outwards in turn, so that each lie lands on the other side. (Bursts of two or three such lies in
-            // a row get past the motion check for circles and polygons alike: see the report of issue 17.)
-            var outliers = 0
-            var second = 0
-            var burst = 0
-            while second < 3600 {
-                if second % 60 == 30 {
-                    burst += 1
-                    let m = Double.random(in: 30...80, using: &receiver.rng)
-                    let bearing =
-                        across + (burst % 2 == 0 ? 0 : .pi) + Double.random(in: -0.2...0.2, using: &receiver.rng)
-                    let lie = at(spot.0 + m * sin(bearing), spot.1 + m * cos(bearing))
-                    pipeline.feed(
-                        receiver.outlier(at: lie, error: 0, stated: Double.random(in: 3...5, using: &receiver.rng)))
-                    outliers += 1
-                    second += 1
-                } else {
-                    pipeline.feed(receiver.fix(at: at(spot.0, spot.1)))
-                    second += 1
+        for burst in 1...3 {
+            for pattern in DecisionScenarios.BurstPattern.allCases {
+                for (seed, (spot, from, across)) in spots.enumerated() {
+                    var pipeline = PolygonPipeline(regions: [region])
+                    var receiver = SyntheticReceiver(seed: UInt64(seed + 11), start: start)
+                    receiver.accuracy = 3...12
+                    for _ in 0..<10 { pipeline.feed(receiver.fix(at: at(from.0, from.1))) }
+                    #expect(pipeline.types == [.determined], "arriving from \(from)")
+                    // Walk to the spot at 1 m/s, so the motion check follows.
+                    let steps = Int(max(abs(spot.0 - from.0), abs(spot.1 - from.1)))
+                    for s in 0...steps {
+                        let f = Double(s) / Double(max(1, steps))
+                        pipeline.feed(
+                            receiver.fix(at: at(from.0 + (spot.0 - from.0) * f, from.1 + (spot.1 - from.1) * f)))
+                    }
+                    let determined = pipeline.events.count
+                    // An hour there; once a minute a burst of lies claiming 3-5 m, each 30-80 m off across the
+                    // edge or corner, inwards or outwards as `pattern` says, so that lies land on the other side.
+                    let outliers = pipeline.monitor.outliers
+                    var fixes = 0
+                    var bursts = 0
+                    while fixes < 3600 {
+                        if fixes % 60 == 30 {
+                            bursts += 1
+                            let lies = receiver.burst(
+                                at: Array(repeating: at(spot.0, spot.1), count: burst), across: across,
+                                pattern: pattern, outwardsFirst: bursts % 2 == 0)
+                            for lie in lies { pipeline.feed(lie) }
+                            fixes += lies.count
+                        } else {
+                            pipeline.feed(receiver.fix(at: at(spot.0, spot.1)))
+                            fixes += 1
+                        }
+                    }
+                    let after = pipeline.events[determined...].map(\.type)
+                    #expect(
+                        !after.contains(.enter) && !after.contains(.exit),
+                        "parked at \(spot), bursts of \(burst) \(pattern): \(after)")
+                    let refused =
+                        pipeline.monitor.outliers - outliers + pipeline.filter.statistics[.implausibleJump]
+                    #expect(refused >= 60 * burst, "parked at \(spot), bursts of \(burst) \(pattern): \(refused)")
                 }
             }
-            #expect(outliers == 60)
-            let after = pipeline.events[determined...].map(\.type)
-            #expect(!after.contains(.enter) && !after.contains(.exit), "parked at \(spot): \(after)")
-            #expect(pipeline.monitor.outliers > 0)
         }
     }
 

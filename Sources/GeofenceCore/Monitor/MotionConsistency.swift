@@ -14,11 +14,19 @@ import Foundation
 /// tunnel, a restart) any plausible place is accepted.
 ///
 /// What that buys: a receiver parked for a minute knows where it is to a few metres, so a fix 30 m off
-/// claiming 4 m is far outside the gate, and so are the second and third of a burst of such fixes, while
-/// honest jitter within the stated accuracy is well inside it; a vehicle at motorway speed is expected
+/// claiming 4 m is far outside the gate, while honest jitter within the stated accuracy is well inside it; a vehicle at motorway speed is expected
 /// where its velocity takes it, so a single fix in a small region on its path is believed at once, with
 /// no second fix to wait for. A lie that moves no farther than a vehicle's accelerations allow over its
 /// duration cannot be told from motion by any rule: the band then decides, as for an honest fix.
+///
+/// Receivers lie in bursts of two or three, and every refused second widens the expectation (mostly the
+/// manoeuvring model's: a parked receiver's 4σ gate grows from 15-25 m to 20-36 m after one refused second
+/// and 30-50 m after two), so that the gate alone would let the second or third lie of a burst through. A fix
+/// that follows a refused one must therefore also be likelier honest than another lie: the density the
+/// models give it must exceed `burstOdds` times that of a lie landing anywhere within `lieSpread`. A fix
+/// near where the subject is expected passes at once; a lie 30 m off does not however wide the gate has grown.
+/// The price: a subject whose motion changed sharply during the burst may be refused until a run starts the
+/// filter over (below).
 ///
 /// A filter that rejects `resyncRun` fixes in a row that agree with each other starts over from them: a
 /// wrong start (the first fix was the lie) can never lock a subject out.
@@ -29,22 +37,32 @@ public struct MotionConsistency: Sendable, Equatable {
     public var manoeuvreAcceleration: Double
     /// How many standard deviations of the expected position a fix may be off (in the plane).
     public var gate: Double
+    /// For a fix that follows a refused one: how many times likelier, before it is seen, it is another lie
+    /// of the burst than an honest fix. It is taken in only if the models make it likelier honest than a lie
+    /// landing anywhere within `lieSpread` of the truth.
+    public var burstOdds: Double
     /// Smallest standard deviation a fix's error is given (metres): receivers round their accuracy.
     public var minimumError: Double
 
     public init(
         steadyAcceleration: Double = 0.3, manoeuvreAcceleration: Double = 4, gate: Double = 4,
-        minimumError: Double = 1
+        burstOdds: Double = 2, minimumError: Double = 1
     ) {
         self.steadyAcceleration = steadyAcceleration
         self.manoeuvreAcceleration = manoeuvreAcceleration
         self.gate = gate
+        self.burstOdds = burstOdds
         self.minimumError = minimumError
     }
 
     /// Consecutive rejected fixes, agreeing with each other, after which the filter starts over from them.
     /// More than the bursts of lying fixes receivers produce (two or three).
     public static let resyncRun: UInt8 = 5
+    /// How soon after a refused fix (seconds) the next is judged as a likely lie: a burst's fixes come one after
+    /// another; after a gap, the subject may be anywhere and a lie is no likelier than before.
+    static let burstSpan = 10.0
+    /// How far from the truth a lie of a burst may land (metres): its density is one over that disc's area.
+    static let lieSpread = 100.0
     /// The speed a run of outliers may move at between its fixes and still count as one run (m/s).
     static let runSpeed = 60.0
     /// Velocity variance of a track with no velocity yet: (40 m/s)².
@@ -162,6 +180,16 @@ public struct MotionConsistency: Sendable, Equatable {
         let sManoeuvre = manoeuvre.pp + r
         guard squared <= gate * gate * (steadyNext * sSteady + (1 - steadyNext) * sManoeuvre) else {
             return reject(&t, point: point, time: time, accuracy: accuracy)
+        }
+        // After a refused fix, the next is likely another lie: it must also be likelier honest than a lie (the
+        // two models' planar densities, against a lie's, both times 2π).
+        if t.run > 0 && time - t.runTime <= Self.burstSpan {
+            let density =
+                steadyNext * exp(-squared / (2 * sSteady)) / sSteady + (1 - steadyNext)
+                * exp(-squared / (2 * sManoeuvre)) / sManoeuvre
+            guard density > burstOdds * 2 / (Self.lieSpread * Self.lieSpread) else {
+                return reject(&t, point: point, time: time, accuracy: accuracy)
+            }
         }
 
         // The weights follow how likely each model made the fix (a ratio of two planar Gaussians: one

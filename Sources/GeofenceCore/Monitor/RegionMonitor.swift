@@ -12,6 +12,9 @@ public struct MonitorConfiguration: Sendable, Equatable {
     public var acceleration: Double = 4
     /// The outlier gate, in standard deviations of the expected position.
     public var outlierGate: Double = 4
+    /// For a fix that follows a refused one, how many times likelier another lie is than the truth, a
+    /// priori (receivers lie in bursts): such a fix is taken in only if its motion makes it likelier honest.
+    public var burstOdds: Double = 2
     /// A change made by a fix that comes more than this many seconds (fix time) after the subject's
     /// previous fix happened unseen, across a gap, and is marked `inferred`.
     public var gapThreshold: Double = 60
@@ -25,7 +28,9 @@ public struct MonitorConfiguration: Sendable, Equatable {
     public var band: HysteresisBand { HysteresisBand(minMargin: minMargin, accuracyFactor: accuracyFactor) }
 
     /// The outlier test these settings give.
-    public var motion: MotionConsistency { MotionConsistency(manoeuvreAcceleration: acceleration, gate: outlierGate) }
+    public var motion: MotionConsistency {
+        MotionConsistency(manoeuvreAcceleration: acceleration, gate: outlierGate, burstOdds: burstOdds)
+    }
 
     /// The margin for a fix of this accuracy.
     @inlinable
