@@ -230,9 +230,9 @@ extension StateStore {
     /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
     public static let historyLimit = 20
 
-    /// The order key in column `index` of a row of `deliveries`.
-    private static func orderKey(_ s: Statement, at index: Int) throws -> DeliveryOrderKey {
-        let text = s.string(at: index)
+    /// The order key in column `order_key` of a row of `deliveries`.
+    private static func orderKey(_ s: Statement) throws -> DeliveryOrderKey {
+        let text = try s.string("order_key")
         guard let key = DeliveryOrderKey(storeValue: text) else { throw DeliveryOrderKey.Unreadable(text: text) }
         return key
     }
@@ -275,7 +275,7 @@ extension StateStore {
             var events: [(seq: Int64, type: String, region: String?)] = []
             try db.forEachRow(
                 "SELECT seq, type, region FROM events WHERE seq > ? ORDER BY seq LIMIT ?", [cursor, limit + 1]
-            ) { events.append(($0.int64(at: 0), $0.string(at: 1), $0.optionalString(at: 2))) }
+            ) { events.append((try $0.int64("seq"), try $0.string("type"), try $0.optionalString("region"))) }
             let more = events.count > limit
             if more { events.removeLast() }
             guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
@@ -287,8 +287,8 @@ extension StateStore {
                 if let region = event.region {
                     try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
                         regionHooks = HookRouting.RegionHooks(
-                            name: s.optionalString(at: 0), hooks: s.optionalString(at: 1),
-                            createdBy: s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) })
+                            name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
+                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
                     }
                 }
                 for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
@@ -319,9 +319,10 @@ extension StateStore {
             var state: (cursor: Int64, latestEvent: Int64, generation: Int64) = (0, 0, 0)
             try db.forEachRow(
                 """
-                SELECT cursor, generation, (SELECT coalesce(max(seq), 0) FROM events) FROM hook_dispatch WHERE id = 1
+                SELECT cursor, generation, (SELECT coalesce(max(seq), 0) FROM events) AS latest_event
+                FROM hook_dispatch WHERE id = 1
                 """
-            ) { state = ($0.int64(at: 0), $0.int64(at: 2), $0.int64(at: 1)) }
+            ) { state = (try $0.int64("cursor"), try $0.int64("latest_event"), try $0.int64("generation")) }
             return state
         }
     }
@@ -356,9 +357,8 @@ extension StateStore {
             ) {
                 heads.append(
                     DeliveryHead(
-                        id: $0.int64(at: 0), orderKey: try StateStore.orderKey($0, at: 1),
-                        nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 2)),
-                        running: $0.string(at: 3) == "running"))
+                        id: try $0.int64("id"), orderKey: try StateStore.orderKey($0),
+                        nextAttemptAt: try $0.date("next_attempt_at"), running: try $0.string("status") == "running"))
             }
             return heads
         }
@@ -378,8 +378,8 @@ extension StateStore {
             """, [orderKey.storeValue]
         ) {
             head = DeliveryHead(
-                id: $0.int64(at: 0), orderKey: orderKey, nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 1)),
-                running: $0.string(at: 2) == "running")
+                id: try $0.int64("id"), orderKey: orderKey, nextAttemptAt: try $0.date("next_attempt_at"),
+                running: try $0.string("status") == "running")
         }
         return head
     }
@@ -400,20 +400,21 @@ extension StateStore {
                 guard db.changes > 0 else { continue }
                 try db.forEachRow(
                     """
-                    SELECT d.id, d.event_seq, e.id, e.type, e.region, d.region_name, e.subject, e.body, d.hook,
-                           d.command, d.run_as, d.order_key, d.attempts, d.queued_at
+                    SELECT d.id, d.event_seq, e.id AS event_id, e.type, e.region, d.region_name, e.subject, e.body,
+                           d.hook, d.command, d.run_as, d.order_key, d.attempts, d.queued_at
                     FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.id = ?
                     """, [id]
                 ) { s in
                     claimed.append(
                         ClaimedDelivery(
-                            id: s.int64(at: 0), eventSeq: s.int64(at: 1), eventID: s.string(at: 2),
-                            eventType: s.string(at: 3), region: s.optionalString(at: 4),
-                            regionName: s.optionalString(at: 5), subject: s.optionalString(at: 6),
-                            body: s.string(at: 7), hook: s.string(at: 8), command: s.string(at: 9),
-                            runAs: s.optionalInt64(at: 10).map { UInt32(truncatingIfNeeded: $0) },
-                            orderKey: try StateStore.orderKey(s, at: 11), attempt: s.int(at: 12),
-                            queuedAt: Date(timeIntervalSince1970: s.double(at: 13))))
+                            id: try s.int64("id"), eventSeq: try s.int64("event_seq"),
+                            eventID: try s.string("event_id"), eventType: try s.string("type"),
+                            region: try s.optionalString("region"), regionName: try s.optionalString("region_name"),
+                            subject: try s.optionalString("subject"), body: try s.string("body"),
+                            hook: try s.string("hook"), command: try s.string("command"),
+                            runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
+                            orderKey: try StateStore.orderKey(s), attempt: try s.int("attempts"),
+                            queuedAt: try s.date("queued_at")))
                 }
             }
             return claimed
@@ -454,7 +455,7 @@ extension StateStore {
                     ])
                 if o.status == .done || o.status == .dead {
                     try db.forEachRow("SELECT order_key FROM deliveries WHERE id = ?", [o.id]) {
-                        finishedKeys.append(try StateStore.orderKey($0, at: 0))
+                        finishedKeys.append(try StateStore.orderKey($0))
                     }
                 }
             }
@@ -474,31 +475,32 @@ extension StateStore {
         stderr, stdout_bytes, stderr_bytes, history, change_seq
         """
 
-    static func decodeDelivery(_ s: Statement) -> StoredDelivery {
+    static func decodeDelivery(_ s: Statement) throws -> StoredDelivery {
         var history: [DeliveryAttempt] = []
-        if let text = s.optionalString(at: 23), case .array(let items)? = try? JSON.parse(text) {
+        if let text = try s.optionalString("history"), case .array(let items)? = try? JSON.parse(text) {
             history = items.compactMap { $0.objectValue.flatMap(DeliveryAttempt.init(json:)) }
         }
-        func date(_ i: Int) -> Date? { s.optionalDouble(at: i).map { Date(timeIntervalSince1970: $0) } }
         return StoredDelivery(
-            id: s.int64(at: 0), eventSeq: s.int64(at: 1), hook: s.string(at: 2), command: s.string(at: 3),
-            regionName: s.optionalString(at: 4), runAs: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) },
-            orderKey: s.string(at: 6), status: DeliveryStatus(rawValue: s.string(at: 7)) ?? .dead,
-            attempts: s.int(at: 8), nextAttemptAt: Date(timeIntervalSince1970: s.double(at: 9)),
-            createdAt: Date(timeIntervalSince1970: s.double(at: 10)),
-            queuedAt: Date(timeIntervalSince1970: s.double(at: 11)), startedAt: date(12), finishedAt: date(13),
-            lastExit: s.optionalInt64(at: 14).map { Int32(truncatingIfNeeded: $0) },
-            lastSignal: s.optionalInt64(at: 15).map { Int32(truncatingIfNeeded: $0) }, timedOut: s.bool(at: 16),
-            lastError: s.optionalString(at: 17), lastDuration: s.optionalDouble(at: 18), stdout: s.bytes(at: 19),
-            stderr: s.bytes(at: 20), stdoutBytes: s.int(at: 21), stderrBytes: s.int(at: 22), history: history,
-            changeSeq: s.int64(at: 24))
+            id: try s.int64("id"), eventSeq: try s.int64("event_seq"), hook: try s.string("hook"),
+            command: try s.string("command"), regionName: try s.optionalString("region_name"),
+            runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
+            orderKey: try s.string("order_key"), status: DeliveryStatus(rawValue: try s.string("status")) ?? .dead,
+            attempts: try s.int("attempts"), nextAttemptAt: try s.date("next_attempt_at"),
+            createdAt: try s.date("created_at"), queuedAt: try s.date("queued_at"),
+            startedAt: try s.optionalDate("started_at"), finishedAt: try s.optionalDate("finished_at"),
+            lastExit: try s.optionalInt64("last_exit").map { Int32(truncatingIfNeeded: $0) },
+            lastSignal: try s.optionalInt64("last_signal").map { Int32(truncatingIfNeeded: $0) },
+            timedOut: try s.bool("timed_out"), lastError: try s.optionalString("last_error"),
+            lastDuration: try s.optionalDouble("last_duration"), stdout: try s.bytes("stdout"),
+            stderr: try s.bytes("stderr"), stdoutBytes: try s.int("stdout_bytes"),
+            stderrBytes: try s.int("stderr_bytes"), history: history, changeSeq: try s.int64("change_seq"))
     }
 
-    static func decodeEvent(_ s: Statement) -> StoredEvent {
+    static func decodeEvent(_ s: Statement) throws -> StoredEvent {
         StoredEvent(
-            seq: s.int64(at: 0), id: s.string(at: 1), type: s.string(at: 2), region: s.optionalString(at: 3),
-            subject: s.optionalString(at: 4), time: Date(timeIntervalSince1970: s.double(at: 5)),
-            createdAt: Date(timeIntervalSince1970: s.double(at: 6)), body: s.string(at: 7))
+            seq: try s.int64("seq"), id: try s.string("id"), type: try s.string("type"),
+            region: try s.optionalString("region"), subject: try s.optionalString("subject"),
+            time: try s.date("time"), createdAt: try s.date("created_at"), body: try s.string("body"))
     }
 
     static let eventColumns = "seq, id, type, region, subject, time, created_at, body"
@@ -519,7 +521,7 @@ extension StateStore {
                 sql = "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
             case .pending:
                 sql = """
-                    SELECT event_seq FROM deliveries WHERE \(filter.condition)
+                    SELECT event_seq AS seq FROM deliveries WHERE \(filter.condition)
                     UNION
                     SELECT seq FROM events
                     WHERE seq > \(cursor)
@@ -528,7 +530,7 @@ extension StateStore {
                     """
             case .failed, .dead:
                 sql =
-                    "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
+                    "SELECT DISTINCT event_seq AS seq FROM deliveries WHERE \(filter.condition) ORDER BY seq DESC LIMIT ?"
             }
             var arguments: [(any DatabaseValueConvertible)?] = []
             if !query.isEmpty {
@@ -540,19 +542,19 @@ extension StateStore {
                 sql = "SELECT seq FROM events WHERE \(chosen)\(condition.sql) ORDER BY seq DESC LIMIT ?"
                 arguments = condition.arguments
             }
-            try db.forEachRow(sql, StatementArguments(arguments + [max(0, limit)])) { seqs.append($0.int64(at: 0)) }
+            try db.forEachRow(sql, StatementArguments(arguments + [max(0, limit)])) { seqs.append(try $0.int64("seq")) }
             var result: [EventDeliveries] = []
             for seq in seqs.reversed() {
                 var event: StoredEvent?
                 try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                    event = StateStore.decodeEvent($0)
+                    event = try StateStore.decodeEvent($0)
                 }
                 guard let event else { continue }
                 var deliveries: [StoredDelivery] = []
                 try db.forEachRow(
                     "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
                     [seq]
-                ) { deliveries.append(StateStore.decodeDelivery($0)) }
+                ) { deliveries.append(try StateStore.decodeDelivery($0)) }
                 result.append(EventDeliveries(event: event, dispatched: seq <= cursor, deliveries: deliveries))
             }
             return result
@@ -564,7 +566,7 @@ extension StateStore {
         try queue.read { db in
             var found: StoredEvent?
             try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                found = StateStore.decodeEvent($0)
+                found = try StateStore.decodeEvent($0)
             }
             return found
         }
@@ -575,7 +577,7 @@ extension StateStore {
         try queue.read { db in
             var found: StoredDelivery?
             try db.forEachRow("SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
-                found = StateStore.decodeDelivery($0)
+                found = try StateStore.decodeDelivery($0)
             }
             return found
         }
@@ -588,7 +590,7 @@ extension StateStore {
             try db.forEachRow(
                 "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
                 [changeSeq, limit]
-            ) { changed.append(StateStore.decodeDelivery($0)) }
+            ) { changed.append(try StateStore.decodeDelivery($0)) }
             return changed
         }
     }
@@ -604,8 +606,10 @@ extension StateStore {
     public func deliveryCountsByStatus() throws -> [DeliveryStatus: Int] {
         try queue.read { db in
             var counts: [DeliveryStatus: Int] = [:]
-            try db.forEachRow("SELECT status, count(*) FROM deliveries GROUP BY status") {
-                if let status = DeliveryStatus(rawValue: $0.string(at: 0)) { counts[status] = $0.int(at: 1) }
+            try db.forEachRow("SELECT status, count(*) AS count FROM deliveries GROUP BY status") {
+                if let status = DeliveryStatus(rawValue: try $0.string("status")) {
+                    counts[status] = try $0.int("count")
+                }
             }
             return counts
         }
@@ -622,12 +626,12 @@ extension StateStore {
             let sql = "SELECT id, status FROM deliveries WHERE "
             if let id = Int64(reference) {
                 try db.forEachRow(sql + "id = ?", [id]) {
-                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                    matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
                 }
             }
             if matched.isEmpty {
                 try db.forEachRow(sql + "event_seq = (SELECT seq FROM events WHERE id = ?) ORDER BY id", [reference]) {
-                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                    matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
                 }
             }
             guard !matched.isEmpty else { throw HookStoreError.deliveryNotFound(reference) }
@@ -648,7 +652,7 @@ extension StateStore {
         try queue.write { db in
             var ids: [Int64] = []
             try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' ORDER BY id") {
-                ids.append($0.int64(at: 0))
+                ids.append(try $0.int64("id"))
             }
             for id in ids { try StateStore.revive(id: id, now: now, db: db) }
             if !ids.isEmpty { try StateStore.bumpHookGeneration(db: db) }

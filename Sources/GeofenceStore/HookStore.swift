@@ -96,14 +96,14 @@ extension StateStore {
     static func hooks(db: DatabaseConnection) throws -> [GlobalHook] {
         var hooks: [GlobalHook] = []
         try db.forEachRow("SELECT id, events, command, created_by, created_at FROM hooks ORDER BY created_at, id") {
-            let events = $0.string(at: 1)
+            let events = try $0.string("events")
             hooks.append(
                 GlobalHook(
-                    id: $0.string(at: 0),
+                    id: try $0.string("id"),
                     events: events == "*" ? [] : events.split(separator: ",").map(String.init),
-                    command: $0.string(at: 2),
-                    createdBy: $0.optionalInt64(at: 3).map { UInt32(truncatingIfNeeded: $0) },
-                    createdAt: Date(timeIntervalSince1970: $0.double(at: 4))))
+                    command: try $0.string("command"),
+                    createdBy: try $0.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
+                    createdAt: try $0.date("created_at")))
         }
         return hooks
     }
@@ -134,9 +134,9 @@ extension StateStore {
     public func deliveryCounts() throws -> [String: [DeliveryStatus: Int]] {
         try queue.read { db in
             var counts: [String: [DeliveryStatus: Int]] = [:]
-            try db.forEachRow("SELECT hook, status, count(*) FROM deliveries GROUP BY hook, status") {
-                if let status = DeliveryStatus(rawValue: $0.string(at: 1)) {
-                    counts[$0.string(at: 0), default: [:]][status] = $0.int(at: 2)
+            try db.forEachRow("SELECT hook, status, count(*) AS count FROM deliveries GROUP BY hook, status") {
+                if let status = DeliveryStatus(rawValue: try $0.string("status")) {
+                    counts[try $0.string("hook"), default: [:]][status] = try $0.int("count")
                 }
             }
             return counts

@@ -38,12 +38,11 @@ extension StateStore {
             ) { s in
                 all.append(
                     StoredPermission(
-                        uid: UInt32(truncatingIfNeeded: s.int64(at: 0)),
-                        status: AuthorizationStatus(rawValue: s.string(at: 1)) ?? .notDetermined,
-                        reason: s.optionalString(at: 2),
-                        requestedAt: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
-                        updatedAt: Date(timeIntervalSince1970: s.double(at: 4)),
-                        updatedBy: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) }))
+                        uid: UInt32(truncatingIfNeeded: try s.int64("uid")),
+                        status: AuthorizationStatus(rawValue: try s.string("status")) ?? .notDetermined,
+                        reason: try s.optionalString("reason"), requestedAt: try s.optionalDate("requested_at"),
+                        updatedAt: try s.date("updated_at"),
+                        updatedBy: try s.optionalInt64("updated_by").map { UInt32(truncatingIfNeeded: $0) }))
             }
             return all
         }

@@ -57,7 +57,7 @@ final class RegionInserter {
                 // Existed before this import, or came earlier in it?
                 seqOfID.reset()
                 try seqOfID.bind(region.id, at: 1)
-                let seq = try seqOfID.step() ? seqOfID.int64(at: 0) : lastSeq + 1
+                let seq = try seqOfID.step() ? seqOfID.int64("seq") : lastSeq + 1
                 seqOfID.reset()
                 if seq <= lastSeq {
                     existing.append(region.id)

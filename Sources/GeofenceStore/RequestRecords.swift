@@ -44,7 +44,7 @@ extension StateStore {
         try queue.read { db in
             var found: (String, String)?
             try db.forEachRow("SELECT method, answer FROM requests WHERE uid = ? AND id = ?", [Int64(uid), id]) {
-                found = ($0.string(at: 0), $0.string(at: 1))
+                found = (try $0.string("method"), try $0.string("answer"))
             }
             return found.map { (method: $0.0, answer: $0.1) }
         }

@@ -117,17 +117,18 @@ extension StateStore {
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
-                let events = s.string(at: 7)
+                let events = try s.string("events")
                 sinks.append(
                     SinkDefinition(
-                        id: s.string(at: 0), kind: s.string(at: 1), url: s.string(at: 2), topic: s.string(at: 3),
-                        stateTopic: s.optionalString(at: 4), statusTopic: s.optionalString(at: 5),
-                        format: s.string(at: 6),
+                        id: try s.string("id"), kind: try s.string("kind"), url: try s.string("url"),
+                        topic: try s.string("topic"), stateTopic: try s.optionalString("state_topic"),
+                        statusTopic: try s.optionalString("status_topic"), format: try s.string("format"),
                         events: events == "*" ? [] : events.split(separator: ",").map(String.init),
-                        passwordFile: s.optionalString(at: 8), passwordEnvironment: s.optionalString(at: 9),
-                        caFile: s.optionalString(at: 10),
-                        createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                        createdAt: Date(timeIntervalSince1970: s.double(at: 12))))
+                        passwordFile: try s.optionalString("password_file"),
+                        passwordEnvironment: try s.optionalString("password_env"),
+                        caFile: try s.optionalString("ca_file"),
+                        createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
+                        createdAt: try s.date("created_at")))
             }
             return sinks
         }

@@ -67,13 +67,13 @@ extension StateStore {
                 """
                 SELECT \(StateStore.regionColumns),
                        name IS NULL AND dwell IS NULL AND expires IS NULL AND hooks IS NULL AND subjects IS NULL
-                       AND polygon IS NULL
+                       AND polygon IS NULL AS compact
                 FROM regions WHERE seq > ? AND seq <= ? AND status != 'expired' ORDER BY seq LIMIT ?
                 """, [first, lastSeq, Int64(clamping: limit)]
             ) { s in
-                let seq = s.int64(at: 0)
-                if s.bool(at: 19) {
-                    let notifyText = s.string(at: 6)
+                let seq = try s.int64("seq")
+                if try s.bool("compact") {
+                    let notifyText = try s.string("notify")
                     let notify =
                         notifySets[notifyText]
                         ?? {
@@ -82,16 +82,16 @@ extension StateStore {
                             notifySets[notifyText] = set
                             return set
                         }()
-                    let id = s.string(at: 1)
-                    let radius = s.double(at: 5)
+                    let id = try s.string("id")
+                    let radius = try s.double("radius")
                     // `decodeRegion` applies the stored limits: a row beyond them goes that way, to fail as it would.
                     if radius <= StateStore.storedLimits.maxRadius
                         && id.utf8.count <= StateStore.storedLimits.maxIDBytes,
                         let region = CompactRegion(
-                            id: id, center: Coordinate(latitude: s.double(at: 3), longitude: s.double(at: 4)),
+                            id: id, center: Coordinate(latitude: try s.double("lat"), longitude: try s.double("lon")),
                             radius: radius, notify: notify,
-                            createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                            createdAt: Date(timeIntervalSince1970: s.double(at: 12)))
+                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
+                            createdAt: try s.date("created_at"))
                     {
                         regions.append((seq, .compact(region)))
                         return

@@ -19,12 +19,12 @@ extension StateStore {
         let allClear = inputs.allClear
         return try queue.write { db in
             var changes: [RegionStatusChange] = []
-            func collect(_ s: Statement) {
-                let kind = RegionStatus.Kind(rawValue: s.string(at: 2)) ?? .failed
+            func collect(_ s: Statement) throws {
+                let kind = RegionStatus.Kind(rawValue: try s.string("status")) ?? .failed
                 changes.append(
                     RegionStatusChange(
-                        seq: s.int64(at: 0), id: s.string(at: 1),
-                        status: RegionStatus(kind, reason: s.optionalString(at: 3))))
+                        seq: try s.int64("seq"), id: try s.string("id"),
+                        status: RegionStatus(kind, reason: try s.optionalString("status_reason"))))
             }
             if allClear {
                 // Nothing holds any region back: only those that were held change (through `regions_held`, a
@@ -119,7 +119,7 @@ extension StateStore {
         try queue.read { db in
             var owners: [UInt32] = []
             try db.forEachRow(StateStore.ownersSQL) {
-                owners.append(UInt32(truncatingIfNeeded: $0.int64(at: 0)))
+                owners.append(UInt32(truncatingIfNeeded: try $0.int64("uid")))
             }
             return owners
         }
@@ -136,7 +136,7 @@ extension StateStore {
                 SELECT seq FROM regions WHERE status NOT IN ('expired', 'pending')
                   AND NOT (status = 'failed' AND status_reason = 'permission-denied') AND seq <= ?
                 """, [taken]
-            ) { seqs.insert($0.int64(at: 0)) }
+            ) { seqs.insert(try $0.int64("seq")) }
             return seqs
         }
     }
@@ -148,13 +148,12 @@ extension StateStore {
             try db.forEachRow(
                 "SELECT subject, state, since, dwell_fired FROM region_states WHERE region_seq = ?", [regionSeq]
             ) { s in
-                guard let state = RegionState(rawValue: s.string(at: 1)) else { return }
+                guard let state = RegionState(rawValue: try s.string("state")) else { return }
                 pairs.append(
                     (
-                        s.string(at: 0),
+                        try s.string("subject"),
                         PairRecord(
-                            state: state, since: s.optionalDouble(at: 2).map { Date(timeIntervalSince1970: $0) },
-                            dwellFired: s.bool(at: 3))
+                            state: state, since: try s.optionalDate("since"), dwellFired: try s.bool("dwell_fired"))
                     ))
             }
             return pairs

@@ -281,7 +281,7 @@ public final class StateStore: Sendable {
 
     static let regionColumns = """
         seq, id, name, lat, lon, radius, notify, dwell, expires, hooks, subjects, created_by, created_at, updated_at,
-        \(statusSQL), \(statusReasonSQL), attempts, next_retry, polygon
+        \(statusSQL) AS shown_status, \(statusReasonSQL) AS shown_status_reason, attempts, next_retry, polygon
         """
 
     /// The settings key of the engine's mark: the highest region seq an engine has taken into its monitor.
@@ -359,8 +359,9 @@ public final class StateStore: Sendable {
     public func regionCountsByStatus() throws -> [String: Int] {
         try queue.read { db in
             var counts: [String: Int] = [:]
-            try db.forEachRow("SELECT \(StateStore.statusSQL) AS shown, count(*) FROM regions GROUP BY shown") {
-                counts[$0.string(at: 0)] = $0.int(at: 1)
+            try db.forEachRow("SELECT \(StateStore.statusSQL) AS shown, count(*) AS count FROM regions GROUP BY shown")
+            {
+                counts[try $0.string("shown")] = try $0.int("count")
             }
             return counts
         }
@@ -392,9 +393,9 @@ public final class StateStore: Sendable {
     }
 
     static func decodeRegion(_ s: Statement) throws -> StoredRegion {
-        let id = s.string(at: 1)
+        let id = try s.string("id")
         var hooks: [NotifyKind: String] = [:]
-        if let text = s.optionalString(at: 9) {
+        if let text = try s.optionalString("hooks") {
             guard case .object(let o)? = try? JSON.parse(text) else {
                 throw StoreError.corruptRow("hooks of region \"\(id)\"")
             }
@@ -403,15 +404,15 @@ public final class StateStore: Sendable {
             }
         }
         var subjects: [String]?
-        if let text = s.optionalString(at: 10) {
+        if let text = try s.optionalString("subjects") {
             guard case .array(let items)? = try? JSON.parse(text) else {
                 throw StoreError.corruptRow("subjects of region \"\(id)\"")
             }
             subjects = items.compactMap(\.stringValue)
         }
-        let notify = Set(s.string(at: 6).split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
+        let notify = Set(try s.string("notify").split(separator: ",").compactMap { NotifyKind(rawValue: String($0)) })
         var polygon: RegionPolygon?
-        if let bytes = s.optionalBytes(at: 18) {
+        if let bytes = try s.optionalBytes("polygon") {
             guard let parts = RegionPolygon.decodeParts(bytes) else {
                 throw StoreError.corruptRow("polygon of region \"\(id)\"")
             }
@@ -419,24 +420,28 @@ public final class StateStore: Sendable {
                 throw StoreError.corruptRow("region \"\(id)\": \(error)")
             }
         }
+        let name = try s.optionalString("name")
+        let center = Coordinate(latitude: try s.double("lat"), longitude: try s.double("lon"))
+        let radius = try s.double("radius")
+        let dwell = try s.optionalDouble("dwell")
+        let expires = try s.optionalDate("expires")
+        let createdBy = try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) }
+        let createdAt = try s.date("created_at")
         let region: Region
         do {
             region = try Region(
-                id: id, name: s.optionalString(at: 2),
-                center: Coordinate(latitude: s.double(at: 3), longitude: s.double(at: 4)), radius: s.double(at: 5),
-                notify: notify, dwell: s.optionalDouble(at: 7),
-                expires: s.optionalDouble(at: 8).map { Date(timeIntervalSince1970: $0) }, hooks: hooks,
-                subjects: subjects, createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                createdAt: Date(timeIntervalSince1970: s.double(at: 12)), polygon: polygon, limits: storedLimits)
+                id: id, name: name, center: center, radius: radius, notify: notify, dwell: dwell, expires: expires,
+                hooks: hooks, subjects: subjects, createdBy: createdBy, createdAt: createdAt, polygon: polygon,
+                limits: storedLimits)
         } catch {
             throw StoreError.corruptRow("region \"\(id)\": \(error)")
         }
-        let kind = RegionStatus.Kind(rawValue: s.string(at: 14)) ?? .failed
+        let kind = RegionStatus.Kind(rawValue: try s.string("shown_status")) ?? .failed
         return StoredRegion(
-            seq: s.int64(at: 0), region: region, status: RegionStatus(kind, reason: s.optionalString(at: 15)),
-            attempts: s.int(at: 16), nextRetry: s.optionalDouble(at: 17).map { Date(timeIntervalSince1970: $0) },
-            createdAt: Date(timeIntervalSince1970: s.double(at: 12)),
-            updatedAt: Date(timeIntervalSince1970: s.double(at: 13)))
+            seq: try s.int64("seq"), region: region,
+            status: RegionStatus(kind, reason: try s.optionalString("shown_status_reason")),
+            attempts: try s.int("attempts"), nextRetry: try s.optionalDate("next_retry"), createdAt: createdAt,
+            updatedAt: try s.date("updated_at"))
     }
 
     // MARK: Following changes
@@ -457,11 +462,12 @@ public final class StateStore: Sendable {
                 "SELECT generation, seq, op, last_seq FROM region_changes WHERE generation > ? ORDER BY generation",
                 [generation]
             ) {
-                latest = $0.int64(at: 0)
-                let seq = $0.int64(at: 1)
+                latest = try $0.int64("generation")
+                let seq = try $0.int64("seq")
                 changes.append(
                     RegionChange(
-                        seq: seq, lastSeq: $0.optionalInt64(at: 3) ?? seq, inserted: $0.string(at: 2) == "insert"))
+                        seq: seq, lastSeq: try $0.optionalInt64("last_seq") ?? seq,
+                        inserted: try $0.string("op") == "insert"))
             }
             return (latest, changes)
         }
@@ -489,7 +495,7 @@ public final class StateStore: Sendable {
         try queue.read { db in
             var found: StoredSubject?
             try db.forEachRow(Self.subjectColumns + " WHERE last_fix IS NOT NULL ORDER BY updated_at DESC LIMIT 1") {
-                found = Self.storedSubject($0)
+                found = try Self.storedSubject($0)
             }
             return found
         }
@@ -507,13 +513,13 @@ public final class StateStore: Sendable {
         "SELECT subject, last_fix_time, baseline_seq, last_fix, updated_at FROM subjects"
 
     /// A row of `subjectColumns`, without its region states.
-    private static func storedSubject(_ s: Statement) -> StoredSubject {
+    private static func storedSubject(_ s: Statement) throws -> StoredSubject {
         StoredSubject(
-            subject: s.string(at: 0),
+            subject: try s.string("subject"),
             record: SubjectRecord(
-                lastFixTime: s.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                baselineSeq: s.int64(at: 2), lastFix: eventFix(s.optionalString(at: 3))),
-            pairs: [], updatedAt: Date(timeIntervalSince1970: s.double(at: 4)))
+                lastFixTime: try s.optionalDate("last_fix_time"), baselineSeq: try s.int64("baseline_seq"),
+                lastFix: eventFix(try s.optionalString("last_fix"))),
+            pairs: [], updatedAt: try s.date("updated_at"))
     }
 
     /// A subject's last fix as the store keeps it (its event JSON).
@@ -527,21 +533,19 @@ public final class StateStore: Sendable {
         var bySubject: [String: Int] = [:]
         var all: [StoredSubject] = []
         try db.forEachRow(Self.subjectColumns + " \(filter) ORDER BY subject", arguments) { s in
-            bySubject[s.string(at: 0)] = all.count
-            all.append(Self.storedSubject(s))
+            bySubject[try s.string("subject")] = all.count
+            all.append(try Self.storedSubject(s))
         }
         try db.forEachRow(
             "SELECT subject, region_seq, state, since, dwell_fired FROM region_states \(pairsFilter)", arguments
         ) { s in
-            guard let i = bySubject[s.string(at: 0)], let state = RegionState(rawValue: s.string(at: 2)) else {
-                return
-            }
+            guard let i = bySubject[try s.string("subject")], let state = RegionState(rawValue: try s.string("state"))
+            else { return }
             all[i].pairs.append(
                 (
-                    regionSeq: s.int64(at: 1),
+                    regionSeq: try s.int64("region_seq"),
                     record: PairRecord(
-                        state: state, since: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
-                        dwellFired: s.bool(at: 4))
+                        state: state, since: try s.optionalDate("since"), dwellFired: try s.bool("dwell_fired"))
                 ))
         }
         return all
@@ -618,12 +622,15 @@ public final class StateStore: Sendable {
                 ORDER BY 1
                 """, [regionSeq, regionSeq]
             ) { s in
-                if let stateText = s.optionalString(at: 1), let state = RegionState(rawValue: stateText) {
-                    let since = s.optionalDouble(at: 2).map { Date(timeIntervalSince1970: $0) }
+                if let stateText = try s.optionalString("state"), let state = RegionState(rawValue: stateText) {
+                    let since = try s.optionalDate("since")
                     states.append(
-                        (s.string(at: 0), PairRecord(state: state, since: since, dwellFired: s.bool(at: 3))))
-                } else if let baseline = s.optionalInt64(at: 4), baseline >= regionSeq {
-                    states.append((s.string(at: 0), PairRecord(state: .outside)))
+                        (
+                            try s.string("subject"),
+                            PairRecord(state: state, since: since, dwellFired: try s.bool("dwell_fired"))
+                        ))
+                } else if let baseline = try s.optionalInt64("baseline_seq"), baseline >= regionSeq {
+                    states.append((try s.string("subject"), PairRecord(state: .outside)))
                 }
             }
             return states
@@ -661,12 +668,7 @@ public final class StateStore: Sendable {
                 WHERE seq > ? ORDER BY seq LIMIT ?
                 """, [seq, limit]
             ) { s in
-                events.append(
-                    StoredEvent(
-                        seq: s.int64(at: 0), id: s.string(at: 1), type: s.string(at: 2),
-                        region: s.optionalString(at: 3), subject: s.optionalString(at: 4),
-                        time: Date(timeIntervalSince1970: s.double(at: 5)),
-                        createdAt: Date(timeIntervalSince1970: s.double(at: 6)), body: s.string(at: 7)))
+                events.append(try StateStore.decodeEvent(s))
             }
             return events
         }
@@ -729,16 +731,16 @@ extension StateStore {
                 SELECT s.subject, s.last_fix_time, s.last_fix,
                        (SELECT group_concat(id, char(31)) FROM (
                             SELECT r.id FROM region_states rs JOIN regions r ON r.seq = rs.region_seq
-                            WHERE rs.subject = s.subject AND rs.state = 'inside' ORDER BY r.id))
+                            WHERE rs.subject = s.subject AND rs.state = 'inside' ORDER BY r.id)) AS inside
                 FROM subjects s ORDER BY s.subject
                 """
             ) { row in
                 all.append(
                     VehicleSummary(
-                        subject: row.string(at: 0),
-                        lastFixTime: row.optionalDouble(at: 1).map { Date(timeIntervalSince1970: $0) },
-                        lastFix: Self.eventFix(row.optionalString(at: 2)),
-                        inside: row.optionalString(at: 3).map { $0.split(separator: "\u{1F}").map(String.init) } ?? []))
+                        subject: try row.string("subject"), lastFixTime: try row.optionalDate("last_fix_time"),
+                        lastFix: Self.eventFix(try row.optionalString("last_fix")),
+                        inside: try row.optionalString("inside").map { $0.split(separator: "\u{1F}").map(String.init) }
+                            ?? []))
             }
             return all
         }
@@ -753,7 +755,7 @@ extension StateStore {
             try db.forEachRow(
                 "SELECT subject FROM subjects WHERE last_fix_time IS NULL OR last_fix_time < ?1 ORDER BY subject",
                 [cutoff.timeIntervalSince1970]
-            ) { gone.append($0.string(at: 0)) }
+            ) { gone.append(try $0.string("subject")) }
             try db.execute(
                 """
                 DELETE FROM region_states WHERE subject IN

@@ -6,9 +6,10 @@ import Foundation
 /// Not `Sendable`: it belongs to its connection's serial owner. It is finalized when released. Parameter indices
 /// are 1-based (SQLite's `?1`), column indices 0-based (SQLite's `sqlite3_column_*`).
 ///
-/// The typed column getters (`int64(at:)`, `string(at:)`, …) are the fast path and read with SQLite's own
-/// conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for nullable columns, or
-/// `row()` and `Row.decode` for strict checking.
+/// The typed column getters (`int64("seq")`, `string("id")`, …, or by index: `int64(at:)`) are the fast path and
+/// read with SQLite's own conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for
+/// nullable columns, or `row()` and `Row.decode` for strict checking. Read by name: a name survives a change of
+/// the SELECT's column list, an index reads the wrong column without a word.
 public final class Statement {
     /// Keeps the connection's `sqlite3*` open for as long as this statement exists.
     let connection: ConnectionHandle
@@ -16,6 +17,9 @@ public final class Statement {
     /// The SQL of this one statement.
     public let sql: String
     private var cachedColumnNames: [String]
+    /// Where `columnIndex(_:)` looks first: just after the column it found last (rows are mostly read in the
+    /// SELECT's order), so that reading by name costs one comparison a column, without allocating.
+    private var nextColumnGuess = 0
 
     init(connection: ConnectionHandle, pointer: OpaquePointer) {
         self.connection = connection
@@ -200,6 +204,64 @@ public final class Statement {
     }
 
     public func columnName(at index: Int) -> String { columnNames[index] }
+
+    /// The 0-based index of the result column named `name`: like SQLite, an exact match first, then a
+    /// case-insensitive one. Throws `SQLITE_RANGE` when there is none (a name the SELECT does not have).
+    public func columnIndex(_ name: String) throws -> Int {
+        let names = columnNames
+        let guess = nextColumnGuess < names.count ? nextColumnGuess : 0
+        if guess < names.count, names[guess] == name {
+            nextColumnGuess = guess + 1
+            return guess
+        }
+        guard let index = names.firstIndex(of: name) ?? Self.caseInsensitiveIndex(of: name, in: names) else {
+            throw misuse(
+                .range, "no column '\(name)' among \(names.map { "'\($0)'" }.joined(separator: ", "))")
+        }
+        nextColumnGuess = index + 1
+        return index
+    }
+
+    private static func caseInsensitiveIndex(of name: String, in names: [String]) -> Int? {
+        let lowered = name.lowercased()
+        return names.firstIndex { $0.lowercased() == lowered }
+    }
+
+    // MARK: Reading the current row by column name (see `columnIndex(_:)`)
+
+    public func isNull(_ column: String) throws -> Bool { isNull(at: try columnIndex(column)) }
+
+    public func int64(_ column: String) throws -> Int64 { int64(at: try columnIndex(column)) }
+
+    public func int(_ column: String) throws -> Int { int(at: try columnIndex(column)) }
+
+    public func double(_ column: String) throws -> Double { double(at: try columnIndex(column)) }
+
+    public func bool(_ column: String) throws -> Bool { bool(at: try columnIndex(column)) }
+
+    public func string(_ column: String) throws -> String { string(at: try columnIndex(column)) }
+
+    public func bytes(_ column: String) throws -> [UInt8] { bytes(at: try columnIndex(column)) }
+
+    public func optionalInt64(_ column: String) throws -> Int64? { optionalInt64(at: try columnIndex(column)) }
+
+    public func optionalInt(_ column: String) throws -> Int? { optionalInt(at: try columnIndex(column)) }
+
+    public func optionalDouble(_ column: String) throws -> Double? { optionalDouble(at: try columnIndex(column)) }
+
+    public func optionalString(_ column: String) throws -> String? { optionalString(at: try columnIndex(column)) }
+
+    public func optionalBytes(_ column: String) throws -> [UInt8]? { optionalBytes(at: try columnIndex(column)) }
+
+    /// The column's date, stored as seconds since 1970.
+    public func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try double(column)) }
+
+    /// The column's date (seconds since 1970), nil when NULL.
+    public func optionalDate(_ column: String) throws -> Date? {
+        try optionalDouble(column).map { Date(timeIntervalSince1970: $0) }
+    }
+
+    // MARK: Reading the current row by index
 
     public func isNull(at index: Int) -> Bool { sqlite3_column_type(pointer, Int32(index)) == SQLITE_NULL }
 
