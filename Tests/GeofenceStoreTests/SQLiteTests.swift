@@ -596,6 +596,16 @@ private final class Progress: Sendable {
                 read.append("\(seq) \(id) \(n.map(String.init) ?? "-")")
             }
             #expect(read == ["1 a -", "2 b 7"])
+            // Rows read in different orders (a branch on the row): each read still finds its own column.
+            var mixed: [String] = []
+            try db.forEachRow("SELECT seq, id, r, n FROM v ORDER BY seq") { s in
+                if try s.int64("seq") == 1 {
+                    mixed.append("\(try s.string("id")) \(try s.double("r"))")
+                } else {
+                    mixed.append("\(try s.double("r")) \(try s.optionalInt64("n") ?? 0) \(try s.string("id"))")
+                }
+            }
+            #expect(mixed == ["a 0.5", "1.5 7 b"])
             let missing = #expect(throws: DatabaseError.self) {
                 try db.forEachRow("SELECT seq FROM v") { _ = try $0.int64("sequence") }
             }

@@ -17,9 +17,11 @@ public final class Statement {
     /// The SQL of this one statement.
     public let sql: String
     private var cachedColumnNames: [String]
-    /// Where `columnIndex(_:)` looks first: just after the column it found last (rows are mostly read in the
-    /// SELECT's order), so that reading by name costs one comparison a column, without allocating.
-    private var nextColumnGuess = 0
+    /// The names `columnIndex(_:)` was asked for since the last step, in the order asked, with what they
+    /// resolved to. Every row of a query is read the same way, so from the second row on a name costs one
+    /// comparison with the one asked for at the same point of the row before, and allocates nothing.
+    private var readOrder: [(name: String, index: Int)] = []
+    private var readPosition = 0
 
     init(connection: ConnectionHandle, pointer: OpaquePointer) {
         self.connection = connection
@@ -154,6 +156,7 @@ public final class Statement {
 
     /// Advances to the next row: true when a row is available, false when the statement is done.
     public func step() throws -> Bool {
+        readPosition = 0
         let resultCode = sqlite3_step(pointer)
         switch resultCode {
         case SQLITE_ROW: return true
@@ -195,6 +198,7 @@ public final class Statement {
         // SQLite re-prepares a statement after a schema change, so `SELECT *` may gain or lose columns.
         if cachedColumnNames.count != columnCount {
             cachedColumnNames = Self.columnNames(of: pointer)
+            readOrder = []
         }
         return cachedColumnNames
     }
@@ -208,19 +212,28 @@ public final class Statement {
     /// The 0-based index of the result column named `name`: like SQLite, an exact match first, then a
     /// case-insensitive one. Throws `SQLITE_RANGE` when there is none (a name the SELECT does not have).
     public func columnIndex(_ name: String) throws -> Int {
-        let names = columnNames
-        let guess = nextColumnGuess < names.count ? nextColumnGuess : 0
-        if guess < names.count, names[guess] == name {
-            nextColumnGuess = guess + 1
-            return guess
+        let position = readPosition
+        if position < readOrder.count, readOrder[position].name == name {
+            readPosition = position + 1
+            return readOrder[position].index
         }
+        let names = columnNames
         guard let index = names.firstIndex(of: name) ?? Self.caseInsensitiveIndex(of: name, in: names) else {
             throw misuse(
                 .range, "no column '\(name)' among \(names.map { "'\($0)'" }.joined(separator: ", "))")
         }
-        nextColumnGuess = index + 1
+        if position < readOrder.count {
+            readOrder[position] = (name, index)
+            readPosition = position + 1
+        } else if position < Self.readOrderLimit {
+            readOrder.append((name, index))
+            readPosition = position + 1
+        }
         return index
     }
+
+    /// Reads of one row beyond this many are looked up each time (a row read over and over without a step).
+    private static let readOrderLimit = 128
 
     private static func caseInsensitiveIndex(of name: String, in names: [String]) -> Int? {
         let lowered = name.lowercased()
