@@ -20,7 +20,7 @@ func runOutbox(n: Int, report: Report) throws {
                 id: "event-\(i)", type: .device, time: start.addingTimeInterval(Double(i)), state: "added",
                 subject: "vehicle-\(i % 1000)", reason: "a benchmark event"))
         if batch.count == 10_000 || i == n - 1 {
-            try store.append(batch, now: start)
+            try store.outbox.append(batch, now: start)
             batch.removeAll(keepingCapacity: true)
         }
     }
@@ -33,7 +33,7 @@ func runOutbox(n: Int, report: Report) throws {
             try seconds {
                 var after: Int64 = 0
                 while true {
-                    let page = try store.events(after: after, limit: 1000)
+                    let page = try store.outbox.events(after: after, limit: 1000)
                     guard let last = page.last else { break }
                     count += page.count
                     after = last.seq
@@ -47,7 +47,7 @@ func runOutbox(n: Int, report: Report) throws {
         "\(grouped(Double(n) / read)) events/s")
 
     progress("outbox: dispatching \(name) events to one hook")
-    _ = try store.addHook(GlobalHook(id: "bench", events: [], command: "true", createdAt: start))
+    _ = try store.deliveries.addHook(GlobalHook(id: "bench", events: [], command: "true", createdAt: start))
     var dispatches: [Double] = []
     for _ in 0..<3 {
         try store.queue.write { db in
@@ -58,7 +58,7 @@ func runOutbox(n: Int, report: Report) throws {
         dispatches.append(
             try seconds {
                 while true {
-                    let result = try store.dispatchDeliveries(limit: 500, now: start)
+                    let result = try store.deliveries.dispatchDeliveries(limit: 500, now: start)
                     created += result.created.count
                     if !result.more { break }
                 }

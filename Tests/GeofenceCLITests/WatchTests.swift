@@ -20,7 +20,7 @@ struct WatchTests {
         let store = try StateStore(directory: cli.stateDir)
         var ids = EventIDGenerator()
         func record(_ state: String, count: Int = 1, size: Int = 0) throws {
-            try store.append(
+            try store.outbox.append(
                 (0..<count).map { _ in
                     StateEvent(
                         id: ids.next(now: Date()), type: .source, time: Date(), state: state,

@@ -67,7 +67,7 @@ public final class Watchers: @unchecked Sendable {
 
     /// Starts streaming to `connection` the events recorded from now on.
     public func add(_ connection: ControlConnection) {
-        let latest = (try? store.latestEventSeq()) ?? 0
+        let latest = (try? store.outbox.latestSeq()) ?? 0
         lock.withLock { watchers.append(Watcher(connection, cursor: latest)) }
         poke.signal()
     }
@@ -86,7 +86,7 @@ public final class Watchers: @unchecked Sendable {
             var more = false
             let needy = watching.filter { $0.pending.count < bufferLimit && $0.cutAt == nil }
             for (from, group) in Dictionary(grouping: needy, by: \.cursor) {
-                guard let events = try? store.events(after: from, limit: 1000), let last = events.last else {
+                guard let events = try? store.outbox.events(after: from, limit: 1000), let last = events.last else {
                     continue
                 }
                 var batch: [UInt8] = []

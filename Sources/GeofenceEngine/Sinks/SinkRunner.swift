@@ -89,10 +89,10 @@ public final class SinkRunner: Sendable {
             }
             let batch: [StoredEvent]
             do {
-                let from = try cursor ?? store.sinkCursor(sink.id) ?? 0
+                let from = try cursor ?? store.sinks.cursor(sink.id) ?? 0
                 cursor = from
                 counters.withLock { $0.cursor = from }
-                batch = try store.events(after: from, limit: batchSize)
+                batch = try store.outbox.events(after: from, limit: batchSize)
             } catch {
                 await failed("cannot read the outbox: \(error)")
                 continue
@@ -124,7 +124,7 @@ public final class SinkRunner: Sendable {
             }
             if reached > from {
                 do {
-                    try store.advanceSinkCursor(sink.id, to: reached)
+                    try store.sinks.advanceCursor(sink.id, to: reached)
                     cursor = reached
                     counters.withLock {
                         $0.cursor = reached

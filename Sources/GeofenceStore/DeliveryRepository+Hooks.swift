@@ -69,10 +69,10 @@ public enum HookStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-extension StateStore {
+extension DeliveryRepository {
     /// Adds a global hook. It applies to every event not yet dispatched to hooks: in practice, events from now on.
     @discardableResult
-    public func addHook(_ hook: GlobalHook) throws -> GlobalHook {
+    package func addHook(_ hook: GlobalHook) throws -> GlobalHook {
         try queue.write { db in
             do {
                 try db.execute(
@@ -89,8 +89,8 @@ extension StateStore {
     }
 
     /// Every global hook, oldest first.
-    public func hooks() throws -> [GlobalHook] {
-        try queue.read { db in try StateStore.hooks(db: db) }
+    package func hooks() throws -> [GlobalHook] {
+        try queue.read { db in try Self.hooks(db: db) }
     }
 
     static func hooks(db: DatabaseConnection) throws -> [GlobalHook] {
@@ -111,7 +111,7 @@ extension StateStore {
     /// Removes global hooks, all or nothing. Their deliveries still waiting become `dead` ("hook removed"), so
     /// nothing runs a command its owner took away, and what was not delivered stays visible (and retryable).
     /// Returns, per hook, how many deliveries were stopped.
-    public func removeHooks(ids: [String], now: Date = Date()) throws -> [(id: String, stopped: Int)] {
+    package func removeHooks(ids: [String], now: Date = Date()) throws -> [(id: String, stopped: Int)] {
         try queue.write { db in
             var removed: [(id: String, stopped: Int)] = []
             for id in ids where !removed.contains(where: { $0.id == id }) {
@@ -120,18 +120,18 @@ extension StateStore {
                 try db.execute(
                     """
                     UPDATE deliveries SET status = 'dead', last_error = 'hook removed', finished_at = ?,
-                                          change_seq = \(StateStore.nextChangeSeq)
+                                          change_seq = \(Self.nextChangeSeq)
                     WHERE hook = ? AND status = 'pending'
                     """, [now.timeIntervalSince1970, "hook:\(id)"])
                 removed.append((id, db.changes))
             }
-            try StateStore.bumpHookGeneration(db: db)
+            try Self.bumpHookGeneration(db: db)
             return removed
         }
     }
 
     /// Delivery counts per `hook` reference (`hook:<id>`, `region`) and status.
-    public func deliveryCounts() throws -> [String: [DeliveryStatus: Int]] {
+    package func countsByHook() throws -> [String: [DeliveryStatus: Int]] {
         try queue.read { db in
             var counts: [String: [DeliveryStatus: Int]] = [:]
             try db.forEachRow("SELECT hook, status, count(*) AS count FROM deliveries GROUP BY hook, status") {

@@ -112,7 +112,7 @@ public struct StoredDelivery: Sendable, Equatable {
     /// How much the last attempt wrote in all (more than `stdout.count` when it was capped).
     public var stdoutBytes: Int
     public var stderrBytes: Int
-    /// The last attempts, oldest first (at most `StateStore.historyLimit`).
+    /// The last attempts, oldest first (at most `DeliveryRepository.historyLimit`).
     public var history: [DeliveryAttempt]
     /// Grows with every change, for `geofence events --follow`.
     public var changeSeq: Int64
@@ -226,34 +226,19 @@ public struct DeliveryOutcome: Sendable {
     }
 }
 
-extension StateStore {
+/// Global hooks (`hooks`, in DeliveryRepository+Hooks.swift), and the deliveries of events to hooks
+/// (`deliveries`) with the dispatch cursor (`hook_dispatch`) that makes them exactly once an event and hook.
+package struct DeliveryRepository: Sendable {
+    let queue: DatabaseQueue
+
     /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
-    public static let historyLimit = 20
+    package static let historyLimit = 20
 
     /// The order key in column `order_key` of a row of `deliveries`.
     private static func orderKey(_ s: Statement) throws -> DeliveryOrderKey {
         let text = try s.string("order_key")
         guard let key = DeliveryOrderKey(storeValue: text) else { throw DeliveryOrderKey.Unreadable(text: text) }
         return key
-    }
-
-    /// Makes this store's connection retry a database locked by another connection every 0.2 ms (for up to
-    /// 5 s), instead of SQLite's default steps of 1, 2, 5, 10, 15, 20, 25 ms...
-    ///
-    /// For the hook runner's connection: its transactions and the daemon's are short and frequent, and the
-    /// default steps turn a collision of two sub-millisecond commits into a wait of several milliseconds on the
-    /// path from event to hook start.
-    public func retryLocksQuickly() throws {
-        try queue.writeWithoutTransaction { db in
-            let pointer = try db.openPointer()
-            sqlite3_busy_handler(
-                pointer,
-                { _, count in
-                    guard count < 25_000 else { return 0 }
-                    usleep(200)
-                    return 1
-                }, nil)
-        }
     }
 
     // MARK: Dispatch
@@ -267,7 +252,7 @@ extension StateStore {
     /// With `runAsCreators` (a daemon running as root), each delivery runs as the user who registered its
     /// hook: the region's creator for a region hook, the hook's creator for a global one (root's run as the
     /// daemon itself).
-    public func dispatchDeliveries(limit: Int = 500, now: Date = Date(), runAsCreators: Bool = false) throws
+    package func dispatchDeliveries(limit: Int = 500, now: Date = Date(), runAsCreators: Bool = false) throws
         -> DispatchResult
     {
         try queue.write { db in
@@ -279,7 +264,7 @@ extension StateStore {
             let more = events.count > limit
             if more { events.removeLast() }
             guard let last = events.last else { return DispatchResult(created: [], events: 0, more: false) }
-            let routing = HookRouting(globals: try StateStore.hooks(db: db), runAsCreators: runAsCreators)
+            let routing = HookRouting(globals: try DeliveryRepository.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
             for event in events {
@@ -296,7 +281,7 @@ extension StateStore {
                         """
                         INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
                                                           status, next_attempt_at, created_at, queued_at, change_seq)
-                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
+                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(DeliveryRepository.nextChangeSeq))
                         """,
                         [
                             event.seq, route.hook, route.command, route.regionName, route.runAs.map { Int64($0) },
@@ -314,7 +299,7 @@ extension StateStore {
     }
 
     /// The dispatch cursor, the latest event seq, and the generation of changes made outside the runner.
-    public func hookDispatchState() throws -> (cursor: Int64, latestEvent: Int64, generation: Int64) {
+    package func hookDispatchState() throws -> (cursor: Int64, latestEvent: Int64, generation: Int64) {
         try queue.read { db in
             var state: (cursor: Int64, latestEvent: Int64, generation: Int64) = (0, 0, 0)
             try db.forEachRow(
@@ -332,13 +317,13 @@ extension StateStore {
     /// Deliveries left `running` by a runner that died: they go back to `pending`, due now. Their hook may
     /// have run, so the event may reach the receiver twice (at-least-once).
     @discardableResult
-    public func recoverInterruptedDeliveries(now: Date = Date()) throws -> Int {
+    package func recoverInterrupted(now: Date = Date()) throws -> Int {
         try queue.write { db in
             try db.execute(
                 """
                 UPDATE deliveries SET status = 'pending', next_attempt_at = ?,
                                       last_error = 'interrupted: geofence stopped while the hook ran',
-                                      change_seq = \(StateStore.nextChangeSeq)
+                                      change_seq = \(DeliveryRepository.nextChangeSeq)
                 WHERE status = 'running'
                 """, [now.timeIntervalSince1970])
             return db.changes
@@ -346,7 +331,7 @@ extension StateStore {
     }
 
     /// The head of every order key that has a pending or running delivery.
-    public func deliveryHeads() throws -> [DeliveryHead] {
+    package func heads() throws -> [DeliveryHead] {
         try queue.read { db in
             var heads: [DeliveryHead] = []
             try db.forEachRow(
@@ -357,7 +342,7 @@ extension StateStore {
             ) {
                 heads.append(
                     DeliveryHead(
-                        id: try $0.int64("id"), orderKey: try StateStore.orderKey($0),
+                        id: try $0.int64("id"), orderKey: try DeliveryRepository.orderKey($0),
                         nextAttemptAt: try $0.date("next_attempt_at"), running: try $0.string("status") == "running"))
             }
             return heads
@@ -365,11 +350,11 @@ extension StateStore {
     }
 
     /// The head of one order key, if it has a pending or running delivery.
-    package func deliveryHead(orderKey: DeliveryOrderKey) throws -> DeliveryHead? {
-        try queue.read { db in try StateStore.deliveryHead(orderKey: orderKey, db: db) }
+    package func head(orderKey: DeliveryOrderKey) throws -> DeliveryHead? {
+        try queue.read { db in try Self.head(orderKey: orderKey, db: db) }
     }
 
-    static func deliveryHead(orderKey: DeliveryOrderKey, db: DatabaseConnection) throws -> DeliveryHead? {
+    static func head(orderKey: DeliveryOrderKey, db: DatabaseConnection) throws -> DeliveryHead? {
         var head: DeliveryHead?
         try db.forEachRow(
             """
@@ -386,7 +371,7 @@ extension StateStore {
 
     /// Marks these deliveries `running` (counting an attempt) and returns what their hooks need. A delivery
     /// that is no longer pending (retried, or stopped, by the CLI meanwhile) is skipped.
-    public func claimDeliveries(ids: [Int64], now: Date = Date()) throws -> [ClaimedDelivery] {
+    package func claim(ids: [Int64], now: Date = Date()) throws -> [ClaimedDelivery] {
         guard !ids.isEmpty else { return [] }
         return try queue.write { db in
             var claimed: [ClaimedDelivery] = []
@@ -394,7 +379,7 @@ extension StateStore {
                 try db.execute(
                     """
                     UPDATE deliveries SET status = 'running', attempts = attempts + 1, started_at = ?,
-                                          change_seq = \(StateStore.nextChangeSeq)
+                                          change_seq = \(DeliveryRepository.nextChangeSeq)
                     WHERE id = ? AND status = 'pending'
                     """, [now.timeIntervalSince1970, id])
                 guard db.changes > 0 else { continue }
@@ -413,7 +398,7 @@ extension StateStore {
                             subject: try s.optionalString("subject"), body: try s.string("body"),
                             hook: try s.string("hook"), command: try s.string("command"),
                             runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
-                            orderKey: try StateStore.orderKey(s), attempt: try s.int("attempts"),
+                            orderKey: try DeliveryRepository.orderKey(s), attempt: try s.int("attempts"),
                             queuedAt: try s.date("queued_at")))
                 }
             }
@@ -443,25 +428,26 @@ extension StateStore {
                         history = CASE WHEN json_array_length(coalesce(history, '[]')) >= ?
                             THEN json_remove(json_insert(history, '$[#]', json(?)), '$[0]')
                             ELSE json_insert(coalesce(history, '[]'), '$[#]', json(?)) END,
-                        change_seq = \(StateStore.nextChangeSeq)
+                        change_seq = \(DeliveryRepository.nextChangeSeq)
                     WHERE id = ? AND status = 'running'
                     """,
                     [
                         o.status.rawValue, o.nextAttemptAt?.timeIntervalSince1970, a.startedAt.timeIntervalSince1970,
                         o.finishedAt.timeIntervalSince1970,
                         a.exitCode.map { Int64($0) }, a.signal.map { Int64($0) }, a.timedOut, a.error, a.duration,
-                        o.stdout, o.stderr, o.stdoutBytes, o.stderrBytes, StateStore.historyLimit, attempt, attempt,
+                        o.stdout, o.stderr, o.stdoutBytes, o.stderrBytes, DeliveryRepository.historyLimit, attempt,
+                        attempt,
                         o.id,
                     ])
                 if o.status == .done || o.status == .dead {
                     try db.forEachRow("SELECT order_key FROM deliveries WHERE id = ?", [o.id]) {
-                        finishedKeys.append(try StateStore.orderKey($0))
+                        finishedKeys.append(try DeliveryRepository.orderKey($0))
                     }
                 }
             }
             var heads: [DeliveryOrderKey: DeliveryHead] = [:]
             for key in finishedKeys where heads[key] == nil {
-                if let head = try StateStore.deliveryHead(orderKey: key, db: db) { heads[key] = head }
+                if let head = try Self.head(orderKey: key, db: db) { heads[key] = head }
             }
             return heads
         }
@@ -496,20 +482,11 @@ extension StateStore {
             stderrBytes: try s.int("stderr_bytes"), history: history, changeSeq: try s.int64("change_seq"))
     }
 
-    static func decodeEvent(_ s: Statement) throws -> StoredEvent {
-        StoredEvent(
-            seq: try s.int64("seq"), id: try s.string("id"), type: try s.string("type"),
-            region: try s.optionalString("region"), subject: try s.optionalString("subject"),
-            time: try s.date("time"), createdAt: try s.date("created_at"), body: try s.string("body"))
-    }
-
-    static let eventColumns = "seq, id, type, region, subject, time, created_at, body"
-
     /// The latest `limit` events that have deliveries matching `filter` (with `.all`: the latest events,
     /// dispatched or not), oldest first, each with its matching deliveries. With `.pending`, events not yet
     /// dispatched count too while any hook exists: their deliveries are still to be made, so they are owed.
     /// Only events that `query` matches are counted and returned.
-    public func eventDeliveries(
+    package func eventDeliveries(
         filter: DeliveryFilter = .all, matching query: EventQuery = EventQuery(), limit: Int = 50
     ) throws -> [EventDeliveries] {
         try queue.read { db in
@@ -546,64 +523,53 @@ extension StateStore {
             var result: [EventDeliveries] = []
             for seq in seqs.reversed() {
                 var event: StoredEvent?
-                try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                    event = try StateStore.decodeEvent($0)
+                try db.forEachRow("SELECT \(OutboxRepository.eventColumns) FROM events WHERE seq = ?", [seq]) {
+                    event = try OutboxRepository.decodeEvent($0)
                 }
                 guard let event else { continue }
                 var deliveries: [StoredDelivery] = []
                 try db.forEachRow(
-                    "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
+                    "SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
                     [seq]
-                ) { deliveries.append(try StateStore.decodeDelivery($0)) }
+                ) { deliveries.append(try DeliveryRepository.decodeDelivery($0)) }
                 result.append(EventDeliveries(event: event, dispatched: seq <= cursor, deliveries: deliveries))
             }
             return result
         }
     }
 
-    /// One event by its seq.
-    public func event(seq: Int64) throws -> StoredEvent? {
-        try queue.read { db in
-            var found: StoredEvent?
-            try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                found = try StateStore.decodeEvent($0)
-            }
-            return found
-        }
-    }
-
     /// One delivery by id.
-    public func delivery(id: Int64) throws -> StoredDelivery? {
+    package func find(id: Int64) throws -> StoredDelivery? {
         try queue.read { db in
             var found: StoredDelivery?
-            try db.forEachRow("SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
-                found = try StateStore.decodeDelivery($0)
+            try db.forEachRow("SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
+                found = try DeliveryRepository.decodeDelivery($0)
             }
             return found
         }
     }
 
     /// Deliveries changed after `changeSeq` (at most `limit`), in change order: what `events --follow` prints.
-    public func deliveryChanges(after changeSeq: Int64, limit: Int = 1000) throws -> [StoredDelivery] {
+    package func changes(after changeSeq: Int64, limit: Int = 1000) throws -> [StoredDelivery] {
         try queue.read { db in
             var changed: [StoredDelivery] = []
             try db.forEachRow(
-                "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
+                "SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
                 [changeSeq, limit]
-            ) { changed.append(try StateStore.decodeDelivery($0)) }
+            ) { changed.append(try DeliveryRepository.decodeDelivery($0)) }
             return changed
         }
     }
 
     /// The latest delivery change number (0 before any).
-    public func latestDeliveryChange() throws -> Int64 {
+    package func latestChange() throws -> Int64 {
         try queue.read { db in
             try db.scalar("SELECT coalesce(max(change_seq), 0) FROM deliveries", as: Int64.self) ?? 0
         }
     }
 
     /// Counts of deliveries by status.
-    public func deliveryCountsByStatus() throws -> [DeliveryStatus: Int] {
+    package func countsByStatus() throws -> [DeliveryStatus: Int] {
         try queue.read { db in
             var counts: [DeliveryStatus: Int] = [:]
             try db.forEachRow("SELECT status, count(*) AS count FROM deliveries GROUP BY status") {
@@ -620,7 +586,7 @@ extension StateStore {
     /// Retries by hand: `reference` is a delivery id (a number) or an event id. Dead and waiting deliveries
     /// become due now with a fresh budget of attempts and age; running and done ones are left alone.
     /// Returns the ids of the deliveries retried.
-    public func retryDeliveries(_ reference: String, now: Date = Date()) throws -> [Int64] {
+    package func retry(_ reference: String, now: Date = Date()) throws -> [Int64] {
         try queue.write { db in
             var matched: [(id: Int64, status: DeliveryStatus)] = []
             let sql = "SELECT id, status FROM deliveries WHERE "
@@ -641,21 +607,21 @@ extension StateStore {
                 throw HookStoreError.nothingToRetry(
                     matched.count == 1 ? "delivery \(matched[0].id) is \(states)" : "its deliveries are \(states)")
             }
-            for id in retryable { try StateStore.revive(id: id, now: now, db: db) }
-            try StateStore.bumpHookGeneration(db: db)
+            for id in retryable { try DeliveryRepository.revive(id: id, now: now, db: db) }
+            try DeliveryRepository.bumpHookGeneration(db: db)
             return retryable
         }
     }
 
     /// Retries every dead delivery by hand. Returns how many.
-    public func retryDeadDeliveries(now: Date = Date()) throws -> Int {
+    package func retryDead(now: Date = Date()) throws -> Int {
         try queue.write { db in
             var ids: [Int64] = []
             try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' ORDER BY id") {
                 ids.append(try $0.int64("id"))
             }
-            for id in ids { try StateStore.revive(id: id, now: now, db: db) }
-            if !ids.isEmpty { try StateStore.bumpHookGeneration(db: db) }
+            for id in ids { try DeliveryRepository.revive(id: id, now: now, db: db) }
+            if !ids.isEmpty { try DeliveryRepository.bumpHookGeneration(db: db) }
             return ids.count
         }
     }
@@ -664,28 +630,8 @@ extension StateStore {
         try db.execute(
             """
             UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, queued_at = ?,
-                                  change_seq = \(StateStore.nextChangeSeq)
+                                  change_seq = \(DeliveryRepository.nextChangeSeq)
             WHERE id = ? AND status IN ('pending', 'dead')
             """, [now.timeIntervalSince1970, now.timeIntervalSince1970, id])
-    }
-
-    /// Deletes events committed before `cutoff` whose deliveries are all done or dead (and that were
-    /// dispatched), with those deliveries. An event still waiting for a delivery, or for a sink (after the
-    /// slowest sink's cursor), is never deleted.
-    public func pruneEvents(before cutoff: Date) throws -> (events: Int, deliveries: Int) {
-        try queue.write { db in
-            let before = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
-            try db.execute(
-                """
-                DELETE FROM events
-                WHERE created_at < ? AND seq <= (SELECT cursor FROM hook_dispatch WHERE id = 1)
-                  AND seq <= coalesce((SELECT min(seq) FROM sink_cursors), seq)
-                  AND NOT EXISTS (SELECT 1 FROM deliveries d
-                                  WHERE d.event_seq = events.seq AND d.status IN ('pending', 'running'))
-                """, [cutoff.timeIntervalSince1970])
-            let events = db.changes
-            let after = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
-            return (events, before - after)
-        }
     }
 }
