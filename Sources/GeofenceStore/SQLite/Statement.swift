@@ -20,10 +20,21 @@ public final class Statement {
     /// The names `columnIndex(_:)` was asked for since the last step, in the order asked, with what they
     /// resolved to. Every row of a query is read the same way, so from the second row on a name costs one
     /// comparison with the one asked for at the same point of the row before, and allocates nothing.
-    private var readOrder: [(name: String, index: Int)] = []
-    private var readPosition = 0
+    /// Kept behind pointers, not in stored `var`s: a read then costs no exclusivity check (a stored property
+    /// of a class is checked at run time on every access), which by index it never did either.
+    private let readState = UnsafeMutablePointer<ReadState>.allocate(capacity: 1)
+    private let readNames = UnsafeMutablePointer<String>.allocate(capacity: Statement.readOrderLimit)
+    private let readIndices = UnsafeMutablePointer<Int>.allocate(capacity: Statement.readOrderLimit)
+
+    private struct ReadState {
+        /// How many names have been asked for since the last step.
+        var position = 0
+        /// How many of `readNames` are initialized.
+        var count = 0
+    }
 
     init(connection: ConnectionHandle, pointer: OpaquePointer) {
+        readState.initialize(to: ReadState())
         self.connection = connection
         self.pointer = pointer
         sql = sqlite3_sql(pointer).map { String(cString: $0) } ?? ""
@@ -32,6 +43,10 @@ public final class Statement {
 
     deinit {
         sqlite3_finalize(pointer)
+        readNames.deinitialize(count: readState.pointee.count)
+        readNames.deallocate()
+        readIndices.deallocate()
+        readState.deallocate()
     }
 
     /// The number of parameters (`?`, `:name`, …) to bind.
@@ -156,7 +171,7 @@ public final class Statement {
 
     /// Advances to the next row: true when a row is available, false when the statement is done.
     public func step() throws -> Bool {
-        readPosition = 0
+        readState.pointee.position = 0
         let resultCode = sqlite3_step(pointer)
         switch resultCode {
         case SQLITE_ROW: return true
@@ -198,7 +213,8 @@ public final class Statement {
         // SQLite re-prepares a statement after a schema change, so `SELECT *` may gain or lose columns.
         if cachedColumnNames.count != columnCount {
             cachedColumnNames = Self.columnNames(of: pointer)
-            readOrder = []
+            readNames.deinitialize(count: readState.pointee.count)
+            readState.pointee = ReadState()
         }
         return cachedColumnNames
     }
@@ -212,23 +228,35 @@ public final class Statement {
     /// The 0-based index of the result column named `name`: like SQLite, an exact match first, then a
     /// case-insensitive one. Throws `SQLITE_RANGE` when there is none (a name the SELECT does not have).
     public func columnIndex(_ name: String) throws -> Int {
-        let position = readPosition
-        if position < readOrder.count, readOrder[position].name == name {
-            readPosition = position + 1
-            return readOrder[position].index
+        let position = readState.pointee.position
+        if position < readState.pointee.count, readNames[position] == name {
+            readState.pointee.position = position + 1
+            return readIndices[position]
         }
+        return try lookUp(name, at: position)
+    }
+
+    /// `columnIndex(_:)` for a name not asked for at this point of the row before: found among the columns,
+    /// and remembered there.
+    @inline(never)
+    private func lookUp(_ name: String, at position: Int) throws -> Int {
         let names = columnNames
         guard let index = names.firstIndex(of: name) ?? Self.caseInsensitiveIndex(of: name, in: names) else {
             throw misuse(
                 .range, "no column '\(name)' among \(names.map { "'\($0)'" }.joined(separator: ", "))")
         }
-        if position < readOrder.count {
-            readOrder[position] = (name, index)
-            readPosition = position + 1
-        } else if position < Self.readOrderLimit {
-            readOrder.append((name, index))
-            readPosition = position + 1
+        // Read after `columnNames`, which forgets the read order when the column list changed.
+        let count = readState.pointee.count
+        if position < count {
+            readNames[position] = name
+        } else if position == count, position < Self.readOrderLimit {
+            (readNames + position).initialize(to: name)
+            readState.pointee.count = position + 1
+        } else {
+            return index
         }
+        readIndices[position] = index
+        readState.pointee.position = position + 1
         return index
     }
 
