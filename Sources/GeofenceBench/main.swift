@@ -63,7 +63,9 @@ do {
             n: quick ? 100_000 : 1_000_000, importing: only.contains("import"), starting: only.contains("start"),
             report: report)
     }
-    if only.contains("outbox") { try runOutbox(n: quick ? 20_000 : 200_000, report: report) }
+    if only.contains("outbox") {
+        try runOutbox(n: quick ? 20_000 : 200_000, regions: quick ? 100_000 : 1_000_000, report: report)
+    }
     if only.contains("commands") { try runCommands(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("layouts") { runLayouts(report: report) }
     if only.contains("replay") {
