@@ -89,8 +89,7 @@ extension RegionRepository {
         try queue.write { db in
             var removed: [String] = []
             for id in ids where !removed.contains(id) {
-                try db.execute("DELETE FROM regions WHERE id = ?", [id])
-                guard db.changes > 0 else { throw StoreError.regionNotFound(id) }
+                guard try Self.deleteRegion(id: id, db: db) else { throw StoreError.regionNotFound(id) }
                 removed.append(id)
             }
             try RequestRepository.record(request, answer: answer(removed), now: now, db: db)

@@ -119,3 +119,20 @@ private func shown(_ store: StateStore) throws -> [String] {
         }
     }
 }
+
+@Suite struct RecordedRemovalTests {
+    /// A removal with a request id (what a client that may resend sends) finds an id typed in another
+    /// Unicode form, as the removal without one does: ids are stored in NFC.
+    @Test func aRecordedRemovalFindsAnIDTypedDecomposed() throws {
+        try withStore { store, _ in
+            _ = try store.regions.add(
+                Region(id: "caf\u{E9}", center: Coordinate(latitude: 48, longitude: 2), radius: 9))
+            _ = try store.regions.add(Region(id: "other", center: Coordinate(latitude: 48, longitude: 2), radius: 9))
+            let request = RequestRecord(id: "r1", uid: 1000, method: "remove")
+            let removed = try store.regions.remove(ids: ["cafe\u{301}"], request: request) { $0.joined() }
+            #expect(removed == ["cafe\u{301}"])
+            #expect(try store.regions.all().map(\.region.id) == ["other"])
+            #expect(try store.requests.recorded(id: "r1", uid: 1000)?.answer == "cafe\u{301}")
+        }
+    }
+}
