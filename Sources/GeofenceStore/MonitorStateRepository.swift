@@ -1,6 +1,19 @@
 import Foundation
 import GeofenceCore
 
+/// A subject's persisted monitor state.
+public struct StoredSubject: Sendable, Equatable {
+    public var subject: String
+    public var record: SubjectRecord
+    public var pairs: [(regionSeq: Int64, record: PairRecord)]
+    public var updatedAt: Date
+
+    public static func == (a: StoredSubject, b: StoredSubject) -> Bool {
+        a.subject == b.subject && a.record == b.record && a.updatedAt == b.updatedAt
+            && a.pairs.elementsEqual(b.pairs) { $0.regionSeq == $1.regionSeq && $0.record == $1.record }
+    }
+}
+
 /// One vehicle (subject) as `geofence vehicles` shows it: its last fix and the regions it is inside.
 public struct VehicleSummary: Sendable, Equatable {
     public var subject: String

@@ -1,6 +1,19 @@
 import Foundation
 import GeofenceCore
 
+/// An event in the outbox.
+public struct StoredEvent: Sendable, Equatable {
+    public var seq: Int64
+    public var id: String
+    public var type: String
+    public var region: String?
+    public var subject: String?
+    public var time: Date
+    public var createdAt: Date
+    /// The event's JSON, exactly as hooks and `replay` see it.
+    public var body: String
+}
+
 /// The event outbox (`events`): every event, region and state alike, in commit order. Written only within
 /// the transaction of the change an event reports (`insert(_:into:now:)`, composed by the other
 /// repositories), read by hooks' dispatch, sinks and `geofence events`.

@@ -6,58 +6,6 @@ import GeofenceCore
     import Glibc
 #endif
 
-/// One entry of the region change log: an insertion of the regions `seq...lastSeq` (one region, or a whole
-/// import), or the deletion of region `seq`.
-public struct RegionChange: Sendable, Equatable {
-    public var seq: Int64
-    public var lastSeq: Int64
-    public var inserted: Bool
-
-    public init(seq: Int64, lastSeq: Int64, inserted: Bool) {
-        self.seq = seq
-        self.lastSeq = lastSeq
-        self.inserted = inserted
-    }
-}
-
-/// A region as the store holds it: the requested definition plus where it stands in monitoring.
-public struct StoredRegion: Sendable, Equatable {
-    /// Grows with every insertion (a replaced region gets a new one); orders regions against subjects.
-    public var seq: Int64
-    public var region: Region
-    public var status: RegionStatus
-    public var attempts: Int
-    public var nextRetry: Date?
-    public var createdAt: Date
-    public var updatedAt: Date
-}
-
-/// An event in the outbox.
-public struct StoredEvent: Sendable, Equatable {
-    public var seq: Int64
-    public var id: String
-    public var type: String
-    public var region: String?
-    public var subject: String?
-    public var time: Date
-    public var createdAt: Date
-    /// The event's JSON, exactly as hooks and `replay` see it.
-    public var body: String
-}
-
-/// A subject's persisted monitor state.
-public struct StoredSubject: Sendable, Equatable {
-    public var subject: String
-    public var record: SubjectRecord
-    public var pairs: [(regionSeq: Int64, record: PairRecord)]
-    public var updatedAt: Date
-
-    public static func == (a: StoredSubject, b: StoredSubject) -> Bool {
-        a.subject == b.subject && a.record == b.record && a.updatedAt == b.updatedAt
-            && a.pairs.elementsEqual(b.pairs) { $0.regionSeq == $1.regionSeq && $0.record == $1.record }
-    }
-}
-
 /// Errors of the store's own making (SQLite's come as `DatabaseError`).
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case duplicateRegions([String])
