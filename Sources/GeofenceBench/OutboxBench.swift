@@ -42,15 +42,9 @@ func runOutbox(n: Int, regions: Int, report: Report) throws {
     let snapshot = try cpuSeconds(
         rounds: 5,
         {
-            var count = 0
-            var after: Int64 = 0
-            while true {
-                let chunk = try store.regions.monitoringSnapshot(after: after, upTo: .max, limit: 50_000)
-                count += chunk.count
-                guard let last = chunk.last, chunk.count == 50_000 else { break }
-                after = last.seq
+            try countPages(of: 50_000, { $0.seq }) {
+                try store.regions.monitoringSnapshot(after: $0, upTo: .max, limit: $1)
             }
-            return count
         }, expect: regions)
     report.add(
         section, "region snapshot (monitoringSnapshot), CPU s, median of 5", "\(grouped(snapshot, decimals: 3)) s",
@@ -60,15 +54,7 @@ func runOutbox(n: Int, regions: Int, report: Report) throws {
     let read = try cpuSeconds(
         rounds: 5,
         {
-            var count = 0
-            var after: Int64 = 0
-            while true {
-                let page = try store.outbox.events(after: after, limit: 1000)
-                guard let last = page.last else { break }
-                count += page.count
-                after = last.seq
-            }
-            return count
+            try countPages(of: 1000, { $0.seq }) { try store.outbox.events(after: $0, limit: $1) }
         }, expect: n)
     report.add(
         section, "sink read (events(after:limit: 1000)), CPU s, median of 5", "\(grouped(read, decimals: 3)) s",
@@ -94,4 +80,19 @@ func runOutbox(n: Int, regions: Int, report: Report) throws {
     report.add(
         section, "hook dispatch (dispatchDeliveries(limit: 500)), CPU s, median of 5",
         "\(grouped(dispatch, decimals: 3)) s", "\(grouped(Double(n) / dispatch)) events/s")
+}
+
+/// Reads pages of `size` after seq 0 until one comes back short, as the store's readers page; returns the
+/// number of items read.
+private func countPages<Item>(
+    of size: Int, _ seq: (Item) -> Int64, _ page: (_ after: Int64, _ limit: Int) throws -> [Item]
+) rethrows -> Int {
+    var count = 0
+    var after: Int64 = 0
+    while true {
+        let items = try page(after, size)
+        count += items.count
+        guard let last = items.last, items.count == size else { return count }
+        after = seq(last)
+    }
 }
