@@ -63,6 +63,7 @@ extension RegionRepository {
             if limit < 1 << 20 { regions.reserveCapacity(limit) }
             // Eight notify sets at most: parsed once each and shared.
             var notifySets: [String: Set<NotifyKind>] = [:]
+            var columns: SnapshotColumns?
             try db.forEachRow(
                 """
                 SELECT \(Self.regionColumns),
@@ -71,9 +72,11 @@ extension RegionRepository {
                 FROM regions WHERE seq > ? AND seq <= ? AND status != 'expired' ORDER BY seq LIMIT ?
                 """, [first, lastSeq, Int64(clamping: limit)]
             ) { s in
-                let seq = try s.int64("seq")
-                if try s.bool("compact") {
-                    let notifyText = try s.string("notify")
+                let c = try columns ?? SnapshotColumns(s)
+                columns = c
+                let seq = s.int64(at: c.seq)
+                if s.bool(at: c.compact) {
+                    let notifyText = s.string(at: c.notify)
                     let notify =
                         notifySets[notifyText]
                         ?? {
@@ -82,16 +85,16 @@ extension RegionRepository {
                             notifySets[notifyText] = set
                             return set
                         }()
-                    let id = try s.string("id")
-                    let radius = try s.double("radius")
+                    let id = s.string(at: c.id)
+                    let radius = s.double(at: c.radius)
                     // `decodeRegion` applies the stored limits: a row beyond them goes that way, to fail as it would.
                     if radius <= Self.storedLimits.maxRadius
                         && id.utf8.count <= Self.storedLimits.maxIDBytes,
                         let region = CompactRegion(
-                            id: id, center: Coordinate(latitude: try s.double("lat"), longitude: try s.double("lon")),
+                            id: id, center: Coordinate(latitude: s.double(at: c.lat), longitude: s.double(at: c.lon)),
                             radius: radius, notify: notify,
-                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
-                            createdAt: try s.date("created_at"))
+                            createdBy: s.optionalInt64(at: c.createdBy).map { UInt32(truncatingIfNeeded: $0) },
+                            createdAt: Date(timeIntervalSince1970: s.double(at: c.createdAt)))
                     {
                         regions.append((seq, .compact(region)))
                         return
@@ -100,6 +103,32 @@ extension RegionRepository {
                 regions.append((seq, .full(try Self.decodeRegion(s).region)))
             }
             return regions
+        }
+    }
+
+    /// The columns of the snapshot's compact rows, found by name once a query (at its first row): the
+    /// daemon's start reads a million rows, where even one comparison a column shows.
+    private struct SnapshotColumns {
+        let seq: Int
+        let compact: Int
+        let notify: Int
+        let id: Int
+        let radius: Int
+        let lat: Int
+        let lon: Int
+        let createdBy: Int
+        let createdAt: Int
+
+        init(_ s: Statement) throws {
+            seq = try s.columnIndex("seq")
+            compact = try s.columnIndex("compact")
+            notify = try s.columnIndex("notify")
+            id = try s.columnIndex("id")
+            radius = try s.columnIndex("radius")
+            lat = try s.columnIndex("lat")
+            lon = try s.columnIndex("lon")
+            createdBy = try s.columnIndex("created_by")
+            createdAt = try s.columnIndex("created_at")
         }
     }
 
