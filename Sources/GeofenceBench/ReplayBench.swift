@@ -17,7 +17,7 @@ func runReplay(lines: Int, subjects: Int, regions regionCount: Int, report: Repo
     let directory = TemporaryDirectory("replay")
     defer { directory.remove() }
     let store = try StateStore(directory: directory.path + "/state")
-    try store.importRegions(Country.regions(regionCount, seed: 3))
+    try store.regions.addAll(Country.regions(regionCount, seed: 3))
     let pipeline = FixPipeline(store: store)
     try pipeline.load()
 

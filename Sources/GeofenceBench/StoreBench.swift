@@ -3,7 +3,7 @@ import GeofenceCore
 import GeofenceEngine
 import GeofenceStore
 
-/// `import` of `n` regions through `StateStore.importRegions`, then the daemon's start with them: opening
+/// `import` of `n` regions through `store.regions.addAll`, then the daemon's start with them: opening
 /// the store and `FixPipeline.load()`, once right after the import (every region still waiting for an
 /// engine) and once more as a plain restart.
 func runStore(n: Int, importing: Bool, starting: Bool, report: Report) throws {
@@ -14,11 +14,11 @@ func runStore(n: Int, importing: Bool, starting: Bool, report: Report) throws {
 
     progress("import, \(name) regions")
     let store = try StateStore(directory: directory.path)
-    let importTime = try seconds { try store.importRegions(regions) }
+    let importTime = try seconds { try store.regions.addAll(regions) }
     try store.queue.close()
     if importing {
         report.add(
-            "store, \(name) regions", "import (StateStore.importRegions)", "\(grouped(importTime, decimals: 2)) s",
+            "store, \(name) regions", "import (regions.addAll)", "\(grouped(importTime, decimals: 2)) s",
             "\(grouped(Double(n) / importTime)) regions/s")
         let bytes =
             (try? FileManager.default.attributesOfItem(atPath: directory.path + "/" + StateStore.fileName)[.size])

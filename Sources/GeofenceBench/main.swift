@@ -4,7 +4,7 @@ import GeofenceCore
 // `swift run -c release geofence-bench [--quick] [--only NAME[,NAME…]]`: every comparison is measured in
 // the same run; the table (Markdown) goes to standard output, progress to standard error.
 
-let sections = ["fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay"]
+let sections = ["fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox"]
 // Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
 let extraSections = ["layouts"]
 var quick = false
@@ -62,6 +62,9 @@ do {
         try runStore(
             n: quick ? 100_000 : 1_000_000, importing: only.contains("import"), starting: only.contains("start"),
             report: report)
+    }
+    if only.contains("outbox") {
+        try runOutbox(n: quick ? 20_000 : 200_000, regions: quick ? 100_000 : 1_000_000, report: report)
     }
     if only.contains("commands") { try runCommands(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("layouts") { runLayouts(report: report) }

@@ -145,11 +145,11 @@ public final class Daemon: Sendable {
             })
         let started = Date()
         let regions = try await service.load()
-        try store.setSetting(DaemonSettings.pid, String(getpid()))
-        try store.setSetting(DaemonSettings.started, TimestampParser.format(started))
-        try store.setSetting(DaemonSettings.sourceAddress, source.label)
+        try store.settings.set(DaemonSettings.pid, String(getpid()))
+        try store.settings.set(DaemonSettings.started, TimestampParser.format(started))
+        try store.settings.set(DaemonSettings.sourceAddress, source.label)
         // Written now, so `status` never answers for the source of an earlier run.
-        try store.setSetting(
+        try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
         var server: ControlServer?

@@ -54,14 +54,14 @@ public final class FixPipeline {
     public static let uptime: @Sendable () -> Double = { MonotonicClock.seconds() }
 
     /// Loads every region that is not expired, and every subject's state, from the store, and records
-    /// that the engine has taken them (`StateStore.markTaken`: one row, however many regions were waiting).
+    /// that the engine has taken them (`RegionRepository.markTaken`: one row, however many regions were waiting).
     ///
     /// Built for a million regions in a couple of seconds, on two cores: the regions are read lean
-    /// (`StateStore.monitoringSnapshot`), in chunks, on another thread, while this one builds the monitor
+    /// (`RegionRepository.monitoringSnapshot`), in chunks, on another thread, while this one builds the monitor
     /// from the chunks already read. Regions added after the snapshot come through `syncRegions()`, as any
     /// later change does.
     public func load() throws {
-        let mark = try store.monitoringMark()
+        let mark = try store.regions.monitoringMark()
         generation = mark.generation
         let reader = SnapshotReader(store: store, upTo: mark.lastSeq)
         monitor.reserveCapacity(monitor.regionCount + mark.count)
@@ -70,7 +70,7 @@ public final class FixPipeline {
         }
         monitor.compactIndex()
         let cutoff = idleLimit.map { clock().addingTimeInterval(-$0) }
-        for subject in try store.subjects(heardSince: cutoff) { restore(subject) }
+        for subject in try store.monitorState.subjects(heardSince: cutoff) { restore(subject) }
         takenSeq = max(takenSeq, mark.lastSeq)
         try flush()
     }
@@ -91,7 +91,7 @@ public final class FixPipeline {
     public func activate(_ regions: [StoredRegion]) throws {
         for stored in regions where stored.status.kind != .expired {
             monitor.insert(stored.region, seq: stored.seq)
-            monitor.restorePairs(regionSeq: stored.seq, pairs: try store.pairs(regionSeq: stored.seq))
+            monitor.restorePairs(regionSeq: stored.seq, pairs: try store.monitorState.pairs(regionSeq: stored.seq))
         }
     }
 
@@ -103,7 +103,7 @@ public final class FixPipeline {
     /// Follows regions added or removed (by the CLI) since the last call. Returns how many changed.
     @discardableResult
     public func syncRegions() throws -> Int {
-        let (latest, changes) = try store.regionChanges(after: generation)
+        let (latest, changes) = try store.regions.changes(after: generation)
         guard latest != generation else {
             pruneFollowedChanges()
             return 0
@@ -127,7 +127,7 @@ public final class FixPipeline {
                 touched += 1
             }
         }
-        for stored in try store.regions(seqs: inserted.filter { !removed.contains($0) })
+        for stored in try store.regions.find(seqs: inserted.filter { !removed.contains($0) })
         where stored.status.kind != .expired {
             monitor.insert(stored.region, seq: stored.seq)
             touched += 1
@@ -161,7 +161,7 @@ public final class FixPipeline {
     /// next sync.
     private func pruneFollowedChanges() {
         guard prunedBefore < generation else { return }
-        guard let gone = try? store.pruneRegionChanges(before: generation, limit: pruneBatch) else { return }
+        guard let gone = try? store.regions.pruneChanges(before: generation, limit: pruneBatch) else { return }
         if gone < pruneBatch { prunedBefore = generation }
     }
 
@@ -231,7 +231,7 @@ public final class FixPipeline {
         // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
         // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
         if idleLimit != nil, !monitor.knows(subject: fix.subject),
-            let stored = try? store.subject(named: fix.subject)
+            let stored = try? store.monitorState.subject(named: fix.subject)
         {
             restore(stored)
         }
@@ -280,7 +280,7 @@ public final class FixPipeline {
         let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
         guard !pending.isEmpty || taken != nil else { return [] }
         // On failure nothing was written: the queue stays, and the next commit carries it.
-        try store.apply(pending, taken: taken, now: clock())
+        try store.monitorState.apply(pending, taken: taken, now: clock())
         if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
@@ -305,7 +305,7 @@ private final class SnapshotReader: @unchecked Sendable {
             var after = first
             do {
                 while true {
-                    let chunk = try store.monitoringSnapshot(after: after, upTo: lastSeq, limit: chunkSize)
+                    let chunk = try store.regions.monitoringSnapshot(after: after, upTo: lastSeq, limit: chunkSize)
                     condition.withLock {
                         while chunks.count >= ahead { condition.wait() }
                         chunks.append(chunk)

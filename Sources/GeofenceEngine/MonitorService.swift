@@ -87,7 +87,7 @@ actor MonitorService {
     /// Loads regions and subject state; returns the number of regions monitored.
     func load() throws -> Int {
         try pipeline.load()
-        servicesOn = try store.servicesOn()
+        servicesOn = try store.permissions.servicesOn()
         if !servicesOn { logger.notice("Location Services are off: no fix will be used until `geofence services on`") }
         onServices(servicesOn)
         reconcile()
@@ -127,8 +127,8 @@ actor MonitorService {
         saveStateEvents()
         do {
             var denied = Set<UInt32>()
-            for owner in try store.regionOwners() where !policy.isPrivileged(owner) {
-                let recorded = try store.permission(uid: owner)?.status
+            for owner in try store.regions.owners() where !policy.isPrivileged(owner) {
+                let recorded = try store.permissions.find(uid: owner)?.status
                 if policy.effectiveStatus(uid: owner, recorded: recorded, servicesOn: true) != .authorized {
                     denied.insert(owner)
                 }
@@ -144,7 +144,7 @@ actor MonitorService {
             let changes =
                 inputs.allClear && !mayHoldRegions
                 ? []
-                : try store.reconcile(inputs, retryAt: retryAt) {
+                : try store.monitorState.reconcile(inputs, retryAt: retryAt) {
                     MonitorService.statusEvents($0, ids: lent, now: stamp)
                 }
             ids = lent.ids
@@ -175,12 +175,12 @@ actor MonitorService {
 
     /// Makes the monitor hold exactly the regions that should be active.
     private func syncMembership() throws {
-        let wanted = try store.activeRegionSeqs(upTo: pipeline.takenSeq)
+        let wanted = try store.regions.activeSeqs(upTo: pipeline.takenSeq)
         let current = pipeline.monitor.regionSeqs
         let leaving = current.subtracting(wanted)
         if !leaving.isEmpty { pipeline.deactivate(seqs: leaving) }
         let coming = wanted.subtracting(current)
-        if !coming.isEmpty { try pipeline.activate(try store.regions(seqs: Array(coming).sorted())) }
+        if !coming.isEmpty { try pipeline.activate(try store.regions.find(seqs: Array(coming).sorted())) }
     }
 
     /// Region status changes become `region-status` events (one per region, or one summary for many).
@@ -315,10 +315,12 @@ actor MonitorService {
 
     // MARK: The store, on the engine's thread (its calls block; the library's actor runs on the pool)
 
-    func outbox(after seq: Int64, limit: Int) throws -> [StoredEvent] { try store.events(after: seq, limit: limit) }
-    func add(_ region: Region) throws { try store.addRegion(region) }
-    func remove(id: String) throws -> Bool { try store.removeRegion(id: id) }
-    func storedRegions() throws -> [Region] { try store.regions().map(\.region) }
+    func outbox(after seq: Int64, limit: Int) throws -> [StoredEvent] {
+        try store.outbox.events(after: seq, limit: limit)
+    }
+    func add(_ region: Region) throws { try store.regions.add(region) }
+    func remove(id: String) throws -> Bool { try store.regions.remove(id: id) }
+    func storedRegions() throws -> [Region] { try store.regions.all().map(\.region) }
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.
     func settle() {
@@ -352,7 +354,7 @@ actor MonitorService {
     func tick() {
         do {
             // The switch may also be flipped in the store directly (by a CLI that found no socket).
-            let storedSwitch = try store.servicesOn()
+            let storedSwitch = try store.permissions.servicesOn()
             if storedSwitch != servicesOn { setServices(storedSwitch) }
             saveStateEvents()
             let changed = try pipeline.syncRegions()
@@ -365,7 +367,8 @@ actor MonitorService {
             // Failed regions whose retry is due: count the attempt; the cause, if it cleared, was acted on
             // when it did.
             if let due = retryDue, due <= now() {
-                let retries = try store.countRetries(dueBy: now(), next: now().addingTimeInterval(retryDelay()))
+                let retries = try store.monitorState.countRetries(
+                    dueBy: now(), next: now().addingTimeInterval(retryDelay()))
                 if retries.counted > 0 { retryRound += 1 }
                 retryDue = retries.nextDue
             }
@@ -434,7 +437,7 @@ actor MonitorService {
     private func saveStateEvents() {
         guard !unsavedStateEvents.isEmpty else { return }
         do {
-            try store.append(unsavedStateEvents)
+            try store.outbox.append(unsavedStateEvents)
             unsavedStateEvents.removeAll()
             onEvents()
         } catch {

@@ -60,7 +60,7 @@ struct StatusRecorder {
 
     private mutating func record(_ pairs: [(String, String)]) throws {
         for (key, value) in pairs where written[key] != value {
-            if try store.setting(key) != value { try store.setSetting(key, value) }
+            if try store.settings.value(key) != value { try store.settings.set(key, value) }
             written[key] = value
         }
     }

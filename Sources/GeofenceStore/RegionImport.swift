@@ -27,7 +27,7 @@ final class RegionInserter {
         self.db = db
         self.now = now
         lastSeq = try db.scalar("SELECT coalesce(max(seq), 0) FROM regions", as: Int64.self) ?? 0
-        insert = try db.makeStatement(StateStore.insertRegionSQL)
+        insert = try db.makeStatement(RegionRepository.insertRegionSQL)
         delete = replace ? try db.makeStatement("DELETE FROM regions WHERE id = ?") : nil
         seqOfID = try db.makeStatement("SELECT seq FROM regions WHERE id = ?")
     }
@@ -44,20 +44,20 @@ final class RegionInserter {
             let notify =
                 notifyTexts[region.notify]
                 ?? {
-                    let text = StateStore.notifyText(region.notify)
+                    let text = RegionRepository.notifyText(region.notify)
                     notifyTexts[region.notify] = text
                     return text
                 }()
             insert.reset()
             if region.polygon != nil { wrotePolygons = true }
-            try StateStore.bindInsert(insert, region, notify: notify, now: now)
+            try RegionRepository.bindInsert(insert, region, notify: notify, now: now)
             do {
                 while try insert.step() {}
             } catch let error as DatabaseError where error.isUniqueConstraintViolation {
                 // Existed before this import, or came earlier in it?
                 seqOfID.reset()
                 try seqOfID.bind(region.id, at: 1)
-                let seq = try seqOfID.step() ? seqOfID.int64(at: 0) : lastSeq + 1
+                let seq = try seqOfID.step() ? seqOfID.int64("seq") : lastSeq + 1
                 seqOfID.reset()
                 if seq <= lastSeq {
                     existing.append(region.id)
@@ -77,7 +77,7 @@ final class RegionInserter {
         // The error a probe of every id first, then the insertions, would give.
         if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
         if let repeated { throw StoreError.duplicateRegions([repeated]) }
-        if wrotePolygons { try StateStore.checkPolygonPositions(db: db) }
+        if wrotePolygons { try RegionRepository.checkPolygonPositions(db: db) }
         // One change for the whole import: every region after `lastSeq` is one of its own.
         try db.execute(
             """
@@ -93,7 +93,7 @@ final class RegionInserter {
 
 /// An import stored while it is still arriving (the engine's `import` in parts): each part is inserted as
 /// it comes, in one write transaction on a connection of its own, committed by `commit()` or dropped by
-/// `rollback()` (or when the import is released unended). All or nothing, as `StateStore.importRegions`.
+/// `rollback()` (or when the import is released unended). All or nothing, as `RegionRepository.addAll`.
 ///
 /// The connection is its own so that nothing else the process writes meanwhile (events, statuses) ends up
 /// in the import's transaction, or is undone by its rollback; those writers wait for the write lock as they
@@ -124,7 +124,7 @@ public final class RegionImport: Sendable {
     public func add(_ regions: [Region]) throws { try writer.add(regions) }
 
     /// Inserts what is queued, checks the import as a whole and commits it. Throws as
-    /// `StateStore.importRegions` does (nothing is then stored).
+    /// `RegionRepository.addAll` does (nothing is then stored).
     public func commit() throws { try writer.end(.commit) }
 
     /// Commits, recording `answer` under `request` in the same transaction (a retry with the same id is
@@ -228,7 +228,7 @@ private final class RegionImportWriter: @unchecked Sendable {
                     if how == .commit {
                         try inserter.finish()
                         if let (request, answer) = condition.withLock({ record }) {
-                            try StateStore.record(request, answer: answer, now: now, db: connection)
+                            try RequestRepository.record(request, answer: answer, now: now, db: connection)
                         }
                         try connection.execute("COMMIT TRANSACTION")
                     } else {

@@ -105,7 +105,7 @@ enum Schema {
                 """)
         }
         // "Waiting for the engine" stops being a stored status: a region is waiting while its seq is above the
-        // engine's mark (`StateStore.takenSeqKey`), so that an engine's start writes one row, not a million.
+        // engine's mark (`RegionRepository.takenSeqKey`), so that an engine's start writes one row, not a million.
         m.registerMigration("002-engine-taken-seq") { db in
             try db.execute(
                 """

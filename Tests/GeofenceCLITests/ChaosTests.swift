@@ -86,12 +86,12 @@ struct ChaosTests {
         #expect(daemon.process.terminationStatus == 0)
 
         let store = try StateStore(directory: cli.stateDir)
-        let regionEvents = try store.events(after: 0, limit: 100_000).filter {
+        let regionEvents = try store.outbox.events(after: 0, limit: 100_000).filter {
             RegionEventType(rawValue: $0.type) != nil
         }
         // "yard" is determined inside; "far" lies beyond the 1 km vicinity, so it is silently outside.
         #expect(regionEvents.map(\.type) == ["determined"], "\(regionEvents.map(\.body))")
-        let sources = try store.events(after: 0, limit: 100_000).filter { $0.type == "source" }
+        let sources = try store.outbox.events(after: 0, limit: 100_000).filter { $0.type == "source" }
         #expect(sources.count >= 2, "lost/restored were reported")
         #expect(try store.integrityCheck().isEmpty)
         if ProcessInfo.processInfo.environment["CHAOS_DEBUG"] != nil { print(daemon.log) }

@@ -305,6 +305,6 @@ final class RawClient: @unchecked Sendable {
 /// Reads the outbox of a state directory.
 enum GeofenceStoreProbe {
     static func events(_ stateDir: String) throws -> [String] {
-        try StateStore(directory: stateDir).events(after: 0, limit: 100_000).map(\.body)
+        try StateStore(directory: stateDir).outbox.events(after: 0, limit: 100_000).map(\.body)
     }
 }

@@ -77,10 +77,10 @@ struct CrashSafetyTests {
 
             let store = try StateStore(directory: cli.stateDir)
             #expect(try store.integrityCheck().isEmpty, "round \(round)")
-            #expect(try store.regions().map(\.region.id).sorted() == (0..<8).map { "stop-\($0)" })
+            #expect(try store.regions.all().map(\.region.id).sorted() == (0..<8).map { "stop-\($0)" })
             for line in lines {
                 let id = try #require(try JSON.parse(String(line))["id"]?.stringValue)
-                #expect(try store.hasEvent(id: id), "round \(round): printed event \(id) is not in the outbox")
+                #expect(try store.outbox.contains(id: id), "round \(round): printed event \(id) is not in the outbox")
             }
             printedTotal += lines.count
         }

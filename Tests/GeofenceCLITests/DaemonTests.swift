@@ -39,8 +39,10 @@ struct DaemonTests {
 
     static func regionEvents(_ stateDir: String) throws -> [JSONValue] {
         let store = try StateStore(directory: stateDir)
-        return try store.events(after: 0, limit: 100_000).filter { $0.region != nil && $0.type != "region-status" }
-            .map { try JSON.parse($0.body) }
+        return try store.outbox.events(after: 0, limit: 100_000).filter {
+            $0.region != nil && $0.type != "region-status"
+        }
+        .map { try JSON.parse($0.body) }
     }
 
     /// What must be equal between the daemon and replay (ids and creation times differ by nature).
@@ -121,7 +123,7 @@ struct DaemonTests {
         defer { cli.dir.remove() }
         // Enough regions that loading them takes a while (a debug build: about a second).
         let store = try StateStore(directory: cli.stateDir)
-        try store.importRegions(
+        try store.regions.addAll(
             (0..<250_000).map { i in
                 try Region(
                     id: "r\(i)",
@@ -192,7 +194,7 @@ struct DaemonTests {
             events.map { $0["type"]?.stringValue } == ["determined", "determined", "determined"],
             "\(events.map(Self.essence))")
         let store = try StateStore(directory: cli.stateDir)
-        let sourceEvents = try store.events(after: 0, limit: 100).filter { $0.type == "source" }.map {
+        let sourceEvents = try store.outbox.events(after: 0, limit: 100).filter { $0.type == "source" }.map {
             try JSON.parse($0.body)["state"]?.stringValue ?? ""
         }
         #expect(sourceEvents == ["lost", "restored"])

@@ -149,8 +149,8 @@ struct DiskFaultTests {
         // Nothing corrupted, nothing lost: the outbox holds exactly what a replay of the same fixes makes.
         let store = try StateStore(directory: state)
         #expect(try store.integrityCheck().isEmpty)
-        #expect(try store.regions().map(\.region.id) == ["depot"])
-        let live = try store.events(after: 0, limit: 10_000).filter { $0.region != nil }.map {
+        #expect(try store.regions.all().map(\.region.id) == ["depot"])
+        let live = try store.outbox.events(after: 0, limit: 10_000).filter { $0.region != nil }.map {
             try DaemonTests.essence(JSON.parse($0.body))
         }
         let reference = try CLI()
@@ -210,9 +210,9 @@ struct DiskFaultTests {
         #expect(await daemon.waitForLog("the store accepts writes again", timeout: 15), "\(daemon.log)")
         #expect(await daemon.waitForLog("location-unavailable", timeout: 15), "\(daemon.log)")
         #expect(await daemon.stop() != nil)
-        #expect(try StateStore(directory: state).region(id: "depot")?.status.kind == .failed)
+        #expect(try StateStore(directory: state).regions.find(id: "depot")?.status.kind == .failed)
 
-        let events = try StateStore(directory: state).events(after: 0, limit: 1_000)
+        let events = try StateStore(directory: state).outbox.events(after: 0, limit: 1_000)
         let kinds = events.map { "\($0.type) \((try? JSON.parse($0.body))?["state"]?.stringValue ?? "")" }
         // Both kept, the cause first.
         #expect(kinds.suffix(2) == ["source lost", "region-status failed"], "\(kinds)")

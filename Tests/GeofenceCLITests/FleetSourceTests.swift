@@ -142,7 +142,7 @@ struct FleetSourceTests {
         feed.close()
         _ = await daemon.stop()
         let store = try StateStore(directory: cli.stateDir)
-        let states = try store.events(after: 0, limit: 100).filter { $0.type == "source" }.map {
+        let states = try store.outbox.events(after: 0, limit: 100).filter { $0.type == "source" }.map {
             try JSON.parse($0.body)["state"]?.stringValue ?? ""
         }
         #expect(states == ["silent", "restored", "lost"])
@@ -167,7 +167,7 @@ struct FleetSourceTests {
         #expect(await daemon.waitForLog("source silent", timeout: 5), "\(daemon.log)")
         _ = await daemon.stop()
         let store = try StateStore(directory: cli.stateDir)
-        let reason = try store.events(after: 0, limit: 100).first { $0.type == "source" }.map {
+        let reason = try store.outbox.events(after: 0, limit: 100).first { $0.type == "source" }.map {
             try JSON.parse($0.body)["reason"]?.stringValue ?? ""
         }
         #expect(reason?.contains("gpsd is not reachable at \(gpsd)") == true, "\(reason ?? "no source event")")
@@ -224,7 +224,8 @@ struct VehicleNameTests {
             (try? String(contentsOfFile: out, encoding: .utf8)) == "fleet/+#1 café|fleet%2F%2B%231%20caf%C3%A9|depot\n")
         let store = try StateStore(directory: cli.stateDir)
         let subjects = Set(
-            try store.events(after: 0, limit: 100).compactMap { try JSON.parse($0.body)["subject"]?.stringValue })
+            try store.outbox.events(after: 0, limit: 100).compactMap { try JSON.parse($0.body)["subject"]?.stringValue }
+        )
         #expect(subjects == ["fleet/+#1 café"], "\(subjects)")
 
         // replay holds lines to the same rule.

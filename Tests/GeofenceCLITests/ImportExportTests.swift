@@ -126,7 +126,7 @@ struct ImportExportTests {
         #expect(result.stdout.contains("Imported 20000 regions"), "\(result.stdout)")
         #expect(await daemon.waitForLog("regions changed: 20000", timeout: 20), "\(daemon.log)")
         let store = try StateStore(directory: cli.stateDir)
-        #expect(try store.regionCountsByStatus() == ["monitoring": 20_000])
+        #expect(try store.regions.countsByStatus() == ["monitoring": 20_000])
 
         // Bad entries in a later part: the CLI stops sending at the first, still reports every one, and the
         // engine stores nothing of the parts it was sent.
@@ -140,7 +140,7 @@ struct ImportExportTests {
         #expect(refused.stderr.hasPrefix("Error: nothing imported from \(bad): 2 problems"), "\(refused.stderr)")
         #expect(refused.stderr.contains("regions[15000].radius (id \"y15000\")"), "\(refused.stderr)")
         #expect(refused.stderr.contains("regions[19999].id: \"y0\" repeats the id of regions[0]"))
-        #expect(try store.regionCount() == 20_000, "nothing of the refused file was stored")
+        #expect(try store.regions.count() == 20_000, "nothing of the refused file was stored")
 
         // A client that sends a bad entry in its second part: the engine refuses the whole import, naming the
         // entry by its place in the whole list, and stores none of it.
@@ -160,7 +160,7 @@ struct ImportExportTests {
             return
         }
         #expect(error.message.contains("regions[150].radius"), "\(error.message)")
-        #expect(try store.regionCount() == 20_000, "nothing of the bad import was stored")
+        #expect(try store.regions.count() == 20_000, "nothing of the bad import was stored")
         _ = await daemon.stop()
     }
 
@@ -199,8 +199,8 @@ struct ImportExportTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(Date().timeIntervalSince(started) < 4)
         let store = try StateStore(directory: cli.stateDir)
-        #expect(try store.regionCount() == 3000)
-        #expect(try store.region(id: "x1") == nil)
+        #expect(try store.regions.count() == 3000)
+        #expect(try store.regions.find(id: "x1") == nil)
         #expect(try cli.run("add", "--id", "later", "--lat", "1", "--lon", "1", "--radius", "9").status == 0)
         #expect(daemon.isRunning)
         _ = await daemon.stop()
@@ -223,7 +223,7 @@ struct ImportExportTests {
         #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
         #expect(!daemon.log.contains("database is locked"), "\(daemon.log)")
         let store = try StateStore(directory: cli.stateDir)
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
     }
 
     @Test("through a running engine: a later part that breaks the protocol fails the whole import")
@@ -239,21 +239,21 @@ struct ImportExportTests {
         ])
         #expect(failure(answers[1])?.message.contains("params.regions") == true, "\(answers)")
         #expect(failure(answers.last)?.code == .badRequest, "\(answers)")
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
         // The same as the first part: the rest must not be taken for a new import and committed.
         answers = try ControlClient(path: cli.socket).call(lines: [
             #"{"method":"import","params":{"final":false}}"#, part(0..<100, final: false),
             part(100..<200, final: true),
         ])
         #expect(failure(answers.last)?.message.contains("part 1 has none") == true, "\(answers)")
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
         // A line that is not a request at all, between parts: it may have been one, so nothing is imported.
         answers = try ControlClient(path: cli.socket).call(lines: [
             part(0..<100, final: false), #"{"method":"import","params":{"final":false,"regions":[{"id":"#,
             part(100..<200, final: true),
         ])
         #expect(failure(answers.last)?.message.contains("could not be read") == true, "\(answers)")
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
         // A part whose flags differ from the first's: the import takes them from the first, so it says so.
         answers = try ControlClient(path: cli.socket).call(lines: [
             part(0..<100, final: false), part(100..<200, final: false),
@@ -263,12 +263,12 @@ struct ImportExportTests {
         #expect(refused.code == .badRequest)
         #expect(refused.message.contains("replace"), "\(refused.message)")
         #expect(refused.message.contains("every part"), "\(refused.message)")
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
         // A bad entry in a later part of a large import: nothing of it is stored.
         answers = try ControlClient(path: cli.socket).call(
             lines: (0..<10).map { i in part(i * 2000..<(i + 1) * 2000, final: i == 9, bad: 17_345) })
         #expect(failure(answers.last)?.message.contains("regions[17345].radius") == true, "\(answers.last!)")
-        #expect(try store.regionCount() == 0)
+        #expect(try store.regions.count() == 0)
         _ = await daemon.stop()
     }
 
@@ -291,8 +291,8 @@ struct ImportExportTests {
             + "]").write(toFile: file, atomically: true, encoding: .utf8)
         let replaced = try cli.run("import", "--replace", file)
         #expect(replaced.status == 0, "\(replaced.stderr)")
-        #expect(try store.regionCount() == 15_000)
-        #expect(try store.region(id: "r14999")?.region.radius == 777)
+        #expect(try store.regions.count() == 15_000)
+        #expect(try store.regions.find(id: "r14999")?.region.radius == 777)
 
         // A client that gives replace with its first part only: it holds for the whole import.
         var answers = try ControlClient(path: cli.socket).call(lines: [
@@ -300,7 +300,7 @@ struct ImportExportTests {
             part(100..<200, final: true, prefix: "r"),
         ])
         #expect(failure(answers.last) == nil, "\(answers)")
-        #expect(try store.region(id: "r150")?.region.radius == 30)
+        #expect(try store.regions.find(id: "r150")?.region.radius == 30)
 
         // A dry run in parts checks everything and stores nothing.
         answers = try ControlClient(path: cli.socket).call(lines: [
@@ -308,10 +308,10 @@ struct ImportExportTests {
             part(100..<200, final: true, prefix: "d"),
         ])
         #expect(answers.last?.result == .success(["checked": 200, "imported": 0]), "\(answers)")
-        #expect(try store.region(id: "d1") == nil)
+        #expect(try store.regions.find(id: "d1") == nil)
         // The CLI's --dry-run with an engine running stores nothing either.
         #expect(try cli.run("import", "--dry-run", file).status == 0)
-        #expect(try store.regionCount() == 15_000)
+        #expect(try store.regions.count() == 15_000)
         _ = await daemon.stop()
     }
 
@@ -332,8 +332,8 @@ struct ImportExportTests {
         let switched = try await switching.value
         #expect(switched.status == 0, "\(switched.stderr)")
         let store = try StateStore(directory: cli.stateDir)
-        #expect(try store.regionCount() == 2000)
-        #expect(try store.servicesOn() == false)
+        #expect(try store.regions.count() == 2000)
+        #expect(try store.permissions.servicesOn() == false)
         #expect(try GeofenceStoreProbe.events(cli.stateDir).contains { $0.contains(#""type":"services""#) })
         _ = await daemon.stop()
     }

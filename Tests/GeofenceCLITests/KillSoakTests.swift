@@ -161,12 +161,12 @@ struct KillSoakTests {
             let problems = try store.integrityCheck()
             #expect(problems.isEmpty, "integrity after kill \(round + 1): \(problems)")
             if problems.isEmpty { integrityChecks += 1 }
-            let held = Set(try store.regions().map(\.region.id))
+            let held = Set(try store.regions.all().map(\.region.id))
             let missing = churn.snapshot.subtracting(held)
             #expect(missing.isEmpty, "after kill \(round + 1) the store lost \(missing.sorted())")
             let ghosts = held.subtracting(churn.snapshot)
             #expect(ghosts.isEmpty, "after kill \(round + 1) removed regions came back: \(ghosts.sorted())")
-            for event in try store.events(after: 0, limit: 1_000_000) { recordedBeforeKills.insert(event.id) }
+            for event in try store.outbox.events(after: 0, limit: 1_000_000) { recordedBeforeKills.insert(event.id) }
             churn.resume()
         }
         churn.stop()
@@ -187,8 +187,8 @@ struct KillSoakTests {
 
         let store = try StateStore(directory: cli.stateDir)
         #expect(try store.integrityCheck().isEmpty)
-        #expect(Set(try store.regions().map(\.region.id)) == churn.snapshot)
-        let events = try store.events(after: 0, limit: 1_000_000)
+        #expect(Set(try store.regions.all().map(\.region.id)) == churn.snapshot)
+        let events = try store.outbox.events(after: 0, limit: 1_000_000)
         let lines = (cli.read("delivered") ?? "").split(separator: "\n").map(String.init)
         let delivered = Set(lines)
         let lost = recordedBeforeKills.subtracting(delivered)

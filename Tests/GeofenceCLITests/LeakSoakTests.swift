@@ -83,7 +83,7 @@ struct LeakSoakTests {
                 ),
                 radius: 200)
         }
-        try StateStore(directory: cli.stateDir).importRegions(regions)
+        try StateStore(directory: cli.stateDir).regions.addAll(regions)
         let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
         #expect(await daemon.waitForLog("running:", timeout: 120), "\(daemon.log)")
         try await Task.sleep(for: .seconds(2))
@@ -148,7 +148,7 @@ struct LeakSoakTests {
         let end = ProcessFootprint(pid: daemon.pid)
         // The first samples are warm-up (caches, pools, SQLite's page cache); flat means no growth after it.
         let reference = samples[min(2, samples.count - 1)].footprint
-        let events = try StateStore(directory: cli.stateDir).eventCount()
+        let events = try StateStore(directory: cli.stateDir).outbox.count()
         let rate = Double(fixes) / feedSeconds
         print(
             "leaks: \(fixes) fixes (\(second / 60) min of fix time, \(vehicles) vehicles) in "

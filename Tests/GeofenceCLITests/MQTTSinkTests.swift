@@ -57,7 +57,7 @@ struct MQTTSinkTests {
     }
 
     static func outbox(_ cli: CLI) throws -> [StoredEvent] {
-        try StateStore(directory: cli.stateDir).events(after: 0, limit: 100_000)
+        try StateStore(directory: cli.stateDir).outbox.events(after: 0, limit: 100_000)
     }
 
     @Test("events, retained states and the engine's status (online, offline at a stop and as the last will)")

@@ -48,7 +48,7 @@ struct MQTTSourceTests {
     /// The stored events' (type, subject), in order.
     static func events(_ cli: CLI) throws -> [(type: String, subject: String)] {
         let store = try StateStore(directory: cli.stateDir)
-        return try store.events(after: 0, limit: 1000).compactMap { row in
+        return try store.outbox.events(after: 0, limit: 1000).compactMap { row in
             let body = try JSON.parse(row.body)
             guard body["region"] != nil else { return nil }
             return (body["type"]?.stringValue ?? "", body["subject"]?.stringValue ?? "")
@@ -92,7 +92,7 @@ struct MQTTSourceTests {
         #expect(try Self.events(cli).map(\.type) == ["determined", "enter", "exit"])
         #expect(Set(try Self.events(cli).map(\.subject)) == ["alice/phone"])
         let store = try StateStore(directory: cli.stateDir)
-        let enter = try store.events(after: 0, limit: 100).map { try JSON.parse($0.body) }.first {
+        let enter = try store.outbox.events(after: 0, limit: 100).map { try JSON.parse($0.body) }.first {
             $0["type"]?.stringValue == "enter"
         }
         #expect(enter?["fix"]?["speed"]?.doubleValue == 10, "\(String(describing: enter))")

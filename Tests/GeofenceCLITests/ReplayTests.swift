@@ -143,7 +143,7 @@ struct ReplayTests {
         // Replay persists events exactly as the daemon does: every printed event is in the outbox.
         let store = try StateStore(directory: cli.stateDir)
         for event in try events(result) {
-            #expect(try store.hasEvent(id: try #require(event["id"]?.stringValue)))
+            #expect(try store.outbox.contains(id: try #require(event["id"]?.stringValue)))
         }
     }
 

@@ -26,7 +26,7 @@ struct WatchTests {
                     id: ids.next(now: Date()), type: .source, time: Date(), state: state,
                     reason: String(repeating: "x", count: size))
             }
-            try store.append(events)
+            try store.outbox.append(events)
             return events.map(\.id)
         }
 

@@ -237,16 +237,17 @@ struct HookRunnerTests {
         try f.addHook("exits", on: ["exit"], "true")
         try f.addHook("all", "true")
         try f.addEvents([(.enter, "gone"), (.exit, "gone"), (.enter, "kept"), (.exit, "kept"), (.dwell, "kept")])
-        try f.store.append([
+        try f.store.outbox.append([
             StateEvent(id: "0193a4c2-0000-7000-8000-000000000001", type: .source, time: Date(), state: "lost")
         ])
-        try f.store.removeRegion(id: "gone")
+        try f.store.regions.remove(id: "gone")
 
         let summary = await f.runner().drain()
 
         #expect(summary.delivered == 9)
         let byEvent = Dictionary(
-            grouping: try f.store.eventDeliveries(limit: 100), by: { "\($0.event.type):\($0.event.region ?? "-")" })
+            grouping: try f.store.deliveries.eventDeliveries(limit: 100),
+            by: { "\($0.event.type):\($0.event.region ?? "-")" })
         func hooks(_ key: String) -> [String] { byEvent[key]?.first?.deliveries.map(\.hook).sorted() ?? [] }
         #expect(hooks("enter:gone") == ["hook:all"])
         #expect(hooks("exit:gone") == ["hook:all", "hook:exits"])
@@ -342,7 +343,7 @@ struct HookRunnerTests {
         #expect(!interleaved, "two deliveries of one region overlapped")
         #expect(maxRunning <= 4)
         for region in regions { #expect(seen[region] == expectedOrder[region], "order of \(region)") }
-        #expect(try f.store.deliveryCountsByStatus() == [.done: 10_000])
+        #expect(try f.store.deliveries.countsByStatus() == [.done: 10_000])
         print("10,000 deliveries in \(elapsed), at most \(stats.maxConcurrent) at once")
     }
 
@@ -446,20 +447,20 @@ struct HookRunnerTests {
         _ = await f.runner { $0.retry.maxAttempts = 2 }.drain()
         var all = try f.deliveries()
         #expect(all.map(\.status) == [.dead, .dead])
-        #expect(try f.store.eventDeliveries(filter: .dead).count == 2)
+        #expect(try f.store.deliveries.eventDeliveries(filter: .dead).count == 2)
 
         _ = FileManager.default.createFile(atPath: f.dir.file("ok"), contents: nil)
-        #expect(try f.store.retryDeliveries(String(all[0].id)) == [all[0].id])
-        #expect(try f.store.delivery(id: all[0].id)?.attempts == 0)
+        #expect(try f.store.deliveries.retry(String(all[0].id)) == [all[0].id])
+        #expect(try f.store.deliveries.find(id: all[0].id)?.attempts == 0)
         _ = await f.runner().drain()
         all = try f.deliveries()
         #expect(all.map(\.status) == [.done, .dead])
 
-        #expect(try f.store.retryDeliveries(events[1].id) == [all[1].id])
+        #expect(try f.store.deliveries.retry(events[1].id) == [all[1].id])
         #expect(throws: HookStoreError.nothingToRetry("delivery \(all[0].id) is done")) {
-            try f.store.retryDeliveries(String(all[0].id))
+            try f.store.deliveries.retry(String(all[0].id))
         }
-        #expect(throws: HookStoreError.deliveryNotFound("nope")) { try f.store.retryDeliveries("nope") }
+        #expect(throws: HookStoreError.deliveryNotFound("nope")) { try f.store.deliveries.retry("nope") }
         _ = await f.runner().drain()
         #expect(try f.deliveries().map(\.status) == [.done, .done])
     }
@@ -486,22 +487,25 @@ struct HookRunnerTests {
         defer { f.remove() }
         // No hook at all: an event owes nothing.
         try f.addEvents([(.enter, "a")])
-        #expect(try f.store.eventDeliveries(filter: .pending).isEmpty)
+        #expect(try f.store.deliveries.eventDeliveries(filter: .pending).isEmpty)
         try f.dispatch()
         // A hook, and an event committed just before a crash: its deliveries are not made yet, but it is owed.
         try f.addHook("h", "true")
         try f.addEvents([(.exit, "a")])
-        let owed = try f.store.eventDeliveries(filter: .pending)
+        let owed = try f.store.deliveries.eventDeliveries(filter: .pending)
         #expect(owed.map(\.event.type) == ["exit"])
         #expect(owed.first?.dispatched == false)
         try f.dispatch()
-        let made = try f.store.eventDeliveries(filter: .pending)
+        let made = try f.store.deliveries.eventDeliveries(filter: .pending)
         #expect(made.count == 1 && made.first?.dispatched == true && made.first?.deliveries.count == 1)
         // A region hook alone also makes events owed.
-        _ = try f.store.removeHooks(ids: ["h"])
+        _ = try f.store.deliveries.removeHooks(ids: ["h"])
         try f.addRegion("b", hooks: [.enter: "true"])
         try f.addEvents([(.enter, "b")])
-        #expect(try f.store.eventDeliveries(filter: .pending).contains { !$0.dispatched && $0.event.region == "b" })
+        #expect(
+            try f.store.deliveries.eventDeliveries(filter: .pending).contains {
+                !$0.dispatched && $0.event.region == "b"
+            })
     }
 
     @Test("removing a hook stops its waiting deliveries")
@@ -511,10 +515,10 @@ struct HookRunnerTests {
         try f.addHook("h", "exit 1")
         try f.addEvents([(.enter, "a"), (.enter, "b")])
         try f.dispatch()
-        let removed = try f.store.removeHooks(ids: ["h"])
+        let removed = try f.store.deliveries.removeHooks(ids: ["h"])
         #expect(removed.map(\.stopped) == [2])
         #expect(try f.deliveries().allSatisfy { $0.status == .dead && $0.lastError == "hook removed" })
-        #expect(throws: HookStoreError.hookNotFound("h")) { try f.store.removeHooks(ids: ["h"]) }
+        #expect(throws: HookStoreError.hookNotFound("h")) { try f.store.deliveries.removeHooks(ids: ["h"]) }
     }
 
     @Test("prune deletes old events whose deliveries are finished, never a waiting one")
@@ -529,10 +533,10 @@ struct HookRunnerTests {
         }.drain()
         #expect(try f.deliveries().map(\.status) == [.done, .pending])
 
-        #expect(try f.store.pruneEvents(before: Date().addingTimeInterval(-3600)) == (0, 0))
-        let pruned = try f.store.pruneEvents(before: Date().addingTimeInterval(1))
+        #expect(try f.store.outbox.prune(before: Date().addingTimeInterval(-3600)) == (0, 0))
+        let pruned = try f.store.outbox.prune(before: Date().addingTimeInterval(1))
         #expect(pruned == (1, 1))
-        #expect(try f.store.eventCount() == 1)
+        #expect(try f.store.outbox.count() == 1)
         #expect(try f.deliveries().map(\.status) == [.pending])
     }
 

@@ -31,19 +31,20 @@ struct HookFixture {
         _ id: String, name: String? = nil, hooks: [NotifyKind: String] = [:],
         at centre: (Double, Double) = (51.5, -0.12)
     ) throws -> StoredRegion {
-        try store.addRegion(
+        try store.regions.add(
             Region(
                 id: id, name: name, center: Coordinate(latitude: centre.0, longitude: centre.1), radius: 100,
                 hooks: hooks))
     }
 
     func addHook(_ id: String, on events: [String] = [], _ command: String) throws {
-        try store.addHook(GlobalHook(id: id, events: events, command: command, createdAt: Date()))
+        try store.deliveries.addHook(GlobalHook(id: id, events: events, command: command, createdAt: Date()))
     }
 
     /// Makes the deliveries of the events after the dispatch cursor, as the hooks' sink does.
     func dispatch() throws {
-        _ = try store.dispatchDeliveries(of: store.events(after: store.hookDispatchState().cursor, limit: 10_000))
+        _ = try store.deliveries.dispatchDeliveries(
+            of: store.outbox.events(after: store.deliveries.hookDispatchState().cursor, limit: 10_000))
     }
 
     /// Region events into the outbox, in one transaction, as `FixPipeline` commits them.
@@ -63,7 +64,7 @@ struct HookFixture {
                         latitude: 51.5001, longitude: -0.1201, accuracy: 4.2, mode: .threeD, speed: 8.1, course: 271.4
                     )))
         }
-        try store.apply([out])
+        try store.monitorState.apply([out])
         return out.events
     }
 
@@ -81,7 +82,7 @@ struct HookFixture {
 
     /// Every delivery, in id order.
     func deliveries() throws -> [StoredDelivery] {
-        try store.eventDeliveries(limit: 1_000_000).flatMap(\.deliveries).sorted { $0.id < $1.id }
+        try store.deliveries.eventDeliveries(limit: 1_000_000).flatMap(\.deliveries).sorted { $0.id < $1.id }
     }
 
     func read(_ name: String) -> String? {

@@ -49,19 +49,19 @@ final class Engine: Sendable {
     }
 
     func statuses() throws -> [String: String] {
-        Dictionary(uniqueKeysWithValues: try store.regions().map { ($0.region.id, $0.status.description) })
+        Dictionary(uniqueKeysWithValues: try store.regions.all().map { ($0.region.id, $0.status.description) })
     }
 
     func add(_ id: String, _ at: Coordinate, radius: Double = 50) throws {
-        try store.addRegion(Region(id: id, center: at, radius: radius))
+        try store.regions.add(Region(id: id, center: at, radius: radius))
     }
 
     func events(_ type: String) throws -> [StoredEvent] {
-        try store.events(after: 0, limit: 10_000).filter { $0.type == type }
+        try store.outbox.events(after: 0, limit: 10_000).filter { $0.type == type }
     }
 
     func regionEvents() throws -> [StoredEvent] {
-        try store.events(after: 0, limit: 10_000).filter { RegionEventType(rawValue: $0.type) != nil }
+        try store.outbox.events(after: 0, limit: 10_000).filter { RegionEventType(rawValue: $0.type) != nil }
     }
 
     /// A fix of the truck at `at`, `seconds` after the clock's start (fix time), 3 m accurate.
@@ -81,7 +81,7 @@ final class Engine: Sendable {
         var s = try e.statuses()
         #expect((11...15).allSatisfy { s["r\($0)"] == "pending: limit" }, "\(s)")
         #expect((1...10).allSatisfy { s["r\($0)"] == "monitoring" }, "\(s)")
-        #expect(try e.store.removeRegions(ids: ["r2", "r3", "r4"]).count == 3)
+        #expect(try e.store.regions.remove(ids: ["r2", "r3", "r4"]).count == 3)
         await e.service.apply(.regions)
         s = try e.statuses()
         #expect((11...13).allSatisfy { s["r\($0)"] == "monitoring" }, "\(s)")
@@ -124,7 +124,7 @@ final class Engine: Sendable {
         try e.add("after", Coordinate(latitude: 43, longitude: 1))
         let s = try e.statuses()
         #expect(s["after"] == "pending: waiting-for-engine" && s["late"] == "monitoring", "\(s)")
-        #expect(try store.regionCountsByStatus()["pending"] == 1)
+        #expect(try store.regions.countsByStatus()["pending"] == 1)
         // Waiting is not an event: the engine's taking a region writes no region-status event.
         #expect(try e.events("region-status").isEmpty)
     }
@@ -136,29 +136,29 @@ final class Engine: Sendable {
         _ = try await e.service.load()
         await e.service.handle(.up)
         await e.service.handle(.liveness(.lost))
-        var stored = try e.store.regions()
+        var stored = try e.store.regions.all()
         #expect(stored.allSatisfy { $0.status.description == "failed: location-unavailable" }, "\(stored)")
         // The backoff (1 s doubling, equal jitter, the jitter fixed at its middle): 0.75 s, then 1.5 s.
         #expect(stored.allSatisfy { $0.nextRetry == e.clock.now().addingTimeInterval(0.75) })
         e.clock.advance(0.5)
         await e.service.tick()
-        #expect(try e.store.regions().allSatisfy { $0.attempts == 0 }, "not due yet")
+        #expect(try e.store.regions.all().allSatisfy { $0.attempts == 0 }, "not due yet")
         e.clock.advance(0.5)
         await e.service.tick()
-        #expect(try e.store.regions().allSatisfy { $0.attempts == 1 })
+        #expect(try e.store.regions.all().allSatisfy { $0.attempts == 1 })
         e.clock.advance(2)
         await e.service.tick()
-        stored = try e.store.regions()
+        stored = try e.store.regions.all()
         #expect(stored.allSatisfy { $0.attempts == 2 }, "\(stored.map(\.attempts))")
         let source = try e.events("source").map(\.body)
         #expect(source.count == 1 && source[0].contains("\"state\":\"lost\""), "\(source)")
 
         await e.service.handle(.liveness(.restored))
-        stored = try e.store.regions()
+        stored = try e.store.regions.all()
         #expect(stored.allSatisfy { $0.status == .monitoring && $0.nextRetry == nil }, "\(stored)")
         #expect(stored.count == 4, "no region was lost")
         // The cause before its effects: the source event, then the regions' statuses, in outbox order.
-        let order = try e.store.events(after: 0, limit: 100).map(\.type)
+        let order = try e.store.outbox.events(after: 0, limit: 100).map(\.type)
         #expect(
             order == ["source"] + Array(repeating: "region-status", count: 4) + ["source"]
                 + Array(repeating: "region-status", count: 4), "\(order)")

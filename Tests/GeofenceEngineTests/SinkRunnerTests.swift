@@ -37,7 +37,7 @@ import Testing
 
     static func record(_ store: StateStore, _ states: [String]) throws {
         var ids = EventIDGenerator()
-        try store.append(
+        try store.outbox.append(
             states.map { StateEvent(id: ids.next(now: Date()), type: .source, time: Date(), state: $0, reason: "") })
     }
 
@@ -71,7 +71,7 @@ import Testing
         let store = try StateStore.inMemory()
         try Self.record(store, ["a", "b", "c"])
         var ids = EventIDGenerator()
-        try store.append([
+        try store.outbox.append([
             StateEvent(id: ids.next(now: Date()), type: .services, time: Date(), state: "off", reason: "")
         ])
         let sink = TestSink(types: ["services"])
@@ -86,17 +86,17 @@ import Testing
     @Test("a configured sink's cursor is its row in sink_cursors, and a restarted runner resumes from it")
     func storedCursorResumes() async throws {
         let store = try StateStore.inMemory()
-        try store.addSink(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t"))
+        try store.sinks.add(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t"))
         try Self.record(store, ["a", "b", "c"])
         let first = TestSink(id: "bus")
         try await Self.run(SinkRunner(sink: first, store: store, logger: Logger())) {
-            try store.sinkCursor("bus") == 3
+            try store.sinks.cursor("bus") == 3
         }
         #expect(first.offered == [[1, 2, 3]])
         try Self.record(store, ["d"])
         let second = TestSink(id: "bus")
         try await Self.run(SinkRunner(sink: second, store: store, logger: Logger())) {
-            try store.sinkCursor("bus") == 4
+            try store.sinks.cursor("bus") == 4
         }
         #expect(second.offered == [[4]], "the second runner began after the first one's acknowledgements")
     }
@@ -104,7 +104,7 @@ import Testing
     @Test("the hooks' sink makes each event's deliveries once, with the cursor in hook_dispatch")
     func hookDispatchSink() async throws {
         let store = try StateStore.inMemory()
-        try store.addHook(GlobalHook(id: "h", events: [], command: "true", createdAt: Date()))
+        try store.deliveries.addHook(GlobalHook(id: "h", events: [], command: "true", createdAt: Date()))
         try Self.record(store, ["a", "b"])
         let told = Mutex<[(Int, Int64)]>([])
         let sink = HookDispatchSink(store: store, runAsCreators: false) { created, through in
@@ -116,7 +116,7 @@ import Testing
         }
         #expect(told.withLock { $0.map(\.0) } == [2] && told.withLock { $0.map(\.1) } == [2])
         // Offered again (a crash between the commit and the runner's own step): nothing is made twice.
-        _ = try await sink.deliver(store.events(after: 0, limit: 10))
-        #expect(try store.eventDeliveries(filter: .all).flatMap(\.deliveries).count == 2)
+        _ = try await sink.deliver(store.outbox.events(after: 0, limit: 10))
+        #expect(try store.deliveries.eventDeliveries(filter: .all).flatMap(\.deliveries).count == 2)
     }
 }

@@ -22,7 +22,7 @@ import Testing
         let dir = try TemporaryDirectory("geofence-eviction")
         defer { dir.remove() }
         let store = try StateStore(directory: dir.file("state"))
-        try store.addRegion(Region(id: "depot", center: depot, radius: 100))
+        try store.regions.add(Region(id: "depot", center: depot, radius: 100))
         let pipeline = FixPipeline(store: store)
         pipeline.idleLimit = 3600
         try pipeline.load()

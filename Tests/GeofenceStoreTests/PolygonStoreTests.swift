@@ -26,15 +26,15 @@ private func polygon() throws -> RegionPolygon {
     @Test func polygonRegionsRoundTripExactly() throws {
         try withStore { _, store in
             let region = try Region(id: "yard", name: "Yard", polygon: polygon(), dwell: 30)
-            try store.addRegion(region)
-            try store.addRegion(try Region(id: "circle", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
-            let back = try #require(try store.region(id: "yard")).region
+            try store.regions.add(region)
+            try store.regions.add(try Region(id: "circle", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
+            let back = try #require(try store.regions.find(id: "yard")).region
             #expect(back.polygon == region.polygon)
             #expect(back.polygon?.parts == region.polygon?.parts)
             #expect(back.center == region.center && back.radius == region.radius)
-            #expect(try store.region(id: "circle")?.region.polygon == nil)
+            #expect(try store.regions.find(id: "circle")?.region.polygon == nil)
             // What the engine loads: the polygon in full, the circle compact.
-            let loaded = try store.monitoringSnapshot(upTo: 10)
+            let loaded = try store.regions.monitoringSnapshot(upTo: 10)
             #expect(loaded.count == 2)
             #expect(
                 loaded.contains { if case .full(let r) = $0.definition { r.polygon == region.polygon } else { false } })
@@ -43,17 +43,17 @@ private func polygon() throws -> RegionPolygon {
 
     @Test func aStoreFromBeforePolygonsOpensWithItsCircles() throws {
         try withStore { directory, store in
-            try store.addRegion(try Region(id: "old", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
+            try store.regions.add(try Region(id: "old", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
             // Back to the schema before migration 005, as an older engine left it.
             try store.queue.write { db in
                 try db.execute("ALTER TABLE regions DROP COLUMN polygon")
                 try db.execute("DELETE FROM schema_migrations WHERE identifier = '005-region-polygons'")
             }
             let reopened = try StateStore(directory: directory)
-            let old = try #require(try reopened.region(id: "old")).region
+            let old = try #require(try reopened.regions.find(id: "old")).region
             #expect(old.polygon == nil && old.radius == 50)
-            try reopened.addRegion(try Region(id: "new", polygon: polygon()))
-            #expect(try reopened.region(id: "new")?.region.polygon == (try polygon()))
+            try reopened.regions.add(try Region(id: "new", polygon: polygon()))
+            #expect(try reopened.regions.find(id: "new")?.region.polygon == (try polygon()))
         }
     }
 
@@ -63,20 +63,20 @@ private func polygon() throws -> RegionPolygon {
             try store.queue.write { db in
                 try db.execute(
                     "INSERT INTO settings (key, value, updated_at) VALUES (?, '31', 0)",
-                    [StateStore.polygonPositionsKey])
+                    [RegionRepository.polygonPositionsKey])
             }
-            try store.addRegion(try Region(id: "a", polygon: polygon()))
-            try store.addRegion(try Region(id: "b", polygon: polygon()))
+            try store.regions.add(try Region(id: "a", polygon: polygon()))
+            try store.regions.add(try Region(id: "b", polygon: polygon()))
             #expect(throws: StoreError.tooManyPolygonPositions(46, limit: 31)) {
-                try store.addRegion(try Region(id: "c", polygon: polygon()))
+                try store.regions.add(try Region(id: "c", polygon: polygon()))
             }
             #expect(throws: StoreError.tooManyPolygonPositions(46, limit: 31)) {
-                try store.importRegions([try Region(id: "d", polygon: polygon())])
+                try store.regions.addAll([try Region(id: "d", polygon: polygon())])
             }
             // Circles are not counted; replacing a polygon by itself keeps the total.
-            try store.addRegion(try Region(id: "e", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
-            try store.addRegion(try Region(id: "a", polygon: polygon()), replace: true)
-            #expect(try store.regions().map(\.region.id) == ["b", "e", "a"])
+            try store.regions.add(try Region(id: "e", center: Coordinate(latitude: 1, longitude: 2), radius: 50))
+            try store.regions.add(try Region(id: "a", polygon: polygon()), replace: true)
+            #expect(try store.regions.all().map(\.region.id) == ["b", "e", "a"])
         }
     }
 

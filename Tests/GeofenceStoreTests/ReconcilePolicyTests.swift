@@ -30,7 +30,7 @@ import Testing
         let owners: [UInt32?] = [nil, 1000, 1001, 1002]
         for i in 0..<80 {
             let owner = owners[Int.random(in: 0..<owners.count, using: &random)]
-            _ = try store.addRegion(
+            _ = try store.regions.add(
                 Region(
                     id: "r\(i)", center: Coordinate(latitude: 10 + Double(i) / 10, longitude: 5), radius: 50,
                     createdBy: owner))
@@ -50,7 +50,7 @@ import Testing
                 maxRegions: [nil, 0, 5, 30, 70][Int.random(in: 0..<5, using: &random)])
             let before = try Self.stored(store)
             let expected = ReconcilePolicy.changes(before, inputs)
-            let changes = try store.reconcile(inputs, retryAt: Date())
+            let changes = try store.monitorState.reconcile(inputs, retryAt: Date())
             #expect(
                 changes.sorted { $0.seq < $1.seq } == expected, "round \(round), \(inputs)")
             // And the store now holds what the twin says: the changed ones changed, the others kept theirs.

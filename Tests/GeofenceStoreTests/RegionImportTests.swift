@@ -35,16 +35,16 @@ private final class Flag: Sendable {
 @Suite struct RegionImportTests {
     @Test func partsAreStoredTogetherAndLoggedAsOneChange() throws {
         try withStore { store in
-            try store.addRegion(try Region(id: "before", center: Coordinate(latitude: 1, longitude: 2), radius: 5))
-            let generation = try store.regionGeneration()
+            try store.regions.add(try Region(id: "before", center: Coordinate(latitude: 1, longitude: 2), radius: 5))
+            let generation = try store.regions.generation()
             let load = try RegionImport(store: store, replace: false)
             for part in 0..<5 { try load.add(try regions(part * 1000..<(part + 1) * 1000)) }
             // Nothing shows before the commit.
-            #expect(try store.regionCount() == 1)
+            #expect(try store.regions.count() == 1)
             try load.commit()
             #expect(load.count == 5000)
-            #expect(try store.regionCount() == 5001)
-            let changes = try store.regionChanges(after: generation).changes
+            #expect(try store.regions.count() == 5001)
+            let changes = try store.regions.changes(after: generation).changes
             #expect(changes.count == 1)
             #expect(changes.first.map { $0.lastSeq - $0.seq + 1 } == 5000)
         }
@@ -57,7 +57,7 @@ private final class Flag: Sendable {
             load.rollback()
             load.rollback()
             #expect(throws: DatabaseError.self) { try load.commit() }
-            #expect(try store.regionCount() == 0)
+            #expect(try store.regions.count() == 0)
             // Released without an end: rolled back, and the lock with it (the next import would wait, then
             // fail with isBusy, if it were kept).
             do {
@@ -67,25 +67,25 @@ private final class Flag: Sendable {
             let next = try RegionImport(store: store, replace: false)
             try next.add(try regions(0..<10))
             try next.commit()
-            #expect(try store.regionCount() == 10)
+            #expect(try store.regions.count() == 10)
         }
     }
 
     @Test func existingIdsRefuseTheWholeImportUnlessReplaced() throws {
         try withStore { store in
-            try store.importRegions(try regions(0..<10))
+            try store.regions.addAll(try regions(0..<10))
             let load = try RegionImport(store: store, replace: false)
             try load.add(try regions(5..<15))
             try load.add(try regions(15..<20))
             #expect(throws: StoreError.duplicateRegions(["r5", "r6", "r7", "r8", "r9"])) { try load.commit() }
-            #expect(try store.regionCount() == 10)
+            #expect(try store.regions.count() == 10)
 
             let replacing = try RegionImport(store: store, replace: true)
             try replacing.add(try regions(5..<15, radius: 250))
             try replacing.commit()
-            #expect(try store.regionCount() == 15)
-            #expect(try store.region(id: "r7")?.region.radius == 250)
-            #expect(try store.region(id: "r2")?.region.radius == 100)
+            #expect(try store.regions.count() == 15)
+            #expect(try store.regions.find(id: "r7")?.region.radius == 250)
+            #expect(try store.regions.find(id: "r2")?.region.radius == 100)
         }
     }
 
@@ -97,7 +97,7 @@ private final class Flag: Sendable {
             let written = Flag()
             let writer = Thread {
                 do {
-                    try store.append([event("0193a4c2-0000-7000-8000-000000000001")])
+                    try store.outbox.append([event("0193a4c2-0000-7000-8000-000000000001")])
                     written.set()
                 } catch {
                     Issue.record("the event was not written: \(error)")
@@ -111,8 +111,8 @@ private final class Flag: Sendable {
             while !written.isSet && Date() < deadline { usleep(10_000) }
             // The import's rollback undid none of it.
             #expect(written.isSet)
-            #expect(try store.eventCount() == 1)
-            #expect(try store.regionCount() == 0)
+            #expect(try store.outbox.count() == 1)
+            #expect(try store.regions.count() == 0)
         }
     }
 

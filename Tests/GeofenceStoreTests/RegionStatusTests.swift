@@ -18,13 +18,13 @@ private func withStore(_ body: (StateStore, String) throws -> Void) throws {
 
 private func addFour(_ store: StateStore) throws {
     for i in 1...4 {
-        _ = try store.addRegion(
+        _ = try store.regions.add(
             Region(id: "r\(i)", center: Coordinate(latitude: 40 + Double(i), longitude: 2), radius: 100))
     }
 }
 
 private func shown(_ store: StateStore) throws -> [String] {
-    try store.regions().map { $0.status.description }
+    try store.regions.all().map { $0.status.description }
 }
 
 @Suite struct RegionStatusTests {
@@ -32,24 +32,24 @@ private func shown(_ store: StateStore) throws -> [String] {
         try withStore { store, _ in
             try addFour(store)
             #expect(try shown(store) == Array(repeating: "pending: waiting-for-engine", count: 4))
-            #expect(try store.regionCountsByStatus() == ["pending": 4])
-            try store.markTaken(upTo: 2)
+            #expect(try store.regions.countsByStatus() == ["pending": 4])
+            try store.regions.markTaken(upTo: 2)
             #expect(
                 try shown(store) == [
                     "monitoring", "monitoring", "pending: waiting-for-engine", "pending: waiting-for-engine",
                 ])
-            #expect(try store.regionCountsByStatus() == ["monitoring": 2, "pending": 2])
-            #expect(try store.region(id: "r3")?.status == RegionStatus(.pending, reason: "waiting-for-engine"))
+            #expect(try store.regions.countsByStatus() == ["monitoring": 2, "pending": 2])
+            #expect(try store.regions.find(id: "r3")?.status == RegionStatus(.pending, reason: "waiting-for-engine"))
             // A lower mark (an older engine's) changes nothing.
-            try store.markTaken(upTo: 1)
-            #expect(try store.takenSeq() == 2)
+            try store.regions.markTaken(upTo: 1)
+            #expect(try store.regions.takenSeq() == 2)
             // A status the reconciler stored shows as it is, taken or not.
-            let r4 = try #require(try store.region(id: "r4"))
-            try store.setStatus(seq: r4.seq, RegionStatus(.suspended, reason: "services-off"))
-            #expect(try store.region(id: "r4")?.status.description == "suspended: services-off")
+            let r4 = try #require(try store.regions.find(id: "r4"))
+            try store.monitorState.setStatus(seq: r4.seq, RegionStatus(.suspended, reason: "services-off"))
+            #expect(try store.regions.find(id: "r4")?.status.description == "suspended: services-off")
             // Waiting regions are not active: the monitor gets them by following changes.
-            #expect(try store.activeRegionSeqs(upTo: 2).count == 2)
-            try store.markTaken(upTo: 4)
+            #expect(try store.regions.activeSeqs(upTo: 2).count == 2)
+            try store.regions.markTaken(upTo: 4)
             #expect(try shown(store) == ["monitoring", "monitoring", "monitoring", "suspended: services-off"])
         }
     }
@@ -57,22 +57,22 @@ private func shown(_ store: StateStore) throws -> [String] {
     @Test func theMarkIsWrittenWithTheMonitorsOutputsInOneTransaction() throws {
         try withStore { store, _ in
             try addFour(store)
-            try store.apply([], taken: 3)
-            #expect(try store.takenSeq() == 3)
-            #expect(try store.regionCountsByStatus() == ["monitoring": 3, "pending": 1])
+            try store.monitorState.apply([], taken: 3)
+            #expect(try store.regions.takenSeq() == 3)
+            #expect(try store.regions.countsByStatus() == ["monitoring": 3, "pending": 1])
         }
     }
 
     @Test func aDatabaseWithStoredWaitingStatusesIsMigratedToTheMark() throws {
         try withStore { store, directory in
             try addFour(store)
-            try store.markTaken(upTo: 4)
+            try store.regions.markTaken(upTo: 4)
             // As the previous schema left it: r3 and r4 stored as waiting, no mark.
             try store.queue.write { db in
                 try db.execute(
                     "UPDATE regions SET status = 'pending', status_reason = 'waiting-for-engine' WHERE id IN ('r3', 'r4')"
                 )
-                try db.execute("DELETE FROM settings WHERE key = ?", [StateStore.takenSeqKey])
+                try db.execute("DELETE FROM settings WHERE key = ?", [RegionRepository.takenSeqKey])
                 try db.execute("DELETE FROM schema_migrations WHERE identifier = '002-engine-taken-seq'")
             }
             try store.queue.close()
@@ -81,7 +81,7 @@ private func shown(_ store: StateStore) throws -> [String] {
                 try shown(reopened) == [
                     "monitoring", "monitoring", "pending: waiting-for-engine", "pending: waiting-for-engine",
                 ])
-            #expect(try reopened.takenSeq() == 2)
+            #expect(try reopened.regions.takenSeq() == 2)
             let stored = try reopened.queue.read { db in
                 try db.scalar("SELECT count(*) FROM regions WHERE status = 'pending'", as: Int.self)
             }
@@ -102,7 +102,7 @@ private func shown(_ store: StateStore) throws -> [String] {
                     .joined(separator: "\n")
                 }
             }
-            let owners = try plan(StateStore.ownersSQL)
+            let owners = try plan(RegionRepository.ownersSQL)
             #expect(!owners.contains("SCAN regions"), "\(owners)")
             #expect(owners.contains("INDEX regions_by_owner"), "\(owners)")
         }
@@ -112,10 +112,27 @@ private func shown(_ store: StateStore) throws -> [String] {
         try withStore { store, _ in
             let owners: [UInt32?] = [1000, nil, 0, 1000, 1001, 0, 4_000_000_000]
             for (i, owner) in owners.enumerated() {
-                try store.addRegion(
+                try store.regions.add(
                     Region(id: "o\(i)", center: Coordinate(latitude: 1, longitude: 1), radius: 10, createdBy: owner))
             }
-            #expect(try store.regionOwners().sorted() == [0, 1000, 1001, 4_000_000_000])
+            #expect(try store.regions.owners().sorted() == [0, 1000, 1001, 4_000_000_000])
+        }
+    }
+}
+
+@Suite struct RecordedRemovalTests {
+    /// A removal with a request id (what a client that may resend sends) finds an id typed in another
+    /// Unicode form, as the removal without one does: ids are stored in NFC.
+    @Test func aRecordedRemovalFindsAnIDTypedDecomposed() throws {
+        try withStore { store, _ in
+            _ = try store.regions.add(
+                Region(id: "caf\u{E9}", center: Coordinate(latitude: 48, longitude: 2), radius: 9))
+            _ = try store.regions.add(Region(id: "other", center: Coordinate(latitude: 48, longitude: 2), radius: 9))
+            let request = RequestRecord(id: "r1", uid: 1000, method: "remove")
+            let removed = try store.regions.remove(ids: ["cafe\u{301}"], request: request) { $0.joined() }
+            #expect(removed == ["cafe\u{301}"])
+            #expect(try store.regions.all().map(\.region.id) == ["other"])
+            #expect(try store.requests.recorded(id: "r1", uid: 1000)?.answer == "cafe\u{301}")
         }
     }
 }

@@ -579,6 +579,41 @@ private final class Progress: Sendable {
         }
     }
 
+    @Test func typedGettersReadByColumnName() throws {
+        try withDatabase { db, _ in
+            try db.execute("CREATE TABLE v(seq INTEGER, id TEXT, r REAL, n)")
+            try db.execute("INSERT INTO v VALUES (1, 'a', 0.5, NULL), (2, 'b', 1.5, 7)")
+            var read: [String] = []
+            try db.forEachRow("SELECT seq, id, r, n FROM v ORDER BY seq") { s in
+                // In the SELECT's order, out of it, twice, and in another case: each finds its own column.
+                let seq = try s.int64("seq")
+                let n = try s.optionalInt64("n")
+                let id = try s.string("id")
+                #expect(try s.double("r") == Double(seq) - 0.5)
+                #expect(try s.int("SEQ") == Int(seq))
+                #expect(try s.string("id") == id)
+                #expect(try s.isNull("n") == (n == nil))
+                read.append("\(seq) \(id) \(n.map(String.init) ?? "-")")
+            }
+            #expect(read == ["1 a -", "2 b 7"])
+            // Rows read in different orders (a branch on the row): each read still finds its own column.
+            var mixed: [String] = []
+            try db.forEachRow("SELECT seq, id, r, n FROM v ORDER BY seq") { s in
+                if try s.int64("seq") == 1 {
+                    mixed.append("\(try s.string("id")) \(try s.double("r"))")
+                } else {
+                    mixed.append("\(try s.double("r")) \(try s.optionalInt64("n") ?? 0) \(try s.string("id"))")
+                }
+            }
+            #expect(mixed == ["a 0.5", "1.5 7 b"])
+            let missing = #expect(throws: DatabaseError.self) {
+                try db.forEachRow("SELECT seq FROM v") { _ = try $0.int64("sequence") }
+            }
+            #expect(missing?.code == .range)
+            #expect(missing?.description.contains("'sequence'") == true)
+        }
+    }
+
     @Test func decodingIsStrict() throws {
         try withDatabase { db, _ in
             let row = try #require(try db.queryFirst("SELECT NULL AS n, 'abc' AS t, 2.0 AS r, 2.5 AS f, 3 AS i"))

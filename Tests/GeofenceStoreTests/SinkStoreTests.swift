@@ -17,7 +17,7 @@ struct SinkStoreTests {
     }
 
     static func append(_ store: StateStore, _ types: [StateEvent.Kind], at time: Date) throws {
-        try store.append(
+        try store.outbox.append(
             types.enumerated().map { i, type in
                 StateEvent(id: "e-\(time.timeIntervalSince1970)-\(i)", type: type, time: time, state: "on")
             }, now: time)
@@ -27,36 +27,37 @@ struct SinkStoreTests {
     func cursor() throws {
         try Self.withStore { store in
             try Self.append(store, [.services, .source], at: Date(timeIntervalSince1970: 1000))
-            try store.addSink(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t", events: ["source"]))
-            #expect(try store.sinkCursor("bus") == 2)
+            try store.sinks.add(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t", events: ["source"]))
+            #expect(try store.sinks.cursor("bus") == 2)
             #expect(
                 throws: SinkStoreError.duplicateSink("bus"),
-                performing: { try store.addSink(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t")) })
+                performing: { try store.sinks.add(SinkDefinition(id: "bus", url: "mqtt://h:1883", topic: "t")) })
             try Self.append(store, [.services, .source, .source], at: Date(timeIntervalSince1970: 2000))
-            #expect(try store.sinkProgress().map(\.waiting) == [2], "only the types it takes")
-            try store.advanceSinkCursor("bus", to: 4)
-            try store.advanceSinkCursor("bus", to: 3)
-            #expect(try store.sinkCursor("bus") == 4)
+            #expect(try store.sinks.progress().map(\.waiting) == [2], "only the types it takes")
+            try store.sinks.advanceCursor("bus", to: 4)
+            try store.sinks.advanceCursor("bus", to: 3)
+            #expect(try store.sinks.cursor("bus") == 4)
             #expect(
                 throws: SinkStoreError.sinkNotFound("nope"),
-                performing: { try store.removeSinks(ids: ["bus", "nope"]) })
-            #expect(try store.sinks().map(\.id) == ["bus"], "all or nothing")
-            #expect(try store.removeSinks(ids: ["bus"]) == ["bus"])
-            #expect(try store.sinkCursor("bus") == nil)
+                performing: { try store.sinks.remove(ids: ["bus", "nope"]) })
+            #expect(try store.sinks.all().map(\.id) == ["bus"], "all or nothing")
+            #expect(try store.sinks.remove(ids: ["bus"]) == ["bus"])
+            #expect(try store.sinks.cursor("bus") == nil)
         }
     }
 
     @Test("prune keeps what the slowest sink has not delivered")
     func prune() throws {
         try Self.withStore { store in
-            try store.addSink(SinkDefinition(id: "slow", url: "mqtt://h:1883", topic: "t"))
+            try store.sinks.add(SinkDefinition(id: "slow", url: "mqtt://h:1883", topic: "t"))
             try Self.append(store, [.services, .services, .services], at: Date(timeIntervalSince1970: 1000))
-            _ = try store.dispatchDeliveries(of: store.events(after: store.hookDispatchState().cursor, limit: 100))
-            try store.advanceSinkCursor("slow", to: 1)
-            #expect(try store.pruneEvents(before: Date(timeIntervalSince1970: 5000)).events == 1)
-            #expect(try store.events().map(\.seq) == [2, 3])
-            try store.removeSinks(ids: ["slow"])
-            #expect(try store.pruneEvents(before: Date(timeIntervalSince1970: 5000)).events == 2)
+            _ = try store.deliveries.dispatchDeliveries(
+                of: store.outbox.events(after: store.deliveries.hookDispatchState().cursor, limit: 100))
+            try store.sinks.advanceCursor("slow", to: 1)
+            #expect(try store.outbox.prune(before: Date(timeIntervalSince1970: 5000)).events == 1)
+            #expect(try store.outbox.events().map(\.seq) == [2, 3])
+            try store.sinks.remove(ids: ["slow"])
+            #expect(try store.outbox.prune(before: Date(timeIntervalSince1970: 5000)).events == 2)
         }
     }
 }

@@ -71,7 +71,7 @@ import Testing
         let drive = DecisionScenarios.motorway(passes: 24)
         do {
             let store = try StateStore(directory: state)
-            try store.importRegions(drive.regions)
+            try store.regions.addAll(drive.regions)
         }
         let lines = drive.tpvLines.split(separator: "\n").map { $0 + "\n" }
         let fifo = dir.file("fixes")
@@ -130,7 +130,7 @@ import Testing
         runs.append((after, last.ids))
 
         let store = try StateStore(directory: state)
-        let stored = try store.events(after: 0, limit: 100_000).map(\.id)
+        let stored = try store.outbox.events(after: 0, limit: 100_000).map(\.id)
         #expect(stored.count >= 9, "the runs made events (at least three new ones each)")
         #expect(Set(printed).isSubset(of: Set(stored)), "nothing printed that was not committed")
         // Each run started after the last id printed before it: nothing committed is missing from the union.

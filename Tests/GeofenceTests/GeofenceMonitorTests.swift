@@ -72,11 +72,11 @@ import Testing
         let reader = try StateStore(directory: dir.path)
         var yielded: [GeofenceEvent] = []
         for try await event in monitor.events() {
-            #expect(try reader.hasEvent(id: event.id), "yielded before its commit: \(event.json)")
+            #expect(try reader.outbox.contains(id: event.id), "yielded before its commit: \(event.json)")
             yielded.append(event)
         }
         #expect(source.stops == 1, "the source's end ended the sequence, and the session stopped it")
-        let stored = try reader.events(after: 0, limit: 10_000)
+        let stored = try reader.outbox.events(after: 0, limit: 10_000)
         #expect(yielded.map(\.id) == stored.map(\.id), "every committed event, in outbox order")
         #expect(yielded.filter(\.isRegionEvent).count == 1 + Self.drive.regions.count * 2)
     }
@@ -95,7 +95,7 @@ import Testing
 
         // `geofence replay`'s pipeline on the same lines.
         let store = try StateStore(directory: dir.file("replayed"))
-        for region in Self.drive.regions { try store.addRegion(region) }
+        for region in Self.drive.regions { try store.regions.add(region) }
         let pipeline = FixPipeline(store: store)
         try pipeline.load()
         var replayed: [String] = []
@@ -140,7 +140,7 @@ import Testing
         }
         #expect(try await consumer.value != nil)
         #expect(await eventually { (try? await monitor.status().monitoring) == false })
-        let events = try StateStore(directory: dir.path).events(after: 0, limit: 1000)
+        let events = try StateStore(directory: dir.path).outbox.events(after: 0, limit: 1000)
         #expect(
             events.filter { RegionEventType(rawValue: $0.type) != nil }.count == 1 + Self.drive.regions.count * 2,
             "the drive's every crossing was decided and committed, though the consumer left at the first")

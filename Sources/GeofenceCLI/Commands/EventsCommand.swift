@@ -39,8 +39,8 @@ enum EventsCommand {
         let store = try StateStore(directory: directory)
         // Take the follow positions before listing, so nothing that happens in between is missed (at worst a
         // change is printed twice).
-        let startChange = follow ? try store.latestDeliveryChange() : 0
-        let listed = try store.eventDeliveries(filter: filter, matching: query, limit: limit)
+        let startChange = follow ? try store.deliveries.latestChange() : 0
+        let listed = try store.deliveries.eventDeliveries(filter: filter, matching: query, limit: limit)
         if c.json && !follow {
             c.console.print(JSONValue.array(listed.map { .object(json($0)) }).serialized())
             return
@@ -152,7 +152,7 @@ enum EventsCommand {
     }
 
     private static func latestSeq(_ store: StateStore) throws -> Int64 {
-        try store.hookDispatchState().latestEvent
+        try store.deliveries.hookDispatchState().latestEvent
     }
 
     /// One row per delivery (an event without deliveries gets one row too); the event's columns only on its
@@ -241,16 +241,16 @@ enum EventsCommand {
         var lastChange = changeSeq
         var events: [Int64: StoredEvent] = [:]
         while true {
-            for event in try store.events(after: lastEvent, limit: 1000) {
+            for event in try store.outbox.events(after: lastEvent, limit: 1000) {
                 lastEvent = event.seq
                 events[event.seq] = event
                 if filter == .all && query.matches(event) { printEvent(c, event) }
             }
-            for d in try store.deliveryChanges(after: lastChange, limit: 1000) {
+            for d in try store.deliveries.changes(after: lastChange, limit: 1000) {
                 lastChange = max(lastChange, d.changeSeq)
                 guard matches(d, filter) else { continue }
                 var event = events[d.eventSeq]
-                if event == nil, let found = try store.event(seq: d.eventSeq) {
+                if event == nil, let found = try store.outbox.event(seq: d.eventSeq) {
                     event = found
                     events[d.eventSeq] = found
                 }
@@ -340,11 +340,11 @@ enum EventsCommand {
         let retried: [Int64]
         var count: Int
         if let reference {
-            retried = try store.retryDeliveries(reference, now: c.now)
+            retried = try store.deliveries.retry(reference, now: c.now)
             count = retried.count
         } else {
             retried = []
-            count = try store.retryDeadDeliveries(now: c.now)
+            count = try store.deliveries.retryDead(now: c.now)
         }
         if c.json {
             var o: JSONObject = ["retried": .number(Double(count))]
@@ -372,7 +372,7 @@ enum EventsCommand {
 
     static func prune(_ c: CommandContext) throws {
         let age = try c.arguments.required("--older-than", as: DurationParser.parse)
-        let (events, deliveries) = try c.openStore().pruneEvents(before: c.now.addingTimeInterval(-age))
+        let (events, deliveries) = try c.openStore().outbox.prune(before: c.now.addingTimeInterval(-age))
         if c.json {
             c.console.print(
                 JSONValue.object(["events": .number(Double(events)), "deliveries": .number(Double(deliveries))])

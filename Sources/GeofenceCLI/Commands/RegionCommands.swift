@@ -427,7 +427,7 @@ enum RegionCommands {
         } else {
             // No engine: straight into the store, in one transaction, with a progress bar.
             let progress = ProgressBar(console: c.console, total: regions.count, label: "importing")
-            try c.openStore().importRegions(regions, replace: replace, now: c.now) { progress.update($0) }
+            try c.openStore().regions.addAll(regions, replace: replace, now: c.now) { progress.update($0) }
             progress.finish()
         }
         let seconds = Date().timeIntervalSince(started)

@@ -82,12 +82,12 @@ enum StatusCommand {
                 DaemonSettings.connectionReason, DaemonSettings.liveness, DaemonSettings.livenessChanged,
                 DaemonSettings.sourceStatus,
             ] {
-                settings[key] = try store.setting(key)
+                settings[key] = try store.settings.value(key)
             }
-            servicesOn = try store.servicesOn()
-            regionCounts = try store.regionCountsByStatus()
-            eventCount = try store.eventCount()
-            if let s = try store.latestSubject(), let fix = s.record.lastFix {
+            servicesOn = try store.permissions.servicesOn()
+            regionCounts = try store.regions.countsByStatus()
+            eventCount = try store.outbox.count()
+            if let s = try store.monitorState.latestSubject(), let fix = s.record.lastFix {
                 lastFix = (s.subject, fix, s.record.lastFixTime, s.updatedAt)
             }
         }

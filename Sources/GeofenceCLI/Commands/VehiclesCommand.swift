@@ -15,7 +15,7 @@ enum VehiclesCommand {
                     "an engine serves \(c.stateDirectory): stop it before pruning vehicles (it may hold them in "
                         + "memory), or let it forget quiet ones with geofence run --idle-after", exitCode: .tempFail)
             }
-            let gone = try store.pruneVehicles(lastFixBefore: c.now.addingTimeInterval(-age))
+            let gone = try store.monitorState.pruneVehicles(lastFixBefore: c.now.addingTimeInterval(-age))
             if c.json {
                 c.console.print(JSONValue.object(["pruned": .array(gone.map { .string($0) })]).serialized())
             } else {
@@ -25,7 +25,7 @@ enum VehiclesCommand {
             }
             return
         }
-        let vehicles = try store.vehicles()
+        let vehicles = try store.monitorState.vehicles()
         if c.json {
             c.console.print(JSONValue.array(vehicles.map { .object(json($0)) }).serialized())
             return

@@ -1,6 +1,6 @@
 /// The reconciler's rule: which status each requested region should have, from what holds now.
 ///
-/// The store applies it in one SQL statement over every region (`StateStore.reconcile`), for a million regions
+/// The store applies it in one SQL statement over every region (`MonitorStateRepository.reconcile`), for a million regions
 /// in one pass; this is its twin in Swift, written from the same precedence, which the store's tests use as
 /// the oracle and which says the rule where it can be read.
 

@@ -115,8 +115,8 @@ public final class ControlHandler: Sendable {
         if method.isAdministrative {
             return ControlError(.permissionDenied, "only root or the engine's own user may do this (you are \(user))")
         }
-        let servicesOn = try store.servicesOn()
-        let recorded = try store.permission(uid: uid)?.status
+        let servicesOn = try store.permissions.servicesOn()
+        let recorded = try store.permissions.find(uid: uid)?.status
         switch policy.effectiveStatus(uid: uid, recorded: recorded, servicesOn: servicesOn) {
         case .authorized:
             return nil
@@ -153,13 +153,13 @@ public final class ControlHandler: Sendable {
             if p["stream"]?.boolValue == true, let connection {
                 return try stream(to: connection) { RegionReport.json($0) }
             }
-            return .array(try store.regions().map { .object(RegionReport.json($0)) })
+            return .array(try store.regions.all().map { .object(RegionReport.json($0)) })
         case .show:
             let id = try string(p, "id")
-            guard let stored = try store.region(id: id) else { throw StoreError.regionNotFound(id) }
+            guard let stored = try store.regions.find(id: id) else { throw StoreError.regionNotFound(id) }
             var o = RegionReport.json(stored)
             o["states"] = .array(
-                try store.states(regionSeq: stored.seq).map { s in
+                try store.monitorState.states(regionSeq: stored.seq).map { s in
                     var state: JSONObject = ["subject": .string(s.subject), "state": .string(s.record.state.rawValue)]
                     if let since = s.record.since { state["since"] = .string(TimestampParser.format(since)) }
                     return .object(state)
@@ -178,11 +178,11 @@ public final class ControlHandler: Sendable {
             let stored: StoredRegion
             if let request = try requestRecord(p, .add, peer: peer) {
                 if let answer = try recordedAnswer(request) { return answer }
-                stored = try store.addRegion(region, replace: replace, request: request) {
+                stored = try store.regions.add(region, replace: replace, request: request) {
                     JSONValue.object(RegionReport.json($0)).serialized()
                 }
             } else {
-                stored = try store.addRegion(region, replace: replace)
+                stored = try store.regions.add(region, replace: replace)
             }
             changed(.regions)
             return .object(RegionReport.json(stored))
@@ -191,11 +191,11 @@ public final class ControlHandler: Sendable {
             let removed: [String]
             if let request = try requestRecord(p, .remove, peer: peer) {
                 if let answer = try recordedAnswer(request) { return answer }
-                removed = try store.removeRegions(ids: ids, request: request) {
+                removed = try store.regions.remove(ids: ids, request: request) {
                     JSONValue.object(["removed": .array($0.map { .string($0) })]).serialized()
                 }
             } else {
-                removed = try store.removeRegions(ids: ids)
+                removed = try store.regions.remove(ids: ids)
             }
             changed(.regions)
             return ["removed": .array(removed.map { .string($0) })]
@@ -205,9 +205,9 @@ public final class ControlHandler: Sendable {
             if p["stream"]?.boolValue == true, let connection {
                 return try stream(to: connection) { RegionJSON.encode($0.region) }
             }
-            return ["regions": .array(try store.regions().map { .object(RegionJSON.encode($0.region)) })]
+            return ["regions": .array(try store.regions.all().map { .object(RegionJSON.encode($0.region)) })]
         case .servicesGet:
-            return ["on": .bool(try store.servicesOn())]
+            return ["on": .bool(try store.permissions.servicesOn())]
         case .servicesSet:
             guard let on = p["on"]?.boolValue else { throw ControlError(.badRequest, "services.set needs params.on") }
             try setServices(on, by: peer.uid)
@@ -240,20 +240,24 @@ public final class ControlHandler: Sendable {
             guard (1...100_000).contains(limit) else {
                 throw ControlError(.badRequest, "params.limit must be 1 to 100000")
             }
-            return .array(try store.eventDeliveries(filter: filter, limit: limit).map { .object(EventReport.json($0)) })
+            return .array(
+                try store.deliveries.eventDeliveries(filter: filter, limit: limit).map { .object(EventReport.json($0)) }
+            )
         case .hookAdd:
             return .object(try addHook(p, peer: peer))
         case .hookList:
-            let counts = try store.deliveryCounts()
+            let counts = try store.deliveries.countsByHook()
             var regionOwn = JSONObject()
             for (status, n) in counts["region"] ?? [:] { regionOwn[status.rawValue] = .number(Double(n)) }
             return [
                 "hooks": .array(
-                    try store.hooks().map { .object(HookReport.json($0, counts: counts[$0.reference] ?? [:])) }),
+                    try store.deliveries.hooks().map {
+                        .object(HookReport.json($0, counts: counts[$0.reference] ?? [:]))
+                    }),
                 "regionDeliveries": .object(regionOwn),
             ]
         case .hookRemove:
-            let removed = try store.removeHooks(ids: try strings(p, "ids"))
+            let removed = try store.deliveries.removeHooks(ids: try strings(p, "ids"))
             return [
                 "removed": .array(removed.map { .string($0.id) }),
                 "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
@@ -263,18 +267,18 @@ public final class ControlHandler: Sendable {
             if sink.id.isEmpty {
                 sink.id = try Self.generatedID("sink") { id, isLast in
                     sink.id = id
-                    do { try store.addSink(sink) } catch SinkStoreError.duplicateSink where !isLast { return false }
+                    do { try store.sinks.add(sink) } catch SinkStoreError.duplicateSink where !isLast { return false }
                     return true
                 }
             } else {
-                try store.addSink(sink)
+                try store.sinks.add(sink)
             }
             changed(.sinks)
             return .object(try sinkReports().first { $0["id"]?.stringValue == sink.id } ?? [:])
         case .sinkList:
             return .array(try sinkReports().map { .object($0) })
         case .sinkRemove:
-            let removed = try store.removeSinks(ids: try strings(p, "ids"))
+            let removed = try store.sinks.remove(ids: try strings(p, "ids"))
             changed(.sinks)
             return ["removed": .array(removed.map { .string($0) })]
         }
@@ -287,7 +291,7 @@ public final class ControlHandler: Sendable {
         var count = 0
         var after: Int64 = 0
         while true {
-            let page = try store.regions(afterSeq: after, limit: 1000)
+            let page = try store.regions.page(afterSeq: after, limit: 1000)
             guard let last = page.last else { break }
             // A page in one write: a million writes of one line each cost more than the lines.
             let lines = page.map { JSONValue.object(encode($0)).serialized() }.joined(separator: "\n")
@@ -309,7 +313,7 @@ public final class ControlHandler: Sendable {
 
     /// The answer recorded for a request made before (its change is not made again).
     fileprivate func recordedAnswer(_ request: RequestRecord) throws -> JSONValue? {
-        guard let found = try store.recordedRequest(id: request.id, uid: request.uid) else { return nil }
+        guard let found = try store.requests.recorded(id: request.id, uid: request.uid) else { return nil }
         guard found.method == request.method else {
             throw ControlError(
                 .invalid,
@@ -517,11 +521,13 @@ public final class ControlHandler: Sendable {
         if let id = p["id"]?.stringValue {
             if let problem = GlobalHook.problem(withID: id) { throw ControlError(.invalid, "id: \(problem)") }
             hook.id = id
-            try store.addHook(hook)
+            try store.deliveries.addHook(hook)
         } else {
             hook.id = try Self.generatedID("hook") { id, isLast in
                 hook.id = id
-                do { try store.addHook(hook) } catch HookStoreError.duplicateHook where !isLast { return false }
+                do { try store.deliveries.addHook(hook) } catch HookStoreError.duplicateHook where !isLast {
+                    return false
+                }
                 return true
             }
         }
@@ -544,8 +550,9 @@ public final class ControlHandler: Sendable {
     /// Every sink as `sink list --json` and `status` show it: its definition (no password, only where it is
     /// read from), its cursor and lag, and, while an engine runs, its health.
     public func sinkReports() throws -> [JSONObject] {
-        let health = engine == nil ? nil : (try store.setting(DaemonSettings.sinks)).flatMap { try? JSON.parse($0) }
-        return try store.sinkProgress().map { progress in
+        let health =
+            engine == nil ? nil : (try store.settings.value(DaemonSettings.sinks)).flatMap { try? JSON.parse($0) }
+        return try store.sinks.progress().map { progress in
             var o = SinkRequest.json(progress.sink)
             o["cursor"] = .number(Double(progress.cursor))
             o["waiting"] = .number(Double(progress.waiting))
@@ -565,8 +572,8 @@ public final class ControlHandler: Sendable {
     // MARK: Status, switch, permissions
 
     private func status(peer: ControlPeer) throws -> JSONObject {
-        let servicesOn = try store.servicesOn()
-        let recorded = try store.permission(uid: peer.uid)
+        let servicesOn = try store.permissions.servicesOn()
+        let recorded = try store.permissions.find(uid: peer.uid)
         let own = policy.storedStatus(uid: peer.uid, recorded: recorded?.status)
         let effective = policy.effectiveStatus(uid: peer.uid, recorded: recorded?.status, servicesOn: servicesOn)
         var you: JSONObject = [
@@ -590,15 +597,15 @@ public final class ControlHandler: Sendable {
         // What only an authorized client may see.
         if try authorize(.list, uid: peer.uid) == nil {
             var counts = JSONObject()
-            for (status, n) in try store.regionCountsByStatus().sorted(by: { $0.key < $1.key }) {
+            for (status, n) in try store.regions.countsByStatus().sorted(by: { $0.key < $1.key }) {
                 counts[status] = .number(Double(n))
             }
             o["regions"] = .object(counts)
-            o["outbox"] = ["events": .number(Double(try store.eventCount()))]
+            o["outbox"] = ["events": .number(Double(try store.outbox.count()))]
             let sinks = try sinkReports()
             if !sinks.isEmpty { o["sinks"] = .array(sinks.map { .object($0) }) }
             // A fleet source's own account, for a client that cannot read the store (`SourceStatus.json`).
-            if let text = try store.setting(DaemonSettings.sourceStatus), let source = try? JSON.parse(text) {
+            if let text = try store.settings.value(DaemonSettings.sourceStatus), let source = try? JSON.parse(text) {
                 o["source"] = source
             }
         }
@@ -606,7 +613,7 @@ public final class ControlHandler: Sendable {
     }
 
     func setServices(_ on: Bool, by uid: UInt32) throws {
-        let before = try store.servicesOn()
+        let before = try store.permissions.servicesOn()
         guard before != on else { return }
         let effectiveBefore = try effectiveStatuses(servicesOn: before)
         var events = [
@@ -620,14 +627,14 @@ public final class ControlHandler: Sendable {
                 authorizationEvent(uid: client, status: status, reason: "Location Services \(on ? "on" : "off")"))
         }
         // The switch and the events that report it commit together.
-        try store.setServices(on: on, events: events)
+        try store.permissions.setServices(on: on, events: events)
         changed(.services(on))
     }
 
     /// The effective status of every client the store knows.
     private func effectiveStatuses(servicesOn: Bool) throws -> [UInt32: AuthorizationStatus] {
         var all: [UInt32: AuthorizationStatus] = [:]
-        for p in try store.permissions() {
+        for p in try store.permissions.all() {
             all[p.uid] = policy.effectiveStatus(uid: p.uid, recorded: p.status, servicesOn: servicesOn)
         }
         return all
@@ -640,10 +647,10 @@ public final class ControlHandler: Sendable {
     }
 
     private func permissionList() throws -> [JSONObject] {
-        let servicesOn = try store.servicesOn()
-        var uids = Set(try store.permissions().map(\.uid)).union(policy.restricted)
+        let servicesOn = try store.permissions.servicesOn()
+        var uids = Set(try store.permissions.all().map(\.uid)).union(policy.restricted)
         uids.insert(policy.daemonUID)
-        let recorded = Dictionary(uniqueKeysWithValues: try store.permissions().map { ($0.uid, $0) })
+        let recorded = Dictionary(uniqueKeysWithValues: try store.permissions.all().map { ($0.uid, $0) })
         return uids.sorted().map { uid in
             let r = recorded[uid]
             var o: JSONObject = [
@@ -663,10 +670,10 @@ public final class ControlHandler: Sendable {
         if let reason, reason.utf8.count > 512 || reason.utf8.contains(0) {
             throw ControlError(.invalid, "the reason must be at most 512 bytes of text")
         }
-        let current = policy.storedStatus(uid: peer.uid, recorded: try store.permission(uid: peer.uid)?.status)
+        let current = policy.storedStatus(uid: peer.uid, recorded: try store.permissions.find(uid: peer.uid)?.status)
         if current == .notDetermined {
-            try store.requestPermission(uid: peer.uid, reason: reason)
-            try store.append([
+            try store.permissions.request(uid: peer.uid, reason: reason)
+            try store.outbox.append([
                 authorizationEvent(
                     uid: peer.uid, status: .notDetermined, reason: "requested: \(reason ?? "no reason given")")
             ])
@@ -691,11 +698,11 @@ public final class ControlHandler: Sendable {
             throw ControlError(
                 .invalid, "\(ControlHandler.userName(uid)) is always authorized (root or the engine's user)")
         }
-        let before = try store.permission(uid: uid)?.status ?? .notDetermined
+        let before = try store.permissions.find(uid: uid)?.status ?? .notDetermined
         let events =
             before == status
             ? [] : [authorizationEvent(uid: uid, status: status, reason: "set by \(ControlHandler.userName(by))")]
-        try store.setPermission(uid: uid, status, by: by, events: events)
+        try store.permissions.set(uid: uid, status, by: by, events: events)
         changed(.permissions)
         return [
             "uid": .number(Double(uid)), "user": .string(ControlHandler.userName(uid)),

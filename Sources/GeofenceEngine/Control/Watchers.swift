@@ -79,7 +79,7 @@ public final class Watchers: @unchecked Sendable {
 
     /// Starts streaming to `connection` the events recorded from now on.
     public func add(_ connection: ControlConnection) {
-        let latest = (try? store.latestEventSeq()) ?? 0
+        let latest = (try? store.outbox.latestSeq()) ?? 0
         let sink = WatchSink(id: "watch (pid \(connection.peer.pid))", limit: bufferLimit, poke: poke)
         let watcher = Watcher(connection, sink: sink)
         let runner = SinkRunner(

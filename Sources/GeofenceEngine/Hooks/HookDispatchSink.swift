@@ -31,7 +31,7 @@ final class HookDispatchSink: EventSink {
 
     func deliver(_ events: [StoredEvent]) async throws -> Int {
         guard let last = events.last else { return 0 }
-        let created = try store.dispatchDeliveries(of: events, runAsCreators: runAsCreators)
+        let created = try store.deliveries.dispatchDeliveries(of: events, runAsCreators: runAsCreators)
         dispatched(created, last.seq)
         return events.count
     }

@@ -176,7 +176,7 @@ public final class HookRunner: Sendable {
             logger.warning("hooks: no stop pipe (\(error)): on stop, running hooks are left to finish")
         }
         do {
-            let recovered = try db.recoverInterruptedDeliveries()
+            let recovered = try db.deliveries.recoverInterrupted()
             if recovered > 0 {
                 logger.notice("hooks: \(recovered) deliveries were interrupted by a stop; retrying them")
             }
@@ -265,7 +265,7 @@ public final class HookRunner: Sendable {
         shutDown(&state, db: db, stopPipe: stopPipe)
         control.endFinish()
         if mode == .drainAfterInput { control.resetInput() }
-        state.summary.pending = (try? db.deliveryCountsByStatus()[.pending]) ?? 0
+        state.summary.pending = (try? db.deliveries.countsByStatus()[.pending]) ?? 0
         return state.summary
     }
 
@@ -296,13 +296,13 @@ public final class HookRunner: Sendable {
     /// Looks at the outbox (creating deliveries) and at changes made with the CLI (reloading the heads).
     private func poll(_ state: inout LoopState, db: StateStore, now: Date) {
         do {
-            let (cursor, latestEvent, generation) = try db.hookDispatchState()
+            let (cursor, latestEvent, generation) = try db.deliveries.hookDispatchState()
             if generation != state.generation || state.needsReload {
                 let running = Dictionary(
                     state.running.values.compactMap { claim in
                         state.scheduler.head(for: claim.orderKey).map { (claim.orderKey, $0) }
                     }, uniquingKeysWith: { a, _ in a })
-                state.scheduler.reload(try db.deliveryHeads(), running: running)
+                state.scheduler.reload(try db.deliveries.heads(), running: running)
                 state.generation = generation
                 state.needsReload = false
             }
@@ -363,7 +363,7 @@ public final class HookRunner: Sendable {
         guard !due.isEmpty else { return }
         let claimed: [ClaimedDelivery]
         do {
-            claimed = try db.claimDeliveries(ids: due.map(\.id))
+            claimed = try db.deliveries.claim(ids: due.map(\.id))
         } catch {
             fail(&state, "cannot start deliveries: \(error)")
             return
@@ -372,7 +372,7 @@ public final class HookRunner: Sendable {
         for head in due where !claimedIDs.contains(head.id) {
             // Retried, stopped or removed with the CLI meanwhile: ask the store who is first now.
             do {
-                let fresh = try db.deliveryHead(orderKey: head.orderKey)
+                let fresh = try db.deliveries.head(orderKey: head.orderKey)
                 state.scheduler.setHead(fresh?.id == head.id ? nil : fresh, for: head.orderKey)
             } catch {
                 fail(&state, "cannot read deliveries: \(error)")
@@ -433,7 +433,7 @@ public final class HookRunner: Sendable {
         guard !state.outcomes.isEmpty else { return }
         let nextHeads: [DeliveryOrderKey: DeliveryHead]
         do {
-            nextHeads = try db.recordOutcomes(state.outcomes.map(\.outcome))
+            nextHeads = try db.deliveries.recordOutcomes(state.outcomes.map(\.outcome))
         } catch {
             fail(&state, "cannot record deliveries: \(error)")
             return

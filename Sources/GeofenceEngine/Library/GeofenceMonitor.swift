@@ -149,18 +149,18 @@ public actor GeofenceMonitor {
     /// Services are on, whether this process may use them, and whether usable fixes arrive.
     public func status() async throws -> MonitorStatus {
         let health = await service.health
-        let servicesOn = loaded ? await service.servicesOn : try store.servicesOn()
+        let servicesOn = loaded ? await service.servicesOn : try store.permissions.servicesOn()
         let policy = AccessPolicy(daemonUID: getuid())
         let uid = getuid()
         let authorization = policy.effectiveStatus(
-            uid: uid, recorded: try store.permission(uid: uid)?.status, servicesOn: servicesOn)
+            uid: uid, recorded: try store.permissions.find(uid: uid)?.status, servicesOn: servicesOn)
         return MonitorStatus(
             capabilities: await service.capabilities, servicesOn: servicesOn, authorization: authorization,
             source: source.label, connected: health.connected, reason: health.reason,
             liveness: state == .running
                 ? MonitorStatus.Liveness(rawValue: health.liveness) ?? .awaitingFirstFix : .notStarted,
             livenessReason: health.livenessReason, sourceStatus: source.status,
-            regions: try store.regionCount(), monitoring: state == .running)
+            regions: try store.regions.count(), monitoring: state == .running)
     }
 
     // MARK: Events
@@ -197,10 +197,10 @@ public actor GeofenceMonitor {
         // What can fail before the source starts leaves the monitor as it was (a wrong id can be corrected).
         let cursor: Int64
         if let id {
-            guard let seq = try store.eventSeq(id: id) else { throw MonitorError.unknownEvent(id) }
+            guard let seq = try store.outbox.seq(id: id) else { throw MonitorError.unknownEvent(id) }
             cursor = seq
         } else {
-            cursor = try store.latestEventSeq()
+            cursor = try store.outbox.latestSeq()
         }
         // One engine on a store at a time, as for `geofence run`: held while the session runs.
         let lock = try directory.map { try DaemonLock(directory: $0) }

@@ -28,8 +28,8 @@ package struct StoredSinkCursor: SinkCursor {
         self.id = id
     }
 
-    package func position() throws -> Int64 { try store.sinkCursor(id) ?? 0 }
-    package func advance(to seq: Int64) throws { try store.advanceSinkCursor(id, to: seq) }
+    package func position() throws -> Int64 { try store.sinks.cursor(id) ?? 0 }
+    package func advance(to seq: Int64) throws { try store.sinks.advanceCursor(id, to: seq) }
 }
 
 /// The hooks' dispatch cursor, in `hook_dispatch`.
@@ -38,8 +38,8 @@ package struct HookDispatchCursor: SinkCursor {
 
     package init(store: StateStore) { self.store = store }
 
-    package func position() throws -> Int64 { try store.hookDispatchState().cursor }
-    package func advance(to seq: Int64) throws { try store.advanceHookDispatchCursor(to: seq) }
+    package func position() throws -> Int64 { try store.deliveries.hookDispatchState().cursor }
+    package func advance(to seq: Int64) throws { try store.deliveries.advanceHookDispatchCursor(to: seq) }
 }
 
 /// A place kept in memory only, for a sink that lives as long as its receiver (a `watch` connection).

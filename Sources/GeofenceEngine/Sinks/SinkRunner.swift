@@ -96,7 +96,7 @@ public final class SinkRunner: Sendable {
                 let from = try cursor ?? place.position()
                 cursor = from
                 counters.withLock { $0.cursor = from }
-                batch = try store.events(after: from, limit: batchSize)
+                batch = try store.outbox.events(after: from, limit: batchSize)
             } catch {
                 await failed("cannot read the outbox: \(error)")
                 continue

@@ -106,7 +106,7 @@ public final class SinkSupervisor: Sendable {
     private func reconcile() {
         let definitions: [SinkDefinition]
         do {
-            definitions = try store.sinks()
+            definitions = try store.sinks.all()
         } catch {
             logger.error("sinks: cannot read them from the store: \(error)")
             return
@@ -179,7 +179,7 @@ public final class SinkSupervisor: Sendable {
         let text = JSONValue.object(o).serialized()
         guard state.withLock({ $0.lastStatus != text }) else { return }
         do {
-            try store.setSetting(DaemonSettings.sinks, text)
+            try store.settings.set(DaemonSettings.sinks, text)
             state.withLock { $0.lastStatus = text }
         } catch {
             logger.warning("sinks: cannot record their status: \(error)")

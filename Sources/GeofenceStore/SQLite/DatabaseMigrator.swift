@@ -38,7 +38,7 @@ public struct DatabaseMigrator: Sendable {
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", as: Int.self)
         guard hasTable != nil else { return [] }
         return try db.query("SELECT identifier FROM schema_migrations ORDER BY applied_at, rowid").map {
-            try $0.decode(at: 0, as: String.self)
+            try $0.decode("identifier", as: String.self)
         }
     }
 

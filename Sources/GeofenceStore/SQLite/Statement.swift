@@ -6,9 +6,10 @@ import Foundation
 /// Not `Sendable`: it belongs to its connection's serial owner. It is finalized when released. Parameter indices
 /// are 1-based (SQLite's `?1`), column indices 0-based (SQLite's `sqlite3_column_*`).
 ///
-/// The typed column getters (`int64(at:)`, `string(at:)`, …) are the fast path and read with SQLite's own
-/// conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for nullable columns, or
-/// `row()` and `Row.decode` for strict checking.
+/// The typed column getters (`int64("seq")`, `string("id")`, …, or by index: `int64(at:)`) are the fast path and
+/// read with SQLite's own conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for
+/// nullable columns, or `row()` and `Row.decode` for strict checking. Read by name: a name survives a change of
+/// the SELECT's column list, an index reads the wrong column without a word.
 public final class Statement {
     /// Keeps the connection's `sqlite3*` open for as long as this statement exists.
     let connection: ConnectionHandle
@@ -16,8 +17,24 @@ public final class Statement {
     /// The SQL of this one statement.
     public let sql: String
     private var cachedColumnNames: [String]
+    /// The names `columnIndex(_:)` was asked for since the last step, in the order asked, with what they
+    /// resolved to. Every row of a query is read the same way, so from the second row on a name costs one
+    /// comparison with the one asked for at the same point of the row before, and allocates nothing.
+    /// Kept behind pointers, not in stored `var`s: a read then costs no exclusivity check (a stored property
+    /// of a class is checked at run time on every access), which by index it never did either.
+    private let readState = UnsafeMutablePointer<ReadState>.allocate(capacity: 1)
+    private let readNames = UnsafeMutablePointer<String>.allocate(capacity: Statement.readOrderLimit)
+    private let readIndices = UnsafeMutablePointer<Int>.allocate(capacity: Statement.readOrderLimit)
+
+    private struct ReadState {
+        /// How many names have been asked for since the last step.
+        var position = 0
+        /// How many of `readNames` are initialized.
+        var count = 0
+    }
 
     init(connection: ConnectionHandle, pointer: OpaquePointer) {
+        readState.initialize(to: ReadState())
         self.connection = connection
         self.pointer = pointer
         sql = sqlite3_sql(pointer).map { String(cString: $0) } ?? ""
@@ -26,6 +43,10 @@ public final class Statement {
 
     deinit {
         sqlite3_finalize(pointer)
+        readNames.deinitialize(count: readState.pointee.count)
+        readNames.deallocate()
+        readIndices.deallocate()
+        readState.deallocate()
     }
 
     /// The number of parameters (`?`, `:name`, …) to bind.
@@ -150,6 +171,7 @@ public final class Statement {
 
     /// Advances to the next row: true when a row is available, false when the statement is done.
     public func step() throws -> Bool {
+        readState.pointee.position = 0
         let resultCode = sqlite3_step(pointer)
         switch resultCode {
         case SQLITE_ROW: return true
@@ -191,6 +213,8 @@ public final class Statement {
         // SQLite re-prepares a statement after a schema change, so `SELECT *` may gain or lose columns.
         if cachedColumnNames.count != columnCount {
             cachedColumnNames = Self.columnNames(of: pointer)
+            readNames.deinitialize(count: readState.pointee.count)
+            readState.pointee = ReadState()
         }
         return cachedColumnNames
     }
@@ -200,6 +224,85 @@ public final class Statement {
     }
 
     public func columnName(at index: Int) -> String { columnNames[index] }
+
+    /// The 0-based index of the result column named `name`: like SQLite, an exact match first, then a
+    /// case-insensitive one. Throws `SQLITE_RANGE` when there is none (a name the SELECT does not have).
+    public func columnIndex(_ name: String) throws -> Int {
+        let position = readState.pointee.position
+        if position < readState.pointee.count, readNames[position] == name {
+            readState.pointee.position = position + 1
+            return readIndices[position]
+        }
+        return try lookUp(name, at: position)
+    }
+
+    /// `columnIndex(_:)` for a name not asked for at this point of the row before: found among the columns,
+    /// and remembered there.
+    @inline(never)
+    private func lookUp(_ name: String, at position: Int) throws -> Int {
+        let names = columnNames
+        guard let index = names.firstIndex(of: name) ?? Self.caseInsensitiveIndex(of: name, in: names) else {
+            throw misuse(
+                .range, "no column '\(name)' among \(names.map { "'\($0)'" }.joined(separator: ", "))")
+        }
+        // Read after `columnNames`, which forgets the read order when the column list changed.
+        let count = readState.pointee.count
+        if position < count {
+            readNames[position] = name
+        } else if position == count, position < Self.readOrderLimit {
+            (readNames + position).initialize(to: name)
+            readState.pointee.count = position + 1
+        } else {
+            return index
+        }
+        readIndices[position] = index
+        readState.pointee.position = position + 1
+        return index
+    }
+
+    /// Reads of one row beyond this many are looked up each time (a row read over and over without a step).
+    private static let readOrderLimit = 128
+
+    private static func caseInsensitiveIndex(of name: String, in names: [String]) -> Int? {
+        let lowered = name.lowercased()
+        return names.firstIndex { $0.lowercased() == lowered }
+    }
+
+    // MARK: Reading the current row by column name (see `columnIndex(_:)`)
+
+    public func isNull(_ column: String) throws -> Bool { isNull(at: try columnIndex(column)) }
+
+    public func int64(_ column: String) throws -> Int64 { int64(at: try columnIndex(column)) }
+
+    public func int(_ column: String) throws -> Int { int(at: try columnIndex(column)) }
+
+    public func double(_ column: String) throws -> Double { double(at: try columnIndex(column)) }
+
+    public func bool(_ column: String) throws -> Bool { bool(at: try columnIndex(column)) }
+
+    public func string(_ column: String) throws -> String { string(at: try columnIndex(column)) }
+
+    public func bytes(_ column: String) throws -> [UInt8] { bytes(at: try columnIndex(column)) }
+
+    public func optionalInt64(_ column: String) throws -> Int64? { optionalInt64(at: try columnIndex(column)) }
+
+    public func optionalInt(_ column: String) throws -> Int? { optionalInt(at: try columnIndex(column)) }
+
+    public func optionalDouble(_ column: String) throws -> Double? { optionalDouble(at: try columnIndex(column)) }
+
+    public func optionalString(_ column: String) throws -> String? { optionalString(at: try columnIndex(column)) }
+
+    public func optionalBytes(_ column: String) throws -> [UInt8]? { optionalBytes(at: try columnIndex(column)) }
+
+    /// The column's date, stored as seconds since 1970.
+    public func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try double(column)) }
+
+    /// The column's date (seconds since 1970), nil when NULL.
+    public func optionalDate(_ column: String) throws -> Date? {
+        try optionalDouble(column).map { Date(timeIntervalSince1970: $0) }
+    }
+
+    // MARK: Reading the current row by index
 
     public func isNull(at index: Int) -> Bool { sqlite3_column_type(pointer, Int32(index)) == SQLITE_NULL }
 

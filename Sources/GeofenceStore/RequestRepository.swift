@@ -38,47 +38,19 @@ extension Schema {
     }
 }
 
-extension StateStore {
+/// The answers to clients' requests (`requests`), kept a while so that a request sent again gets the same
+/// answer instead of being done twice.
+package struct RequestRepository: Sendable {
+    let queue: DatabaseQueue
+
     /// The answer recorded for `uid`'s request `id`, and the method it was for.
-    public func recordedRequest(id: String, uid: UInt32) throws -> (method: String, answer: String)? {
+    package func recorded(id: String, uid: UInt32) throws -> (method: String, answer: String)? {
         try queue.read { db in
             var found: (String, String)?
             try db.forEachRow("SELECT method, answer FROM requests WHERE uid = ? AND id = ?", [Int64(uid), id]) {
-                found = ($0.string(at: 0), $0.string(at: 1))
+                found = (try $0.string("method"), try $0.string("answer"))
             }
             return found.map { (method: $0.0, answer: $0.1) }
-        }
-    }
-
-    /// Adds a region as `addRegion` does, recording `answer(stored)` under `request` in the same transaction.
-    public func addRegion(
-        _ region: Region, replace: Bool, request: RequestRecord, now: Date = Date(),
-        answer: @Sendable (StoredRegion) -> String
-    ) throws -> StoredRegion {
-        try queue.write { db in
-            try StateStore.insert(region, replace: replace, now: now, db: db)
-            guard let stored = try StateStore.region(id: region.id, db: db) else {
-                throw StoreError.regionNotFound(region.id)
-            }
-            try StateStore.record(request, answer: answer(stored), now: now, db: db)
-            return stored
-        }
-    }
-
-    /// Removes regions as `removeRegions` does, recording `answer(removed)` under `request` in the same
-    /// transaction.
-    public func removeRegions(
-        ids: [String], request: RequestRecord, now: Date = Date(), answer: @Sendable ([String]) -> String
-    ) throws -> [String] {
-        try queue.write { db in
-            var removed: [String] = []
-            for id in ids where !removed.contains(id) {
-                try db.execute("DELETE FROM regions WHERE id = ?", [id])
-                guard db.changes > 0 else { throw StoreError.regionNotFound(id) }
-                removed.append(id)
-            }
-            try StateStore.record(request, answer: answer(removed), now: now, db: db)
-            return removed
         }
     }
 
@@ -89,5 +61,39 @@ extension StateStore {
         try db.execute(
             "INSERT OR REPLACE INTO requests (id, uid, method, answer, created_at) VALUES (?, ?, ?, ?, ?)",
             [request.id, Int64(request.uid), request.method, answer, now.timeIntervalSince1970])
+    }
+}
+
+extension RegionRepository {
+    /// Adds a region as `add(_:replace:now:)` does, recording `answer(stored)` under `request` in the same
+    /// transaction.
+    package func add(
+        _ region: Region, replace: Bool, request: RequestRecord, now: Date = Date(),
+        answer: @Sendable (StoredRegion) -> String
+    ) throws -> StoredRegion {
+        try queue.write { db in
+            try Self.insert(region, replace: replace, now: now, db: db)
+            guard let stored = try Self.find(id: region.id, db: db) else {
+                throw StoreError.regionNotFound(region.id)
+            }
+            try RequestRepository.record(request, answer: answer(stored), now: now, db: db)
+            return stored
+        }
+    }
+
+    /// Removes regions as `remove(ids:)` does, recording `answer(removed)` under `request` in the same
+    /// transaction.
+    package func remove(
+        ids: [String], request: RequestRecord, now: Date = Date(), answer: @Sendable ([String]) -> String
+    ) throws -> [String] {
+        try queue.write { db in
+            var removed: [String] = []
+            for id in ids where !removed.contains(id) {
+                guard try Self.deleteRegion(id: id, db: db) else { throw StoreError.regionNotFound(id) }
+                removed.append(id)
+            }
+            try RequestRepository.record(request, answer: answer(removed), now: now, db: db)
+            return removed
+        }
     }
 }

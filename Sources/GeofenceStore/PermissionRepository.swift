@@ -12,25 +12,26 @@ public struct StoredPermission: Sendable, Equatable {
     public var updatedBy: UInt32?
 }
 
-extension StateStore {
-    /// The settings key of the Location Services switch (`on` or `off`; absent means on).
-    public static let servicesKey = "services"
+/// The clients' permissions (`permissions`) and the Location Services switch that overrides them all.
+package struct PermissionRepository: Sendable {
+    let queue: DatabaseQueue
 
-    public func servicesOn() throws -> Bool {
-        try setting(StateStore.servicesKey) != "off"
+    /// The settings key of the Location Services switch (`on` or `off`; absent means on).
+    package static let servicesKey = "services"
+
+    package func servicesOn() throws -> Bool {
+        try SettingsRepository(queue: queue).value(Self.servicesKey) != "off"
     }
 
     /// Flips the switch; `events` (the `services` event and the authorization changes it makes) commit with it.
-    public func setServices(on: Bool, events: [StateEvent] = [], now: Date = Date()) throws {
+    package func setServices(on: Bool, events: [StateEvent] = [], now: Date = Date()) throws {
         try queue.write { db in
-            try db.execute(
-                "INSERT OR REPLACE INTO settings (key, value, updated_at) VALUES (?, ?, ?)",
-                [StateStore.servicesKey, on ? "on" : "off", now.timeIntervalSince1970])
-            try Self.insert(events, into: db, now: now)
+            try SettingsRepository.set(Self.servicesKey, on ? "on" : "off", now: now, db: db)
+            try OutboxRepository.insert(events, into: db, now: now)
         }
     }
 
-    public func permissions() throws -> [StoredPermission] {
+    package func all() throws -> [StoredPermission] {
         try queue.read { db in
             var all: [StoredPermission] = []
             try db.forEachRow(
@@ -38,23 +39,22 @@ extension StateStore {
             ) { s in
                 all.append(
                     StoredPermission(
-                        uid: UInt32(truncatingIfNeeded: s.int64(at: 0)),
-                        status: AuthorizationStatus(rawValue: s.string(at: 1)) ?? .notDetermined,
-                        reason: s.optionalString(at: 2),
-                        requestedAt: s.optionalDouble(at: 3).map { Date(timeIntervalSince1970: $0) },
-                        updatedAt: Date(timeIntervalSince1970: s.double(at: 4)),
-                        updatedBy: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) }))
+                        uid: UInt32(truncatingIfNeeded: try s.int64("uid")),
+                        status: AuthorizationStatus(rawValue: try s.string("status")) ?? .notDetermined,
+                        reason: try s.optionalString("reason"), requestedAt: try s.optionalDate("requested_at"),
+                        updatedAt: try s.date("updated_at"),
+                        updatedBy: try s.optionalInt64("updated_by").map { UInt32(truncatingIfNeeded: $0) }))
             }
             return all
         }
     }
 
-    public func permission(uid: UInt32) throws -> StoredPermission? {
-        try permissions().first { $0.uid == uid }
+    package func find(uid: UInt32) throws -> StoredPermission? {
+        try all().first { $0.uid == uid }
     }
 
     /// Records a request for access (status stays `notDetermined`, or what it was, with the reason).
-    public func requestPermission(uid: UInt32, reason: String?, now: Date = Date()) throws {
+    package func request(uid: UInt32, reason: String?, now: Date = Date()) throws {
         try queue.write { db in
             try db.execute(
                 """
@@ -68,7 +68,7 @@ extension StateStore {
 
     /// Grants, denies or resets (to `notDetermined`) a client.
     /// Sets a user's status; `events` (its `authorization` event) commit with it.
-    public func setPermission(
+    package func set(
         uid: UInt32, _ status: AuthorizationStatus, by: UInt32?, events: [StateEvent] = [], now: Date = Date()
     ) throws {
         precondition(status != .restricted, "restricted comes from the policy file")
@@ -79,7 +79,7 @@ extension StateStore {
                 ON CONFLICT (uid) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at,
                                                 updated_by = excluded.updated_by
                 """, [Int64(uid), status.rawValue, now.timeIntervalSince1970, by.map { Int64($0) }])
-            try Self.insert(events, into: db, now: now)
+            try OutboxRepository.insert(events, into: db, now: now)
         }
     }
 }

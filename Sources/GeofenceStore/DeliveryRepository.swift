@@ -112,7 +112,7 @@ public struct StoredDelivery: Sendable, Equatable {
     /// How much the last attempt wrote in all (more than `stdout.count` when it was capped).
     public var stdoutBytes: Int
     public var stderrBytes: Int
-    /// The last attempts, oldest first (at most `StateStore.historyLimit`).
+    /// The last attempts, oldest first (at most `DeliveryRepository.historyLimit`).
     public var history: [DeliveryAttempt]
     /// Grows with every change, for `geofence events --follow`.
     public var changeSeq: Int64
@@ -216,34 +216,19 @@ public struct DeliveryOutcome: Sendable {
     }
 }
 
-extension StateStore {
-    /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
-    public static let historyLimit = 20
+/// Global hooks (`hooks`, in DeliveryRepository+Hooks.swift), and the deliveries of events to hooks
+/// (`deliveries`) with the dispatch cursor (`hook_dispatch`) that makes them exactly once an event and hook.
+package struct DeliveryRepository: Sendable {
+    let queue: DatabaseQueue
 
-    /// The order key in column `index` of a row of `deliveries`.
-    private static func orderKey(_ s: Statement, at index: Int) throws -> DeliveryOrderKey {
-        let text = s.string(at: index)
+    /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
+    package static let historyLimit = 20
+
+    /// The order key in column `order_key` of a row of `deliveries`.
+    private static func orderKey(_ s: Statement) throws -> DeliveryOrderKey {
+        let text = try s.string("order_key")
         guard let key = DeliveryOrderKey(storeValue: text) else { throw DeliveryOrderKey.Unreadable(text: text) }
         return key
-    }
-
-    /// Makes this store's connection retry a database locked by another connection every 0.2 ms (for up to
-    /// 5 s), instead of SQLite's default steps of 1, 2, 5, 10, 15, 20, 25 ms...
-    ///
-    /// For the hook runner's connection: its transactions and the daemon's are short and frequent, and the
-    /// default steps turn a collision of two sub-millisecond commits into a wait of several milliseconds on the
-    /// path from event to hook start.
-    public func retryLocksQuickly() throws {
-        try queue.writeWithoutTransaction { db in
-            let pointer = try db.openPointer()
-            sqlite3_busy_handler(
-                pointer,
-                { _, count in
-                    guard count < 25_000 else { return 0 }
-                    usleep(200)
-                    return 1
-                }, nil)
-        }
     }
 
     // MARK: Dispatch
@@ -260,12 +245,12 @@ extension StateStore {
     /// With `runAsCreators` (a daemon running as root), each delivery runs as the user who registered its
     /// hook: the region's creator for a region hook, the hook's creator for a global one (root's run as the
     /// daemon itself).
-    public func dispatchDeliveries(of events: [StoredEvent], now: Date = Date(), runAsCreators: Bool = false)
+    package func dispatchDeliveries(of events: [StoredEvent], now: Date = Date(), runAsCreators: Bool = false)
         throws -> [DeliveryHead]
     {
         guard let last = events.last else { return [] }
         return try queue.write { db in
-            let routing = HookRouting(globals: try StateStore.hooks(db: db), runAsCreators: runAsCreators)
+            let routing = HookRouting(globals: try DeliveryRepository.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
             for event in events {
@@ -273,8 +258,8 @@ extension StateStore {
                 if let region = event.region {
                     try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
                         regionHooks = HookRouting.RegionHooks(
-                            name: s.optionalString(at: 0), hooks: s.optionalString(at: 1),
-                            createdBy: s.optionalInt64(at: 2).map { UInt32(truncatingIfNeeded: $0) })
+                            name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
+                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
                     }
                 }
                 for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
@@ -282,7 +267,7 @@ extension StateStore {
                         """
                         INSERT OR IGNORE INTO deliveries (event_seq, hook, command, region_name, run_as, order_key,
                                                           status, next_attempt_at, created_at, queued_at, change_seq)
-                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(StateStore.nextChangeSeq))
+                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, \(DeliveryRepository.nextChangeSeq))
                         """,
                         [
                             event.seq, route.hook, route.command, route.regionName, route.runAs.map { Int64($0) },
@@ -300,21 +285,22 @@ extension StateStore {
     }
 
     /// Moves the dispatch cursor forward over events that need no delivery (never back).
-    public func advanceHookDispatchCursor(to seq: Int64) throws {
+    package func advanceHookDispatchCursor(to seq: Int64) throws {
         try queue.write { db in
             try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1 AND cursor < ?", [seq, seq])
         }
     }
 
     /// The dispatch cursor, the latest event seq, and the generation of changes made outside the runner.
-    public func hookDispatchState() throws -> (cursor: Int64, latestEvent: Int64, generation: Int64) {
+    package func hookDispatchState() throws -> (cursor: Int64, latestEvent: Int64, generation: Int64) {
         try queue.read { db in
             var state: (cursor: Int64, latestEvent: Int64, generation: Int64) = (0, 0, 0)
             try db.forEachRow(
                 """
-                SELECT cursor, generation, (SELECT coalesce(max(seq), 0) FROM events) FROM hook_dispatch WHERE id = 1
+                SELECT cursor, generation, (SELECT coalesce(max(seq), 0) FROM events) AS latest_event
+                FROM hook_dispatch WHERE id = 1
                 """
-            ) { state = ($0.int64(at: 0), $0.int64(at: 2), $0.int64(at: 1)) }
+            ) { state = (try $0.int64("cursor"), try $0.int64("latest_event"), try $0.int64("generation")) }
             return state
         }
     }
@@ -324,13 +310,13 @@ extension StateStore {
     /// Deliveries left `running` by a runner that died: they go back to `pending`, due now. Their hook may
     /// have run, so the event may reach the receiver twice (at-least-once).
     @discardableResult
-    public func recoverInterruptedDeliveries(now: Date = Date()) throws -> Int {
+    package func recoverInterrupted(now: Date = Date()) throws -> Int {
         try queue.write { db in
             try db.execute(
                 """
                 UPDATE deliveries SET status = 'pending', next_attempt_at = ?,
                                       last_error = 'interrupted: geofence stopped while the hook ran',
-                                      change_seq = \(StateStore.nextChangeSeq)
+                                      change_seq = \(DeliveryRepository.nextChangeSeq)
                 WHERE status = 'running'
                 """, [now.timeIntervalSince1970])
             return db.changes
@@ -338,7 +324,7 @@ extension StateStore {
     }
 
     /// The head of every order key that has a pending or running delivery.
-    public func deliveryHeads() throws -> [DeliveryHead] {
+    package func heads() throws -> [DeliveryHead] {
         try queue.read { db in
             var heads: [DeliveryHead] = []
             try db.forEachRow(
@@ -349,20 +335,19 @@ extension StateStore {
             ) {
                 heads.append(
                     DeliveryHead(
-                        id: $0.int64(at: 0), orderKey: try StateStore.orderKey($0, at: 1),
-                        nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 2)),
-                        running: $0.string(at: 3) == "running"))
+                        id: try $0.int64("id"), orderKey: try DeliveryRepository.orderKey($0),
+                        nextAttemptAt: try $0.date("next_attempt_at"), running: try $0.string("status") == "running"))
             }
             return heads
         }
     }
 
     /// The head of one order key, if it has a pending or running delivery.
-    package func deliveryHead(orderKey: DeliveryOrderKey) throws -> DeliveryHead? {
-        try queue.read { db in try StateStore.deliveryHead(orderKey: orderKey, db: db) }
+    package func head(orderKey: DeliveryOrderKey) throws -> DeliveryHead? {
+        try queue.read { db in try Self.head(orderKey: orderKey, db: db) }
     }
 
-    static func deliveryHead(orderKey: DeliveryOrderKey, db: DatabaseConnection) throws -> DeliveryHead? {
+    static func head(orderKey: DeliveryOrderKey, db: DatabaseConnection) throws -> DeliveryHead? {
         var head: DeliveryHead?
         try db.forEachRow(
             """
@@ -371,15 +356,15 @@ extension StateStore {
             """, [orderKey.storeValue]
         ) {
             head = DeliveryHead(
-                id: $0.int64(at: 0), orderKey: orderKey, nextAttemptAt: Date(timeIntervalSince1970: $0.double(at: 1)),
-                running: $0.string(at: 2) == "running")
+                id: try $0.int64("id"), orderKey: orderKey, nextAttemptAt: try $0.date("next_attempt_at"),
+                running: try $0.string("status") == "running")
         }
         return head
     }
 
     /// Marks these deliveries `running` (counting an attempt) and returns what their hooks need. A delivery
     /// that is no longer pending (retried, or stopped, by the CLI meanwhile) is skipped.
-    public func claimDeliveries(ids: [Int64], now: Date = Date()) throws -> [ClaimedDelivery] {
+    package func claim(ids: [Int64], now: Date = Date()) throws -> [ClaimedDelivery] {
         guard !ids.isEmpty else { return [] }
         return try queue.write { db in
             var claimed: [ClaimedDelivery] = []
@@ -387,26 +372,27 @@ extension StateStore {
                 try db.execute(
                     """
                     UPDATE deliveries SET status = 'running', attempts = attempts + 1, started_at = ?,
-                                          change_seq = \(StateStore.nextChangeSeq)
+                                          change_seq = \(DeliveryRepository.nextChangeSeq)
                     WHERE id = ? AND status = 'pending'
                     """, [now.timeIntervalSince1970, id])
                 guard db.changes > 0 else { continue }
                 try db.forEachRow(
                     """
-                    SELECT d.id, d.event_seq, e.id, e.type, e.region, d.region_name, e.subject, e.body, d.hook,
-                           d.command, d.run_as, d.order_key, d.attempts, d.queued_at
+                    SELECT d.id, d.event_seq, e.id AS event_id, e.type, e.region, d.region_name, e.subject, e.body,
+                           d.hook, d.command, d.run_as, d.order_key, d.attempts, d.queued_at
                     FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.id = ?
                     """, [id]
                 ) { s in
                     claimed.append(
                         ClaimedDelivery(
-                            id: s.int64(at: 0), eventSeq: s.int64(at: 1), eventID: s.string(at: 2),
-                            eventType: s.string(at: 3), region: s.optionalString(at: 4),
-                            regionName: s.optionalString(at: 5), subject: s.optionalString(at: 6),
-                            body: s.string(at: 7), hook: s.string(at: 8), command: s.string(at: 9),
-                            runAs: s.optionalInt64(at: 10).map { UInt32(truncatingIfNeeded: $0) },
-                            orderKey: try StateStore.orderKey(s, at: 11), attempt: s.int(at: 12),
-                            queuedAt: Date(timeIntervalSince1970: s.double(at: 13))))
+                            id: try s.int64("id"), eventSeq: try s.int64("event_seq"),
+                            eventID: try s.string("event_id"), eventType: try s.string("type"),
+                            region: try s.optionalString("region"), regionName: try s.optionalString("region_name"),
+                            subject: try s.optionalString("subject"), body: try s.string("body"),
+                            hook: try s.string("hook"), command: try s.string("command"),
+                            runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
+                            orderKey: try DeliveryRepository.orderKey(s), attempt: try s.int("attempts"),
+                            queuedAt: try s.date("queued_at")))
                 }
             }
             return claimed
@@ -435,25 +421,26 @@ extension StateStore {
                         history = CASE WHEN json_array_length(coalesce(history, '[]')) >= ?
                             THEN json_remove(json_insert(history, '$[#]', json(?)), '$[0]')
                             ELSE json_insert(coalesce(history, '[]'), '$[#]', json(?)) END,
-                        change_seq = \(StateStore.nextChangeSeq)
+                        change_seq = \(DeliveryRepository.nextChangeSeq)
                     WHERE id = ? AND status = 'running'
                     """,
                     [
                         o.status.rawValue, o.nextAttemptAt?.timeIntervalSince1970, a.startedAt.timeIntervalSince1970,
                         o.finishedAt.timeIntervalSince1970,
                         a.exitCode.map { Int64($0) }, a.signal.map { Int64($0) }, a.timedOut, a.error, a.duration,
-                        o.stdout, o.stderr, o.stdoutBytes, o.stderrBytes, StateStore.historyLimit, attempt, attempt,
+                        o.stdout, o.stderr, o.stdoutBytes, o.stderrBytes, DeliveryRepository.historyLimit, attempt,
+                        attempt,
                         o.id,
                     ])
                 if o.status == .done || o.status == .dead {
                     try db.forEachRow("SELECT order_key FROM deliveries WHERE id = ?", [o.id]) {
-                        finishedKeys.append(try StateStore.orderKey($0, at: 0))
+                        finishedKeys.append(try DeliveryRepository.orderKey($0))
                     }
                 }
             }
             var heads: [DeliveryOrderKey: DeliveryHead] = [:]
             for key in finishedKeys where heads[key] == nil {
-                if let head = try StateStore.deliveryHead(orderKey: key, db: db) { heads[key] = head }
+                if let head = try Self.head(orderKey: key, db: db) { heads[key] = head }
             }
             return heads
         }
@@ -467,40 +454,32 @@ extension StateStore {
         stderr, stdout_bytes, stderr_bytes, history, change_seq
         """
 
-    static func decodeDelivery(_ s: Statement) -> StoredDelivery {
+    static func decodeDelivery(_ s: Statement) throws -> StoredDelivery {
         var history: [DeliveryAttempt] = []
-        if let text = s.optionalString(at: 23), case .array(let items)? = try? JSON.parse(text) {
+        if let text = try s.optionalString("history"), case .array(let items)? = try? JSON.parse(text) {
             history = items.compactMap { $0.objectValue.flatMap(DeliveryAttempt.init(json:)) }
         }
-        func date(_ i: Int) -> Date? { s.optionalDouble(at: i).map { Date(timeIntervalSince1970: $0) } }
         return StoredDelivery(
-            id: s.int64(at: 0), eventSeq: s.int64(at: 1), hook: s.string(at: 2), command: s.string(at: 3),
-            regionName: s.optionalString(at: 4), runAs: s.optionalInt64(at: 5).map { UInt32(truncatingIfNeeded: $0) },
-            orderKey: s.string(at: 6), status: DeliveryStatus(rawValue: s.string(at: 7)) ?? .dead,
-            attempts: s.int(at: 8), nextAttemptAt: Date(timeIntervalSince1970: s.double(at: 9)),
-            createdAt: Date(timeIntervalSince1970: s.double(at: 10)),
-            queuedAt: Date(timeIntervalSince1970: s.double(at: 11)), startedAt: date(12), finishedAt: date(13),
-            lastExit: s.optionalInt64(at: 14).map { Int32(truncatingIfNeeded: $0) },
-            lastSignal: s.optionalInt64(at: 15).map { Int32(truncatingIfNeeded: $0) }, timedOut: s.bool(at: 16),
-            lastError: s.optionalString(at: 17), lastDuration: s.optionalDouble(at: 18), stdout: s.bytes(at: 19),
-            stderr: s.bytes(at: 20), stdoutBytes: s.int(at: 21), stderrBytes: s.int(at: 22), history: history,
-            changeSeq: s.int64(at: 24))
+            id: try s.int64("id"), eventSeq: try s.int64("event_seq"), hook: try s.string("hook"),
+            command: try s.string("command"), regionName: try s.optionalString("region_name"),
+            runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
+            orderKey: try s.string("order_key"), status: DeliveryStatus(rawValue: try s.string("status")) ?? .dead,
+            attempts: try s.int("attempts"), nextAttemptAt: try s.date("next_attempt_at"),
+            createdAt: try s.date("created_at"), queuedAt: try s.date("queued_at"),
+            startedAt: try s.optionalDate("started_at"), finishedAt: try s.optionalDate("finished_at"),
+            lastExit: try s.optionalInt64("last_exit").map { Int32(truncatingIfNeeded: $0) },
+            lastSignal: try s.optionalInt64("last_signal").map { Int32(truncatingIfNeeded: $0) },
+            timedOut: try s.bool("timed_out"), lastError: try s.optionalString("last_error"),
+            lastDuration: try s.optionalDouble("last_duration"), stdout: try s.bytes("stdout"),
+            stderr: try s.bytes("stderr"), stdoutBytes: try s.int("stdout_bytes"),
+            stderrBytes: try s.int("stderr_bytes"), history: history, changeSeq: try s.int64("change_seq"))
     }
-
-    static func decodeEvent(_ s: Statement) -> StoredEvent {
-        StoredEvent(
-            seq: s.int64(at: 0), id: s.string(at: 1), type: s.string(at: 2), region: s.optionalString(at: 3),
-            subject: s.optionalString(at: 4), time: Date(timeIntervalSince1970: s.double(at: 5)),
-            createdAt: Date(timeIntervalSince1970: s.double(at: 6)), body: s.string(at: 7))
-    }
-
-    static let eventColumns = "seq, id, type, region, subject, time, created_at, body"
 
     /// The latest `limit` events that have deliveries matching `filter` (with `.all`: the latest events,
     /// dispatched or not), oldest first, each with its matching deliveries. With `.pending`, events not yet
     /// dispatched count too while any hook exists: their deliveries are still to be made, so they are owed.
     /// Only events that `query` matches are counted and returned.
-    public func eventDeliveries(
+    package func eventDeliveries(
         filter: DeliveryFilter = .all, matching query: EventQuery = EventQuery(), limit: Int = 50
     ) throws -> [EventDeliveries] {
         try queue.read { db in
@@ -512,7 +491,7 @@ extension StateStore {
                 sql = "SELECT seq FROM events ORDER BY seq DESC LIMIT ?"
             case .pending:
                 sql = """
-                    SELECT event_seq FROM deliveries WHERE \(filter.condition)
+                    SELECT event_seq AS seq FROM deliveries WHERE \(filter.condition)
                     UNION
                     SELECT seq FROM events
                     WHERE seq > \(cursor)
@@ -521,7 +500,7 @@ extension StateStore {
                     """
             case .failed, .dead:
                 sql =
-                    "SELECT DISTINCT event_seq FROM deliveries WHERE \(filter.condition) ORDER BY event_seq DESC LIMIT ?"
+                    "SELECT DISTINCT event_seq AS seq FROM deliveries WHERE \(filter.condition) ORDER BY seq DESC LIMIT ?"
             }
             var arguments: [(any DatabaseValueConvertible)?] = []
             if !query.isEmpty {
@@ -533,72 +512,63 @@ extension StateStore {
                 sql = "SELECT seq FROM events WHERE \(chosen)\(condition.sql) ORDER BY seq DESC LIMIT ?"
                 arguments = condition.arguments
             }
-            try db.forEachRow(sql, StatementArguments(arguments + [max(0, limit)])) { seqs.append($0.int64(at: 0)) }
+            try db.forEachRow(sql, StatementArguments(arguments + [max(0, limit)])) { seqs.append(try $0.int64("seq")) }
             var result: [EventDeliveries] = []
             for seq in seqs.reversed() {
                 var event: StoredEvent?
-                try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                    event = StateStore.decodeEvent($0)
+                try db.forEachRow("SELECT \(OutboxRepository.eventColumns) FROM events WHERE seq = ?", [seq]) {
+                    event = try OutboxRepository.decodeEvent($0)
                 }
                 guard let event else { continue }
                 var deliveries: [StoredDelivery] = []
                 try db.forEachRow(
-                    "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
+                    "SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE event_seq = ? AND \(filter.condition) ORDER BY id",
                     [seq]
-                ) { deliveries.append(StateStore.decodeDelivery($0)) }
+                ) { deliveries.append(try DeliveryRepository.decodeDelivery($0)) }
                 result.append(EventDeliveries(event: event, dispatched: seq <= cursor, deliveries: deliveries))
             }
             return result
         }
     }
 
-    /// One event by its seq.
-    public func event(seq: Int64) throws -> StoredEvent? {
-        try queue.read { db in
-            var found: StoredEvent?
-            try db.forEachRow("SELECT \(StateStore.eventColumns) FROM events WHERE seq = ?", [seq]) {
-                found = StateStore.decodeEvent($0)
-            }
-            return found
-        }
-    }
-
     /// One delivery by id.
-    public func delivery(id: Int64) throws -> StoredDelivery? {
+    package func find(id: Int64) throws -> StoredDelivery? {
         try queue.read { db in
             var found: StoredDelivery?
-            try db.forEachRow("SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
-                found = StateStore.decodeDelivery($0)
+            try db.forEachRow("SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE id = ?", [id]) {
+                found = try DeliveryRepository.decodeDelivery($0)
             }
             return found
         }
     }
 
     /// Deliveries changed after `changeSeq` (at most `limit`), in change order: what `events --follow` prints.
-    public func deliveryChanges(after changeSeq: Int64, limit: Int = 1000) throws -> [StoredDelivery] {
+    package func changes(after changeSeq: Int64, limit: Int = 1000) throws -> [StoredDelivery] {
         try queue.read { db in
             var changed: [StoredDelivery] = []
             try db.forEachRow(
-                "SELECT \(StateStore.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
+                "SELECT \(DeliveryRepository.deliveryColumns) FROM deliveries WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
                 [changeSeq, limit]
-            ) { changed.append(StateStore.decodeDelivery($0)) }
+            ) { changed.append(try DeliveryRepository.decodeDelivery($0)) }
             return changed
         }
     }
 
     /// The latest delivery change number (0 before any).
-    public func latestDeliveryChange() throws -> Int64 {
+    package func latestChange() throws -> Int64 {
         try queue.read { db in
             try db.scalar("SELECT coalesce(max(change_seq), 0) FROM deliveries", as: Int64.self) ?? 0
         }
     }
 
     /// Counts of deliveries by status.
-    public func deliveryCountsByStatus() throws -> [DeliveryStatus: Int] {
+    package func countsByStatus() throws -> [DeliveryStatus: Int] {
         try queue.read { db in
             var counts: [DeliveryStatus: Int] = [:]
-            try db.forEachRow("SELECT status, count(*) FROM deliveries GROUP BY status") {
-                if let status = DeliveryStatus(rawValue: $0.string(at: 0)) { counts[status] = $0.int(at: 1) }
+            try db.forEachRow("SELECT status, count(*) AS count FROM deliveries GROUP BY status") {
+                if let status = DeliveryStatus(rawValue: try $0.string("status")) {
+                    counts[status] = try $0.int("count")
+                }
             }
             return counts
         }
@@ -609,18 +579,18 @@ extension StateStore {
     /// Retries by hand: `reference` is a delivery id (a number) or an event id. Dead and waiting deliveries
     /// become due now with a fresh budget of attempts and age; running and done ones are left alone.
     /// Returns the ids of the deliveries retried.
-    public func retryDeliveries(_ reference: String, now: Date = Date()) throws -> [Int64] {
+    package func retry(_ reference: String, now: Date = Date()) throws -> [Int64] {
         try queue.write { db in
             var matched: [(id: Int64, status: DeliveryStatus)] = []
             let sql = "SELECT id, status FROM deliveries WHERE "
             if let id = Int64(reference) {
                 try db.forEachRow(sql + "id = ?", [id]) {
-                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                    matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
                 }
             }
             if matched.isEmpty {
                 try db.forEachRow(sql + "event_seq = (SELECT seq FROM events WHERE id = ?) ORDER BY id", [reference]) {
-                    matched.append(($0.int64(at: 0), DeliveryStatus(rawValue: $0.string(at: 1)) ?? .dead))
+                    matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
                 }
             }
             guard !matched.isEmpty else { throw HookStoreError.deliveryNotFound(reference) }
@@ -630,21 +600,21 @@ extension StateStore {
                 throw HookStoreError.nothingToRetry(
                     matched.count == 1 ? "delivery \(matched[0].id) is \(states)" : "its deliveries are \(states)")
             }
-            for id in retryable { try StateStore.revive(id: id, now: now, db: db) }
-            try StateStore.bumpHookGeneration(db: db)
+            for id in retryable { try DeliveryRepository.revive(id: id, now: now, db: db) }
+            try DeliveryRepository.bumpHookGeneration(db: db)
             return retryable
         }
     }
 
     /// Retries every dead delivery by hand. Returns how many.
-    public func retryDeadDeliveries(now: Date = Date()) throws -> Int {
+    package func retryDead(now: Date = Date()) throws -> Int {
         try queue.write { db in
             var ids: [Int64] = []
             try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' ORDER BY id") {
-                ids.append($0.int64(at: 0))
+                ids.append(try $0.int64("id"))
             }
-            for id in ids { try StateStore.revive(id: id, now: now, db: db) }
-            if !ids.isEmpty { try StateStore.bumpHookGeneration(db: db) }
+            for id in ids { try DeliveryRepository.revive(id: id, now: now, db: db) }
+            if !ids.isEmpty { try DeliveryRepository.bumpHookGeneration(db: db) }
             return ids.count
         }
     }
@@ -653,28 +623,8 @@ extension StateStore {
         try db.execute(
             """
             UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, queued_at = ?,
-                                  change_seq = \(StateStore.nextChangeSeq)
+                                  change_seq = \(DeliveryRepository.nextChangeSeq)
             WHERE id = ? AND status IN ('pending', 'dead')
             """, [now.timeIntervalSince1970, now.timeIntervalSince1970, id])
-    }
-
-    /// Deletes events committed before `cutoff` whose deliveries are all done or dead (and that were
-    /// dispatched), with those deliveries. An event still waiting for a delivery, or for a sink (after the
-    /// slowest sink's cursor), is never deleted.
-    public func pruneEvents(before cutoff: Date) throws -> (events: Int, deliveries: Int) {
-        try queue.write { db in
-            let before = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
-            try db.execute(
-                """
-                DELETE FROM events
-                WHERE created_at < ? AND seq <= (SELECT cursor FROM hook_dispatch WHERE id = 1)
-                  AND seq <= coalesce((SELECT min(seq) FROM sink_cursors), seq)
-                  AND NOT EXISTS (SELECT 1 FROM deliveries d
-                                  WHERE d.event_seq = events.seq AND d.status IN ('pending', 'running'))
-                """, [cutoff.timeIntervalSince1970])
-            let events = db.changes
-            let after = try db.scalar("SELECT count(*) FROM deliveries", as: Int.self) ?? 0
-            return (events, before - after)
-        }
     }
 }

@@ -76,10 +76,13 @@ public enum SinkStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-extension StateStore {
+/// The event sinks (`sinks`) and how far each has taken the outbox (`sink_cursors`).
+package struct SinkRepository: Sendable {
+    let queue: DatabaseQueue
+
     /// Adds a sink; it takes the events committed from now on (its cursor starts at the newest event).
     @discardableResult
-    public func addSink(_ sink: SinkDefinition, now: Date = Date()) throws -> SinkDefinition {
+    package func add(_ sink: SinkDefinition, now: Date = Date()) throws -> SinkDefinition {
         try queue.write { db in
             do {
                 try db.execute(
@@ -107,7 +110,7 @@ extension StateStore {
     }
 
     /// Every sink, oldest first.
-    public func sinks() throws -> [SinkDefinition] {
+    package func all() throws -> [SinkDefinition] {
         try queue.read { db in
             var sinks: [SinkDefinition] = []
             try db.forEachRow(
@@ -117,25 +120,26 @@ extension StateStore {
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
-                let events = s.string(at: 7)
+                let events = try s.string("events")
                 sinks.append(
                     SinkDefinition(
-                        id: s.string(at: 0), kind: s.string(at: 1), url: s.string(at: 2), topic: s.string(at: 3),
-                        stateTopic: s.optionalString(at: 4), statusTopic: s.optionalString(at: 5),
-                        format: s.string(at: 6),
+                        id: try s.string("id"), kind: try s.string("kind"), url: try s.string("url"),
+                        topic: try s.string("topic"), stateTopic: try s.optionalString("state_topic"),
+                        statusTopic: try s.optionalString("status_topic"), format: try s.string("format"),
                         events: events == "*" ? [] : events.split(separator: ",").map(String.init),
-                        passwordFile: s.optionalString(at: 8), passwordEnvironment: s.optionalString(at: 9),
-                        caFile: s.optionalString(at: 10),
-                        createdBy: s.optionalInt64(at: 11).map { UInt32(truncatingIfNeeded: $0) },
-                        createdAt: Date(timeIntervalSince1970: s.double(at: 12))))
+                        passwordFile: try s.optionalString("password_file"),
+                        passwordEnvironment: try s.optionalString("password_env"),
+                        caFile: try s.optionalString("ca_file"),
+                        createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
+                        createdAt: try s.date("created_at")))
             }
             return sinks
         }
     }
 
     /// Every sink with its cursor and how many events it has still to deliver.
-    public func sinkProgress() throws -> [SinkProgress] {
-        let all = try sinks()
+    package func progress() throws -> [SinkProgress] {
+        let all = try all()
         return try queue.read { db in
             try all.map { sink in
                 let cursor =
@@ -157,7 +161,7 @@ extension StateStore {
 
     /// Removes sinks, all or nothing, with their cursors.
     @discardableResult
-    public func removeSinks(ids: [String]) throws -> [String] {
+    package func remove(ids: [String]) throws -> [String] {
         try queue.write { db in
             var removed: [String] = []
             for id in ids where !removed.contains(id) {
@@ -171,12 +175,12 @@ extension StateStore {
     }
 
     /// A sink's cursor (nil: no such sink).
-    public func sinkCursor(_ id: String) throws -> Int64? {
+    package func cursor(_ id: String) throws -> Int64? {
         try queue.read { db in try db.scalar("SELECT seq FROM sink_cursors WHERE sink = ?", [id], as: Int64.self) }
     }
 
     /// Moves a sink's cursor forward (never back: two runners, or a stale one, cannot undo progress).
-    public func advanceSinkCursor(_ id: String, to seq: Int64, now: Date = Date()) throws {
+    package func advanceCursor(_ id: String, to seq: Int64, now: Date = Date()) throws {
         try queue.write { db in
             try db.execute(
                 "UPDATE sink_cursors SET seq = ?, updated_at = ? WHERE sink = ? AND seq < ?",

@@ -69,10 +69,10 @@ public enum HookStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-extension StateStore {
+extension DeliveryRepository {
     /// Adds a global hook. It applies to every event not yet dispatched to hooks: in practice, events from now on.
     @discardableResult
-    public func addHook(_ hook: GlobalHook) throws -> GlobalHook {
+    package func addHook(_ hook: GlobalHook) throws -> GlobalHook {
         try queue.write { db in
             do {
                 try db.execute(
@@ -89,21 +89,21 @@ extension StateStore {
     }
 
     /// Every global hook, oldest first.
-    public func hooks() throws -> [GlobalHook] {
-        try queue.read { db in try StateStore.hooks(db: db) }
+    package func hooks() throws -> [GlobalHook] {
+        try queue.read { db in try Self.hooks(db: db) }
     }
 
     static func hooks(db: DatabaseConnection) throws -> [GlobalHook] {
         var hooks: [GlobalHook] = []
         try db.forEachRow("SELECT id, events, command, created_by, created_at FROM hooks ORDER BY created_at, id") {
-            let events = $0.string(at: 1)
+            let events = try $0.string("events")
             hooks.append(
                 GlobalHook(
-                    id: $0.string(at: 0),
+                    id: try $0.string("id"),
                     events: events == "*" ? [] : events.split(separator: ",").map(String.init),
-                    command: $0.string(at: 2),
-                    createdBy: $0.optionalInt64(at: 3).map { UInt32(truncatingIfNeeded: $0) },
-                    createdAt: Date(timeIntervalSince1970: $0.double(at: 4))))
+                    command: try $0.string("command"),
+                    createdBy: try $0.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
+                    createdAt: try $0.date("created_at")))
         }
         return hooks
     }
@@ -111,7 +111,7 @@ extension StateStore {
     /// Removes global hooks, all or nothing. Their deliveries still waiting become `dead` ("hook removed"), so
     /// nothing runs a command its owner took away, and what was not delivered stays visible (and retryable).
     /// Returns, per hook, how many deliveries were stopped.
-    public func removeHooks(ids: [String], now: Date = Date()) throws -> [(id: String, stopped: Int)] {
+    package func removeHooks(ids: [String], now: Date = Date()) throws -> [(id: String, stopped: Int)] {
         try queue.write { db in
             var removed: [(id: String, stopped: Int)] = []
             for id in ids where !removed.contains(where: { $0.id == id }) {
@@ -120,23 +120,23 @@ extension StateStore {
                 try db.execute(
                     """
                     UPDATE deliveries SET status = 'dead', last_error = 'hook removed', finished_at = ?,
-                                          change_seq = \(StateStore.nextChangeSeq)
+                                          change_seq = \(Self.nextChangeSeq)
                     WHERE hook = ? AND status = 'pending'
                     """, [now.timeIntervalSince1970, "hook:\(id)"])
                 removed.append((id, db.changes))
             }
-            try StateStore.bumpHookGeneration(db: db)
+            try Self.bumpHookGeneration(db: db)
             return removed
         }
     }
 
     /// Delivery counts per `hook` reference (`hook:<id>`, `region`) and status.
-    public func deliveryCounts() throws -> [String: [DeliveryStatus: Int]] {
+    package func countsByHook() throws -> [String: [DeliveryStatus: Int]] {
         try queue.read { db in
             var counts: [String: [DeliveryStatus: Int]] = [:]
-            try db.forEachRow("SELECT hook, status, count(*) FROM deliveries GROUP BY hook, status") {
-                if let status = DeliveryStatus(rawValue: $0.string(at: 1)) {
-                    counts[$0.string(at: 0), default: [:]][status] = $0.int(at: 2)
+            try db.forEachRow("SELECT hook, status, count(*) AS count FROM deliveries GROUP BY hook, status") {
+                if let status = DeliveryStatus(rawValue: try $0.string("status")) {
+                    counts[try $0.string("hook"), default: [:]][status] = try $0.int("count")
                 }
             }
             return counts

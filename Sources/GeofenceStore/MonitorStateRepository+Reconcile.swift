@@ -1,7 +1,7 @@
 import Foundation
 import GeofenceCore
 
-extension StateStore {
+extension MonitorStateRepository {
     /// Sets every requested region's status from the inputs, in one statement, and returns the regions
     /// whose status changed: what `ReconcilePolicy.changes` says, in SQL (a test holds the two to each other).
     /// Precedence: services off (`suspended: services-off`), then the owner's
@@ -11,7 +11,7 @@ extension StateStore {
     ///
     /// `events` turns the changes into the `region-status` events that report them; they are written in the
     /// same transaction, so a status never changes without its event, whatever stops the engine.
-    public func reconcile(
+    package func reconcile(
         _ inputs: ReconcileInputs, retryAt: Date, now: Date = Date(),
         events: @Sendable ([RegionStatusChange]) -> [StateEvent] = { _ in [] }
     ) throws -> [RegionStatusChange] {
@@ -19,18 +19,18 @@ extension StateStore {
         let allClear = inputs.allClear
         return try queue.write { db in
             var changes: [RegionStatusChange] = []
-            func collect(_ s: Statement) {
-                let kind = RegionStatus.Kind(rawValue: s.string(at: 2)) ?? .failed
+            func collect(_ s: Statement) throws {
+                let kind = RegionStatus.Kind(rawValue: try s.string("status")) ?? .failed
                 changes.append(
                     RegionStatusChange(
-                        seq: s.int64(at: 0), id: s.string(at: 1),
-                        status: RegionStatus(kind, reason: s.optionalString(at: 3))))
+                        seq: try s.int64("seq"), id: try s.string("id"),
+                        status: RegionStatus(kind, reason: try s.optionalString("status_reason"))))
             }
             if allClear {
                 // Nothing holds any region back: only those that were held change (through `regions_held`, a
                 // look at the held regions only, which the general statement below is not).
-                try db.forEachRow(StateStore.releaseHeldSQL, [now.timeIntervalSince1970], collect)
-                try Self.insert(events(changes), into: db, now: now)
+                try db.forEachRow(Self.releaseHeldSQL, [now.timeIntervalSince1970], collect)
+                try OutboxRepository.insert(events(changes), into: db, now: now)
                 return changes
             }
             try db.forEachRow(
@@ -68,14 +68,15 @@ extension StateStore {
                     denied, inputs.servicesOn, Int64(inputs.maxRegions ?? 0), inputs.locationAvailable,
                     now.timeIntervalSince1970, retryAt.timeIntervalSince1970,
                 ], collect)
-            try Self.insert(events(changes), into: db, now: now)
+            try OutboxRepository.insert(events(changes), into: db, now: now)
             return changes
         }
     }
 
-    // Statements the engine runs often. Only the owners' has an index (`regions_by_owner`; a test checks
-    // the plan): the other two scan the regions, so the engine runs them only when they can find
-    // something (MonitorService keeps track of whether a region may be held, and when a retry is due).
+    // Statements the engine runs often. Only the owners' (`RegionRepository.ownersSQL`) has an index
+    // (`regions_by_owner`; a test checks the plan): these two scan the regions, so the engine runs them only
+    // when they can find something (MonitorService keeps track of whether a region may be held, and when a
+    // retry is due).
 
     static let releaseHeldSQL = """
         UPDATE regions SET status = 'monitoring', status_reason = NULL, attempts = 0, next_retry = NULL, updated_at = ?
@@ -88,22 +89,12 @@ extension StateStore {
         WHERE status = 'failed' AND next_retry IS NOT NULL AND next_retry <= ?
         """
 
-    static let ownersSQL = """
-        WITH RECURSIVE owners(uid) AS (
-            SELECT (SELECT min(created_by) FROM regions WHERE created_by IS NOT NULL)
-            UNION ALL
-            SELECT (SELECT min(created_by) FROM regions WHERE created_by > owners.uid)
-            FROM owners WHERE owners.uid IS NOT NULL
-        )
-        SELECT uid FROM owners WHERE uid IS NOT NULL
-        """
-
     /// The failed regions whose retry is due: counts the attempt and sets the next one. Returns how many,
     /// and when the next retry of any failed region is due (nil: none is failed).
-    public func countRetries(dueBy now: Date, next: Date) throws -> (counted: Int, nextDue: Date?) {
+    package func countRetries(dueBy now: Date, next: Date) throws -> (counted: Int, nextDue: Date?) {
         try queue.write { db in
             try db.execute(
-                StateStore.countRetriesSQL,
+                Self.countRetriesSQL,
                 [next.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970])
             let counted = db.changes
             let nextDue = try db.scalar(
@@ -113,48 +104,19 @@ extension StateStore {
         }
     }
 
-    /// The users who own regions (their creators). One index probe per owner (a skip scan of
-    /// `regions_by_owner`), not a scan of every region: the reconciler asks at every change.
-    public func regionOwners() throws -> [UInt32] {
-        try queue.read { db in
-            var owners: [UInt32] = []
-            try db.forEachRow(StateStore.ownersSQL) {
-                owners.append(UInt32(truncatingIfNeeded: $0.int64(at: 0)))
-            }
-            return owners
-        }
-    }
-
-    /// The seqs of the regions that must be in the monitor: not expired, not pending, not refused for
-    /// their owner's permission; of those up to `taken` (what the monitor has followed so far: later ones
-    /// come through its own following of changes).
-    public func activeRegionSeqs(upTo taken: Int64 = .max) throws -> Set<Int64> {
-        try queue.read { db in
-            var seqs = Set<Int64>()
-            try db.forEachRow(
-                """
-                SELECT seq FROM regions WHERE status NOT IN ('expired', 'pending')
-                  AND NOT (status = 'failed' AND status_reason = 'permission-denied') AND seq <= ?
-                """, [taken]
-            ) { seqs.insert($0.int64(at: 0)) }
-            return seqs
-        }
-    }
-
     /// Every subject's state in one region, for bringing it back into the monitor.
-    public func pairs(regionSeq: Int64) throws -> [(subject: String, record: PairRecord)] {
+    package func pairs(regionSeq: Int64) throws -> [(subject: String, record: PairRecord)] {
         try queue.read { db in
             var pairs: [(subject: String, record: PairRecord)] = []
             try db.forEachRow(
                 "SELECT subject, state, since, dwell_fired FROM region_states WHERE region_seq = ?", [regionSeq]
             ) { s in
-                guard let state = RegionState(rawValue: s.string(at: 1)) else { return }
+                guard let state = RegionState(rawValue: try s.string("state")) else { return }
                 pairs.append(
                     (
-                        s.string(at: 0),
+                        try s.string("subject"),
                         PairRecord(
-                            state: state, since: s.optionalDouble(at: 2).map { Date(timeIntervalSince1970: $0) },
-                            dwellFired: s.bool(at: 3))
+                            state: state, since: try s.optionalDate("since"), dwellFired: try s.bool("dwell_fired"))
                     ))
             }
             return pairs
