@@ -63,6 +63,17 @@ struct MotionConsistencyTests {
         #expect(motion.update(&track, point: point(north: 5000), time: 660, accuracy: 5) == .agrees)
     }
 
+    @Test("a fix beyond a lie's reach right after a refused one is judged by the gate alone (a real departure)")
+    func departureAfterRefusal() {
+        // Fixes every 10 s: parked, then 400 m away (8 m/s² from rest: refused), then still there 10 s later,
+        // which 2 m/s² from rest reaches. The second is no lie of a burst (they land within 100 m).
+        var track: MotionConsistency.Track?
+        #expect(motion.update(&track, point: point(north: 400), time: 0, accuracy: 3) == .first)
+        #expect(motion.update(&track, point: point(north: 400), time: 10, accuracy: 3) == .agrees)
+        #expect(motion.update(&track, point: point(north: 0), time: 20, accuracy: 3) == .outlier)
+        #expect(motion.update(&track, point: point(north: 0), time: 30, accuracy: 3) == .agrees)
+    }
+
     @Test("a burst of three lies in different directions is refused, every one, and the honest fix after it taken")
     func burstInDifferentDirections() {
         // A minute parked with a receiver of 3-12 m whose fixes jitter anywhere within that: its track is

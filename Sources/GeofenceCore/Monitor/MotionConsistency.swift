@@ -182,8 +182,10 @@ public struct MotionConsistency: Sendable, Equatable {
             return reject(&t, point: point, time: time, accuracy: accuracy)
         }
         // After a refused fix, the next is likely another lie: it must also be likelier honest than a lie (the
-        // two models' planar densities, against a lie's, both times 2π).
-        if t.run > 0 && time - t.runTime <= Self.burstSpan {
+        // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread`: a fix
+        // farther from the expectation than that is no such lie, and only the gate judges it (a vehicle that
+        // really moved away, as far as its accelerations allow, is not held back).
+        if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= Self.lieSpread * Self.lieSpread {
             let density =
                 steadyNext * exp(-squared / (2 * sSteady)) / sSteady + (1 - steadyNext)
                 * exp(-squared / (2 * sManoeuvre)) / sManoeuvre
