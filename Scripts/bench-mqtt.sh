@@ -13,8 +13,13 @@
 # Times come from the store: sink_cursors (polled every 5 ms), deliveries.finished_at, and the
 # source status the engine writes every 0.5 s with its time (settings.updated_at).
 #
+# Each phase also says the CPU seconds the engine, the broker and the bench's own client (the listener
+# subscribed to the sink's topics) spent in it (utime + stime from /proc, so that a process waiting for a
+# core on the shared machine does not count), per thousand messages: where each second goes.
+#
 # Usage: Scripts/bench-mqtt.sh [sink-events] [hook-events] [source-fixes]   (default 100000 2000 300000)
 #        GEOFENCE_BIN=path/to/geofence Scripts/bench-mqtt.sh    (an existing binary; nothing is built)
+#        BENCH_PHASES=sink,nostate,hooks,json,source (the default: all) to run some of them
 set -eu
 cd "$(dirname "$0")/.."
 if [ -z "${GEOFENCE_BIN:-}" ]; then
@@ -78,22 +83,24 @@ def drive(vehicles, north=0.0):
                               "lat": round(48.85 + north / 111_200, 8), "lon": round(lon(x), 8), "eph": 3,
                               "speed": 20.0, "track": 90.0})
 
-def drain_rate(db, fixes):
+def drain_rate(db, fixes, pids=()):
     """Fixes per second from the source status the engine writes every 0.5 s, with its time: from the first
-    sample that counts anything to the first that counts all."""
+    sample that counts anything to the first that counts all; and the CPU seconds each of `pids` spent
+    between the two samples (read when each sample is seen)."""
     samples, seen = [], None
     while True:
         row = db.execute("SELECT value, updated_at FROM settings WHERE key = 'source.status'").fetchone()
         if row and row[0] and row != seen:
             seen = row
             count = json.loads(row[0]).get("lines", 0)
-            samples.append((row[1], count))
+            samples.append((row[1], count, [cpu(pid) for pid in pids]))
             if count >= fixes:
                 break
         time.sleep(0.01)
     start = next(s for s in samples if s[1] > 0)
     end = samples[-1]
-    return end[1] - start[1], end[0] - start[0], len(samples)
+    spent = [b - a for a, b in zip(start[2], end[2])]
+    return end[1] - start[1], end[0] - start[0], len(samples), spent
 
 def engine(state, source, log):
     env = {**os.environ, "GEOFENCE_SOCKET": state + ".sock"}
@@ -125,12 +132,25 @@ def backlog(name, events):
     return state
 
 results = []
+PHASES = os.environ.get("BENCH_PHASES", "sink,nostate,hooks,json,source").split(",")
+TICK = os.sysconf("SC_CLK_TCK")
+
+def cpu(pid):
+    """CPU seconds (user + system) process `pid` has used so far, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+def cpu_note(spent, messages):
+    """`spent`: (name, CPU seconds) pairs; said per message, and in all."""
+    return "; CPU " + ", ".join(f"{name} {seconds:.2f} s ({seconds / messages * 1e6:.1f} µs/message)"
+                                for name, seconds in spent)
 
 def progress(text):
     print(text, file=sys.stderr, flush=True)
 
 # The sink: added first, so that its cursor is before the backlog. With the retained state topic (the
-# default: two messages for most events), then without it.
+# default: two messages for most events), then without it. The listener counts what it receives.
 def sink_phase(name, *options):
     state = os.path.join(WORK, name)
     os.makedirs(state)
@@ -140,100 +160,120 @@ def sink_phase(name, *options):
     progress(f"{name}: draining it")
     db = sqlite3.connect(os.path.join(state, "geofence.db"))
     total, newest = db.execute("SELECT count(*), max(seq) FROM events").fetchone()
-    messages = total + (0 if options else db.execute(
-        "SELECT count(*) FROM events WHERE type IN ('enter','exit','determined')").fetchone()[0])
-    listener = subprocess.Popen(["mosquitto_sub", "-p", str(PORT), "-t", "geofence/#"], stdout=subprocess.DEVNULL)
+    received = os.path.join(WORK, name + ".received")
+    listener = subprocess.Popen(["mosquitto_sub", "-p", str(PORT), "-t", "geofence/+/+/+", "-F", "%t"],
+                                stdout=open(received, "w"))
     time.sleep(0.2)
     path = fifo(name)
     log = os.path.join(WORK, name + ".log")
     run = engine(state, "json:" + path, log)
     writer = open(path, "w")  # held open, never written: the engine waits for fixes, the sink drains
     t0 = wait_log(log, "sink bench: connected")
+    pids = (run.pid, broker.pid, listener.pid)
+    cpu0 = [cpu(pid) for pid in pids]
     while db.execute("SELECT seq FROM sink_cursors WHERE sink = 'bench'").fetchone()[0] < newest:
         time.sleep(0.005)
     t1 = time.time()
+    spent = [b - a for a, b in zip(cpu0, (cpu(pid) for pid in pids))]
     stop(run)
     writer.close()
+    time.sleep(0.5)
     listener.terminate()
+    listener.wait()
+    topics = open(received).read().split()
+    states = sum(1 for t in topics if t.endswith("/state"))
+    messages = len(topics)
     rate = total / (t1 - t0)
-    results.append(f"{name}: {total} events ({messages} messages, QoS 1) in {t1 - t0:.2f} s: "
-                   f"{rate:,.0f} events/s, {messages / (t1 - t0):,.0f} messages/s")
+    results.append(f"{name}: {total} events in {t1 - t0:.2f} s: {rate:,.0f} events/s; the listener received "
+                   f"{messages - states} events and {states} states ({messages / (t1 - t0):,.0f} messages/s)"
+                   + cpu_note(zip(("engine", "broker", "listener"), spent), messages))
     return rate
 
-sink_rate = sink_phase("sink")
-sink_phase("sink, --state-topic none", "--state-topic", "none")
+def hooks_phase():
+    """One hook process per event."""
+    state = os.path.join(WORK, "hooks")
+    os.makedirs(state)
+    geofence(state, "hook", "add", "--id", "pub", "--on", "all", "--command",
+             f"mosquitto_pub -h 127.0.0.1 -p {PORT} -q 1 -t geofence/hook -s")
+    progress("hooks: replaying a drive into the outbox")
+    state = backlog("hooks", HOOK_EVENTS)
+    progress("hooks: draining it")
+    db = sqlite3.connect(os.path.join(state, "geofence.db"))
+    total = db.execute("SELECT count(*) FROM events").fetchone()[0]
+    path = fifo("hooks")
+    log = os.path.join(WORK, "hooks.log")
+    run = engine(state, "json:" + path, log)
+    writer = open(path, "w")
+    while db.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] < total:
+        time.sleep(0.02)
+    first, last = db.execute("SELECT min(started_at), max(finished_at) FROM deliveries").fetchone()
+    stop(run)
+    writer.close()
+    rate = total / (last - first)
+    results.append(f"hooks: {total} events, one mosquitto_pub each, in {last - first:.2f} s: {rate:,.0f} events/s")
+    return rate
 
-# One hook process per event.
-state = os.path.join(WORK, "hooks")
-os.makedirs(state)
-geofence(state, "hook", "add", "--id", "pub", "--on", "all", "--command",
-         f"mosquitto_pub -h 127.0.0.1 -p {PORT} -q 1 -t geofence/hook -s")
-progress("hooks: replaying a drive into the outbox")
-state = backlog("hooks", HOOK_EVENTS)
-progress("hooks: draining it")
-db = sqlite3.connect(os.path.join(state, "geofence.db"))
-total = db.execute("SELECT count(*) FROM events").fetchone()[0]
-path = fifo("hooks")
-log = os.path.join(WORK, "hooks.log")
-t0 = time.time()
-run = engine(state, "json:" + path, log)
-writer = open(path, "w")
-while db.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] < total:
-    time.sleep(0.02)
-first, last = db.execute("SELECT min(started_at), max(finished_at) FROM deliveries").fetchone()
-stop(run)
-writer.close()
-hook_rate = total / (last - first)
-results.append(f"hooks:  {total} events, one mosquitto_pub each, in {last - first:.2f} s: {hook_rate:,.0f} events/s")
+rates = {}
+if "sink" in PHASES:
+    rates["sink"] = sink_phase("sink")
+if "nostate" in PHASES:
+    rates["nostate"] = sink_phase("sink, --state-topic none", "--state-topic", "none")
+if "hooks" in PHASES:
+    rates["hooks"] = hooks_phase()
 
 # The sources: the same fixes (a fleet driving 2 km from every region: no event, the fixes' own cost)
 # through a JSON-lines FIFO, then through MQTT, a backlog published while the engine was down.
 vehicles = max(1, SOURCE_FIXES // STEPS)
-lines = list(drive(vehicles, north=2000))
+lines = list(drive(vehicles, north=2000)) if "json" in PHASES or "source" in PHASES else []
 fixes = len(lines)
 
-progress("source (JSON lines): feeding the fixes")
-state = setup("json")
-path = fifo("json")
-log = os.path.join(WORK, "json.log")
-run = engine(state, "json:" + path, log)
-db = sqlite3.connect(os.path.join(state, "geofence.db"))
-def feed():
-    with open(path, "w") as f:
-        for part in range(0, fixes, 5000):
-            f.write("\n".join(lines[part:part + 5000]) + "\n")
-        time.sleep(5)
-feeder = threading.Thread(target=feed)
-feeder.start()
-count, seconds, n = drain_rate(db, fixes)
-json_rate = count / seconds
-stop(run)
-feeder.join()
-results.append(f"source (JSON lines, for comparison): {count} fixes in {seconds:.2f} s: {json_rate:,.0f} fixes/s "
-               f"({n} status samples)")
+if "json" in PHASES:
+    progress("source (JSON lines): feeding the fixes")
+    state = setup("json")
+    path = fifo("json")
+    log = os.path.join(WORK, "json.log")
+    run = engine(state, "json:" + path, log)
+    db = sqlite3.connect(os.path.join(state, "geofence.db"))
+    def feed():
+        with open(path, "w") as f:
+            for part in range(0, fixes, 5000):
+                f.write("\n".join(lines[part:part + 5000]) + "\n")
+            time.sleep(5)
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    count, seconds, n, spent = drain_rate(db, fixes, (run.pid,))
+    rates["json"] = count / seconds
+    stop(run)
+    feeder.join()
+    results.append(f"source (JSON lines, for comparison): {count} fixes in {seconds:.2f} s: {rates['json']:,.0f} "
+                   f"fixes/s ({n} status samples)" + cpu_note(zip(("engine",), spent), count))
 
-state = setup("source")
-source = f"mqtt://127.0.0.1:{PORT}/fleet/#"
-log = os.path.join(WORK, "source.log")
-run = engine(state, source, log)
-wait_log(log, "running:")
-stop(run)
-progress("source (MQTT): publishing the backlog")
-# In parts: one mosquitto_pub -l given 100,000 lines at once was disconnected by the broker ("out of
-# memory") after about 35,000 of them.
-for part in range(0, fixes, 5000):
-    subprocess.run(["mosquitto_pub", "-p", str(PORT), "-q", "1", "-t", "fleet/bench", "-l"],
-                   input="\n".join(lines[part:part + 5000]) + "\n", text=True, check=True)
-db = sqlite3.connect(os.path.join(state, "geofence.db"))
-progress("source (MQTT): draining it")
-run = engine(state, source, log)
-count, seconds, n = drain_rate(db, fixes)
-source_rate = count / seconds
-stop(run)
-results.append(f"source (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {source_rate:,.0f} fixes/s "
-               f"({fixes} in all, {n} status samples)")
+if "source" in PHASES:
+    state = setup("source")
+    source = f"mqtt://127.0.0.1:{PORT}/fleet/#"
+    log = os.path.join(WORK, "source.log")
+    run = engine(state, source, log)
+    wait_log(log, "running:")
+    stop(run)
+    progress("source (MQTT): publishing the backlog")
+    # In parts: one mosquitto_pub -l given 100,000 lines at once was disconnected by the broker ("out of
+    # memory") after about 35,000 of them.
+    for part in range(0, fixes, 5000):
+        subprocess.run(["mosquitto_pub", "-p", str(PORT), "-q", "1", "-t", "fleet/bench", "-l"],
+                       input="\n".join(lines[part:part + 5000]) + "\n", text=True, check=True)
+    db = sqlite3.connect(os.path.join(state, "geofence.db"))
+    progress("source (MQTT): draining it")
+    run = engine(state, source, log)
+    count, seconds, n, spent = drain_rate(db, fixes, (run.pid, broker.pid))
+    rates["source"] = count / seconds
+    stop(run)
+    results.append(f"source (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {rates['source']:,.0f} fixes/s "
+                   f"({fixes} in all, {n} status samples)" + cpu_note(zip(("engine", "broker"), spent), count))
 
 broker.terminate()
 print("\n".join(results))
-print(f"sink / hooks: {sink_rate / hook_rate:,.0f} times as many events per second")
+if "sink" in rates and "hooks" in rates:
+    print(f"sink / hooks: {rates['sink'] / rates['hooks']:,.0f} times as many events per second")
+if "source" in rates and "json" in rates:
+    print(f"MQTT source / JSON lines: {rates['source'] / rates['json']:.2f}")
 PY

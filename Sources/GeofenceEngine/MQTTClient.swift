@@ -162,6 +162,9 @@ final class MQTTClient: @unchecked Sendable {
         switch answer {
         case .connected:
             lock.withLock { started = true }
+            // The log was wanted for the reason a connection fails at start. Set, libmosquitto formats a
+            // debug line (vsnprintf into a malloc'd buffer) for every packet sent and received.
+            mosquitto_log_callback_set(handle, nil)
             return
         case .refused(let why):
             stop()

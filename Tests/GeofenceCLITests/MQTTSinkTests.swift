@@ -97,10 +97,15 @@ struct MQTTSinkTests {
         #expect(outbox.map(\.type) == ["determined", "enter", "exit"])
         let published = messages.filter { $0.topic == "geofence/truck-1/depot/event" }.map(\.payload)
         #expect(published == outbox.map(\.body), "\(messages)")
-        // The three states as published, then the retained one again (a subscription's first message).
+        // The states as published, then the retained one again (a subscription's first message). Events that
+        // the sink took in one batch have one state message, the last (Docs/mqtt.md): so the states, repeats
+        // aside, are the end of outside, inside, outside.
         let states = messages.filter { $0.topic == "geofence/truck-1/depot/state" }.map(\.payload)
-        #expect(states.prefix(3) == ["outside", "inside", "outside"], "\(states)")
-        #expect(states.dropFirst(3).allSatisfy { $0 == "outside" })
+        let changes = states.enumerated().filter { $0.offset == 0 || states[$0.offset - 1] != $0.element }.map(
+            \.element)
+        #expect(
+            !changes.isEmpty && ["outside", "inside", "outside"].suffix(changes.count) == changes[...], "\(states)")
+        #expect(states.last == "outside")
         #expect(messages.contains { $0 == ("geofence/engine/status", "online") }, "\(messages)")
         let transitions = messages.filter { $0.topic == "owntracks/truck-1/event" }.compactMap {
             try? JSON.parse($0.payload)

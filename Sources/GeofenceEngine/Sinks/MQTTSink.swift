@@ -6,10 +6,13 @@ import Synchronization
 /// Publishes events to an MQTT broker at QoS 1 (libmosquitto): an event is acknowledged when the broker's
 /// PUBACK for each of its messages (the event, and the retained state of its pair) has come back.
 ///
-/// A batch is handed to libmosquitto at once, which keeps up to `window` messages in flight and the rest
-/// queued; across a lost connection it keeps them all and sends the unacknowledged ones again after it
-/// reconnects (a persistent session under a fixed client id), so a broker outage during a batch costs a
-/// wait, not a loss. The connection carries a last will (`offline`, retained, on the status topic), and
+/// A batch is handed to libmosquitto `window` messages at a time: the first ones by `deliver`, each next one
+/// as a PUBACK comes back (on libmosquitto's loop thread, from its callback), so that libmosquitto holds
+/// no more than `window` messages. (It keeps them in a list it walks from the head for every message sent
+/// and every PUBACK: handed a whole batch of thousands, that walk was a third of the engine's time.) Across
+/// a lost connection libmosquitto keeps what it holds and sends the unacknowledged messages again after it
+/// reconnects (a persistent session under a fixed client id), and the rest of the batch waits for their
+/// PUBACKs, so a broker outage during a batch costs a wait, not a loss. The connection carries a last will (`offline`, retained, on the status topic), and
 /// says `online` (retained) at every connection and `offline` at a graceful stop.
 public final class MQTTSink: EventSink, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`; `client` is set in `open` and read under it.
@@ -22,8 +25,10 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private let stateTopic: TopicTemplate?
     private let statusTopic: String?
     private let logger: Logger
-    /// QoS 1 messages in flight at once.
-    public var window: Int32 = 1_000
+    /// QoS 1 messages handed to libmosquitto and not yet acknowledged, at most.
+    public var window = 128
+    /// libmosquitto's own limit of messages in flight: above `window`, so that it never holds one back.
+    static let libraryWindow: Int32 = 1_000
     /// A batch whose acknowledgements stop coming for this long, while connected, is cut short there (the
     /// rest is offered again: duplicates, never a loss).
     public var stallTimeout = 30.0
@@ -35,10 +40,15 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     /// Per event of the batch being delivered: its messages not yet acknowledged.
     private var remaining: [Int] = []
     private var outstanding = 0
-    private var byMessage: [Int32: Int] = [:]
-    /// Acknowledgements that came before `publish` returned their id.
-    private var early: Set<Int32> = []
-    private var statusMessage: Int32?
+    /// The batch's messages, each with the event it counts for; the next one to hand to libmosquitto; how
+    /// many were handed over and not acknowledged; the event of the first that libmosquitto refused.
+    private var plan: [(message: SinkMessage, event: Int)] = []
+    private var next = 0
+    private var inFlight = 0
+    private var refusedAt: Int?
+    /// Held while handing messages over, by `deliver` or by the loop thread: one at a time, in order.
+    private let publishing = NSLock()
+    private var ids = MessageIDs()
     private var statusAcknowledged = false
     private var waiter: CheckedContinuation<Void, Never>?
 
@@ -68,7 +78,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             host: address.host, port: address.port, clientID: clientID, username: address.username,
             password: address.password, topicFilter: nil, tls: address.tls, caFile: address.caFile)
         options.will = statusTopic.map { MQTTClient.Will(topic: $0, payload: "offline") }
-        options.sendMaximum = window
+        options.sendMaximum = Self.libraryWindow
         options.reconnectDelayMax = 5
         lock.withLock { problem = problem ?? "connecting to \(address.broker)" }
         let made = try MQTTClient(options: options) { [weak self] event in self?.handle(event) }
@@ -133,43 +143,25 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         let (client, up, why) = lock.withLock { (self.client, connected, problem) }
         guard let client else { throw SinkUnavailable("not connected") }
         guard up else { throw SinkUnavailable(why ?? "not connected to \(address.broker)") }
-        let messages = batch.map {
-            SinkFormat.messages(for: $0, format: format, topic: topic, stateTopic: stateTopic)
-        }
+        // Each message with the event it counts for; a pair's states in this batch coalesced into its last.
+        let planned = SinkFormat.plan(batch, format: format, topic: topic, stateTopic: stateTopic)
         lock.withLock {
-            remaining = messages.map(\.count)
-            outstanding = remaining.reduce(0, +)
-            byMessage.removeAll(keepingCapacity: true)
-            early.removeAll()
+            remaining = Array(repeating: 0, count: batch.count)
+            for (_, index) in planned { remaining[index] += 1 }
+            outstanding = planned.count
+            plan = planned
+            next = 0
+            inFlight = 0
+            refusedAt = nil
+            ids.startBatch()
         }
-        var published = batch.count
-        publishing: for (index, list) in messages.enumerated() {
-            for message in list {
-                let mid: Int32
-                do {
-                    mid = try client.publish(topic: message.topic, payload: message.payload, retain: message.retain)
-                } catch {
-                    // Not taken by libmosquitto (a malformed topic, memory): what came before still counts.
-                    lock.withLock { problem = error.description }
-                    logger.error("sink \(id): \(error)")
-                    published = index
-                    break publishing
-                }
-                lock.withLock {
-                    if early.remove(mid) != nil {
-                        acknowledge(index)
-                    } else {
-                        byMessage[mid] = index
-                    }
-                }
-            }
-        }
+        pump(client)
         // Wait for the acknowledgements, noticing a stall while connected.
         var lastProgress = Date()
         var seen = -1
         while !Task.isCancelled {
-            let (left, up) = lock.withLock { (outstanding, connected) }
-            if left == 0 { break }
+            let (left, up, refused) = lock.withLock { (outstanding, connected, refusedAt != nil && inFlight == 0) }
+            if left == 0 || refused { break }
             if left != seen {
                 seen = left
                 lastProgress = Date()
@@ -182,8 +174,48 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
         return lock.withLock {
             let acknowledged = remaining.firstIndex { $0 > 0 } ?? remaining.count
-            byMessage.removeAll(keepingCapacity: true)
+            let published = refusedAt ?? batch.count
+            ids.endBatch()
+            // PUBACKs still to come for this batch (cut short) hand nothing more over.
+            plan = []
+            next = 0
             return min(acknowledged, published)
+        }
+    }
+
+    /// Hands messages of the plan to libmosquitto while fewer than `window` are unacknowledged. Called by
+    /// `deliver`, then on the loop thread for every PUBACK.
+    private func pump(_ client: MQTTClient) {
+        publishing.lock()
+        defer { publishing.unlock() }
+        while true {
+            let taken: (message: SinkMessage, event: Int)? = lock.withLock {
+                guard next < plan.count, inFlight < window, refusedAt == nil else { return nil }
+                defer {
+                    next += 1
+                    inFlight += 1
+                }
+                return plan[next]
+            }
+            guard let (message, index) = taken else { return }
+            let mid: Int32
+            do {
+                mid = try client.publish(topic: message.topic, payload: message.payload, retain: message.retain)
+            } catch {
+                // Not taken by libmosquitto (a malformed topic, memory): what came before still counts (a
+                // coalesced state counts for an earlier event: that one is not acknowledged either).
+                lock.withLock {
+                    problem = error.description
+                    refusedAt = index
+                    inFlight -= 1
+                }
+                logger.error("sink \(id): \(error)")
+                wakeWaiter()
+                return
+            }
+            lock.withLock {
+                if ids.published(mid, event: index) { acknowledge(index) }
+            }
         }
     }
 
@@ -208,7 +240,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         guard let statusTopic else { return }
         lock.withLock { statusAcknowledged = false }
         if let mid = try? client.publish(topic: statusTopic, payload: Array(word.utf8), retain: true) {
-            lock.withLock { statusMessage = mid }
+            lock.withLock { if ids.publishedStatus(mid) { statusAcknowledged = true } }
         }
     }
 
@@ -216,6 +248,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private func acknowledge(_ index: Int) {
         remaining[index] -= 1
         outstanding -= 1
+        inFlight -= 1
         if outstanding == 0, let waiter {
             self.waiter = nil
             waiter.resume()
@@ -254,16 +287,16 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private func handle(_ event: MQTTClient.Event) {
         switch event {
         case .published(let mid):
-            lock.withLock {
-                if mid == statusMessage {
-                    statusAcknowledged = true
-                    statusMessage = nil
-                } else if let index = byMessage.removeValue(forKey: mid) {
-                    acknowledge(index)
-                } else if outstanding > 0 {
-                    early.insert(mid)
+            let more: MQTTClient? = lock.withLock {
+                switch ids.acknowledged(mid) {
+                case .event(let index): acknowledge(index)
+                case .status: statusAcknowledged = true
+                case nil: break
                 }
+                return next < plan.count && inFlight < window ? client : nil
             }
+            // The next messages of the batch, from here: the loop thread keeps the window full.
+            if let more { pump(more) }
         case .connected:
             let (wasDown, client) = lock.withLock {
                 defer {
@@ -289,5 +322,57 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         case .message:
             break
         }
+    }
+}
+
+/// Which message a PUBACK acknowledges: the sink's bookkeeping of libmosquitto's message ids (16 bits,
+/// counting up and wrapping, one sequence for every message of the connection's client).
+///
+/// A PUBACK can come back before `publish` has returned its id to the thread that published (the loop
+/// thread reads it meanwhile): it is kept as early, and matched when the id is recorded. An event's message
+/// is looked up before the status message, and the status's id is forgotten once matched: an id left over
+/// from a status message whose PUBACK went by unmatched (early, between batches) must not take the PUBACK
+/// of an event's message that has the same id 65,535 messages later, or that event is never acknowledged
+/// and its batch stalls until offered again.
+struct MessageIDs {
+    enum Acknowledged: Equatable {
+        case event(Int)
+        case status
+    }
+
+    private var events: [Int32: Int] = [:]
+    private var early: Set<Int32> = []
+    private var status: Int32?
+
+    mutating func startBatch() {
+        events.removeAll(keepingCapacity: true)
+        early.removeAll()
+    }
+
+    /// The batch is over: PUBACKs still to come for it acknowledge nothing.
+    mutating func endBatch() { events.removeAll(keepingCapacity: true) }
+
+    /// `publish` returned `mid` for a message of event `event`; true: its PUBACK has already come.
+    mutating func published(_ mid: Int32, event: Int) -> Bool {
+        if early.remove(mid) != nil { return true }
+        events[mid] = event
+        return false
+    }
+
+    /// `publish` returned `mid` for the status message; true: its PUBACK has already come.
+    mutating func publishedStatus(_ mid: Int32) -> Bool {
+        if early.remove(mid) != nil { return true }
+        status = mid
+        return false
+    }
+
+    mutating func acknowledged(_ mid: Int32) -> Acknowledged? {
+        if let event = events.removeValue(forKey: mid) { return .event(event) }
+        if mid == status {
+            status = nil
+            return .status
+        }
+        early.insert(mid)
+        return nil
     }
 }

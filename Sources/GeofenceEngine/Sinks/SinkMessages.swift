@@ -111,12 +111,45 @@ public enum SinkFormat: String, Sendable, CaseIterable {
             }
         }
         if let stateTopic, let region = event.region, let subject = event.subject,
-            ["determined", "enter", "exit"].contains(event.type), let state = stateOf(event)
+            event.type == "determined" || event.type == "enter" || event.type == "exit", let state = stateOf(event)
         {
             out.append(
                 SinkMessage(
                     topic: stateTopic.topic(subject: subject, region: region, type: event.type),
                     payload: Array(state.utf8), retain: true))
+        }
+        return out
+    }
+
+    /// The messages of a batch, in order, each with the index of the event it acknowledges: every event's
+    /// own message, and the retained states **coalesced**: a pair (state topic) that changes several times
+    /// in the batch gets one state message, its last state, sent where its last event is, and counted
+    /// against the pair's *first* event of the batch. So that event, and the cursor with it, is
+    /// acknowledged only once the newest state is: an acknowledged event's pair always shows its state or a
+    /// later one. (A retained topic holds one value; the states in between would be overwritten at once.)
+    public static func plan(
+        _ batch: [StoredEvent], format: SinkFormat, topic: TopicTemplate, stateTopic: TopicTemplate?
+    ) -> [(message: SinkMessage, event: Int)] {
+        let perEvent = batch.map { messages(for: $0, format: format, topic: topic, stateTopic: stateTopic) }
+        // Per state topic: the first and the last event of the batch that set it.
+        var first: [String: Int] = [:]
+        var last: [String: Int] = [:]
+        for (index, list) in perEvent.enumerated() {
+            for message in list where message.retain {
+                if first[message.topic] == nil { first[message.topic] = index }
+                last[message.topic] = index
+            }
+        }
+        var out: [(message: SinkMessage, event: Int)] = []
+        out.reserveCapacity(batch.count + last.count)
+        for (index, list) in perEvent.enumerated() {
+            for message in list {
+                if !message.retain {
+                    out.append((message, index))
+                } else if last[message.topic] == index {
+                    out.append((message, first[message.topic] ?? index))
+                }
+            }
         }
         return out
     }
@@ -128,10 +161,26 @@ public enum SinkFormat: String, Sendable, CaseIterable {
         case "enter": return "inside"
         case "exit": return "outside"
         default:
-            if event.body.contains(#""state":"inside""#) { return "inside" }
-            if event.body.contains(#""state":"outside""#) { return "outside" }
-            return nil
+            // On the UTF-8 bytes: `String.contains(String)` goes through Foundation's NSString search.
+            var body = event.body
+            return body.withUTF8 { bytes in
+                if contains(bytes, #""state":"inside""#) { return "inside" }
+                if contains(bytes, #""state":"outside""#) { return "outside" }
+                return nil
+            }
         }
+    }
+
+    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
+        let count = needle.utf8CodeUnitCount
+        guard count > 0, bytes.count >= count else { return false }
+        let first = needle.utf8Start.pointee
+        var at = 0
+        while at <= bytes.count - count {
+            if bytes[at] == first, memcmp(bytes.baseAddress! + at, needle.utf8Start, count) == 0 { return true }
+            at += 1
+        }
+        return false
     }
 
     /// OwnTracks' `transition` (https://owntracks.org/booklet/tech/json/): `event` `enter` or `leave`, `desc`

@@ -85,8 +85,9 @@ final class FleetIntake: @unchecked Sendable {
     func sendNow(_ report: LocationReport) { reports.sendNow(report) }
 
     /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
-    /// filter counts its own refusals). `context` goes into the log line after the unit (` on "topic"`).
-    func take(_ report: GPSDJSONReport, context: String = "") -> Fix? {
+    /// filter counts its own refusals). `context` goes into the log line after the unit (` on "topic"`); it
+    /// is made only for that line, not for every message.
+    func take(_ report: GPSDJSONReport, context: @autoclosure () -> String = "") -> Fix? {
         let unusable: (kind: String, why: String)?
         var fix: Fix?
         switch report {
@@ -106,8 +107,11 @@ final class FleetIntake: @unchecked Sendable {
         var restored: SourceLiveness.Transition?
         var first = false
         var summary: String?
-        let (label, unit) = lock.withLock { (counts.label, counts.unit) }
+        var label = ""
+        var unit = ""
         lock.withLock {
+            label = counts.label
+            unit = counts.unit
             counts.lines += 1
             if let unusable {
                 first = counts.unusable[unusable.kind] == nil
@@ -129,7 +133,7 @@ final class FleetIntake: @unchecked Sendable {
         }
         if let unusable, first {
             logger?.warning(
-                "\(label): skipped a \(unit)\(context) (\(unusable.kind)): \(unusable.why); further ones are counted")
+                "\(label): skipped a \(unit)\(context()) (\(unusable.kind)): \(unusable.why); further ones are counted")
         }
         if let summary { logger?.warning(summary) }
         // `restored` before the fix that ended the outage, as gpsd's source sends it.

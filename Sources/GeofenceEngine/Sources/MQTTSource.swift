@@ -35,6 +35,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// committed: a kill loses what waits here (at most 2 batches being judged and 512 queued).
     public static let maximumQueued = 512
     public static let maximumReports = 2
+    /// How long the sender waits for a batch to fill once a fix is queued: the latency a fix may gain.
+    static let gathering = 0.002
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
@@ -75,10 +77,17 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     }
 
     /// The only thread that hands fixes over, so they keep their order.
+    ///
+    /// Woken by the first fix queued, it waits up to `gathering` seconds for a whole batch before handing
+    /// over what is there: a stream of messages becomes reports of `maximumBatch` fixes (one transaction
+    /// each) instead of one report for every message or two the loop thread decoded meanwhile, and the loop
+    /// thread wakes this one once a batch, not once a message.
     private func send() {
         while true {
             queue.lock()
             while queued.isEmpty && !closing { queue.wait() }
+            let deadline = Date().addingTimeInterval(Self.gathering)
+            while queued.count < Self.maximumBatch && !closing && queue.wait(until: deadline) {}
             if queued.isEmpty {
                 senderDone = true
                 queue.broadcast()
@@ -98,7 +107,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         queue.lock()
         while queued.count >= Self.maximumQueued && !closing { queue.wait() }
         queued.append(fix)
-        queue.broadcast()
+        // The sender waits for a first fix, then for a whole batch: nothing else to wake it for.
+        if queued.count == 1 || queued.count >= Self.maximumBatch { queue.broadcast() }
         queue.unlock()
     }
 
@@ -148,8 +158,9 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         case .published:
             break
         case .message(let topic, let payload):
-            let on = " on " + JSONValue.string(topic).serialized()
-            if let fix = intake.take(Self.decode(topic: topic, payload: payload), context: on) {
+            if let fix = intake.take(
+                Self.decode(topic: topic, payload: payload), context: " on " + JSONValue.string(topic).serialized())
+            {
                 enqueue(fix)
             }
         }
