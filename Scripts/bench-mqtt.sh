@@ -83,7 +83,7 @@ def drive(vehicles, north=0.0):
                               "lat": round(48.85 + north / 111_200, 8), "lon": round(lon(x), 8), "eph": 3,
                               "speed": 20.0, "track": 90.0})
 
-def drain_rate(db, fixes, pids=()):
+def drain_rate(db, fixes, pids=(), threads_of=None):
     """Fixes per second from the source status the engine writes every 0.5 s, with its time: from the first
     sample that counts anything to the first that counts all; and the CPU seconds each of `pids` spent
     between the two samples (read when each sample is seen)."""
@@ -93,14 +93,15 @@ def drain_rate(db, fixes, pids=()):
         if row and row[0] and row != seen:
             seen = row
             count = json.loads(row[0]).get("lines", 0)
-            samples.append((row[1], count, [cpu(pid) for pid in pids]))
+            samples.append((row[1], count, [cpu(pid) for pid in pids], thread_cpu(threads_of) if threads_of else {}))
             if count >= fixes:
                 break
         time.sleep(0.01)
     start = next(s for s in samples if s[1] > 0)
     end = samples[-1]
     spent = [b - a for a, b in zip(start[2], end[2])]
-    return end[1] - start[1], end[0] - start[0], len(samples), spent
+    threads = threads_note(start[3], end[3], end[1] - start[1]) if threads_of else ""
+    return end[1] - start[1], end[0] - start[0], len(samples), spent, threads
 
 def engine(state, source, log):
     env = {**os.environ, "GEOFENCE_SOCKET": state + ".sock"}
@@ -140,6 +141,25 @@ def cpu(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
+
+def thread_cpu(pid):
+    """CPU seconds per thread name of process `pid` so far (threads of one name added up)."""
+    spent = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        name = head.split("(", 1)[1]
+        fields = tail.split()
+        spent[name] = spent.get(name, 0) + (int(fields[11]) + int(fields[12])) / TICK
+    return spent
+
+def threads_note(before, after, messages):
+    """The busiest threads between two `thread_cpu` readings, per message."""
+    used = sorted(((after[n] - before.get(n, 0), n) for n in after), reverse=True)
+    return "; engine threads " + ", ".join(f"{n} {s:.2f} s ({s / messages * 1e6:.1f} µs)" for s, n in used[:4] if s > 0)
 
 def cpu_note(spent, messages):
     """`spent`: (name, CPU seconds) pairs; said per message, and in all."""
@@ -241,12 +261,12 @@ if "json" in PHASES:
             time.sleep(5)
     feeder = threading.Thread(target=feed)
     feeder.start()
-    count, seconds, n, spent = drain_rate(db, fixes, (run.pid,))
+    count, seconds, n, spent, threads = drain_rate(db, fixes, (run.pid,), run.pid)
     rates["json"] = count / seconds
     stop(run)
     feeder.join()
     results.append(f"source (JSON lines, for comparison): {count} fixes in {seconds:.2f} s: {rates['json']:,.0f} "
-                   f"fixes/s ({n} status samples)" + cpu_note(zip(("engine",), spent), count))
+                   f"fixes/s ({n} status samples)" + cpu_note(zip(("engine",), spent), count) + threads)
 
 if "source" in PHASES:
     state = setup("source")
@@ -264,11 +284,11 @@ if "source" in PHASES:
     db = sqlite3.connect(os.path.join(state, "geofence.db"))
     progress("source (MQTT): draining it")
     run = engine(state, source, log)
-    count, seconds, n, spent = drain_rate(db, fixes, (run.pid, broker.pid))
+    count, seconds, n, spent, threads = drain_rate(db, fixes, (run.pid, broker.pid), run.pid)
     rates["source"] = count / seconds
     stop(run)
     results.append(f"source (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {rates['source']:,.0f} fixes/s "
-                   f"({fixes} in all, {n} status samples)" + cpu_note(zip(("engine", "broker"), spent), count))
+                   f"({fixes} in all, {n} status samples)" + cpu_note(zip(("engine", "broker"), spent), count) + threads)
 
 broker.terminate()
 print("\n".join(results))

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceSystem
 
 /// A serial executor that runs its jobs on one dedicated thread.
 ///
@@ -46,6 +47,7 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     }
 
     private func loop() {
+        nameThisThread(name)
         while true {
             condition.lock()
             while jobs.isEmpty && !finished { condition.wait() }

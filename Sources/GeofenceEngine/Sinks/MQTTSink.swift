@@ -34,7 +34,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     public var stallTimeout = 30.0
 
     private let lock = NSLock()
-    private var client: MQTTClient?
+    private var client: (any MQTTClient)?
     private var connected = false
     private var problem: String?
     /// Per event of the batch being delivered: its messages not yet acknowledged.
@@ -74,14 +74,14 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     public func open() async throws {
-        var options = MQTTClient.Options(
+        var options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
             password: address.password, topicFilter: nil, tls: address.tls, caFile: address.caFile)
-        options.will = statusTopic.map { MQTTClient.Will(topic: $0, payload: "offline") }
+        options.will = statusTopic.map { MQTTWill(topic: $0, payload: "offline") }
         options.sendMaximum = Self.libraryWindow
         options.reconnectDelayMax = 5
         lock.withLock { problem = problem ?? "connecting to \(address.broker)" }
-        let made = try MQTTClient(options: options) { [weak self] event in self?.handle(event) }
+        let made = try makeMQTTClient(options: options) { [weak self] event in self?.handle(event) }
         // `start` waits for the broker's answer (a blocking connect, up to 10 s for CONNACK): on a thread of
         // its own, not the cooperative pool's, and given up at once when the engine stops, so that a broker
         // that never answers cannot hold the engine's stop (the thread then drops the client when done).
@@ -185,7 +185,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     /// Hands messages of the plan to libmosquitto while fewer than `window` are unacknowledged. Called by
     /// `deliver`, then on the loop thread for every PUBACK.
-    private func pump(_ client: MQTTClient) {
+    private func pump(_ client: any MQTTClient) {
         publishing.lock()
         defer { publishing.unlock() }
         while true {
@@ -236,7 +236,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
     }
 
-    private func publishStatus(_ word: String, client: MQTTClient) {
+    private func publishStatus(_ word: String, client: any MQTTClient) {
         guard let statusTopic else { return }
         lock.withLock { statusAcknowledged = false }
         if let mid = try? client.publish(topic: statusTopic, payload: Array(word.utf8), retain: true) {
@@ -284,10 +284,10 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     /// On libmosquitto's loop thread.
-    private func handle(_ event: MQTTClient.Event) {
+    private func handle(_ event: MQTTEvent) {
         switch event {
         case .published(let mid):
-            let more: MQTTClient? = lock.withLock {
+            let more: (any MQTTClient)? = lock.withLock {
                 switch ids.acknowledged(mid) {
                 case .event(let index): acknowledge(index)
                 case .status: statusAcknowledged = true
@@ -319,7 +319,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             }
             if first { logger.warning("sink \(id): \(address.broker): \(why); reconnecting with backoff") }
             wakeWaiter()
-        case .message:
+        case .message, .tooLong:
             break
         }
     }

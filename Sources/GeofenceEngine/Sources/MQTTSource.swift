@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceGPSD
+import GeofenceSystem
 
 /// Fleet ingest from an MQTT broker: a QoS 1 subscription to one topic filter with a persistent session,
 /// so that fixes published while the engine is down are delivered when it returns.
@@ -22,7 +23,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     public let clientID: String
     private let intake: FleetIntake
     private let lock = NSLock()
-    private var client: MQTTClient?
+    private var client: (any MQTTClient)?
     private let logger: Logger?
     /// Fixes decoded and not yet handed over, in arrival order; guarded by `queue`.
     private var queued: [Fix] = []
@@ -60,10 +61,10 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// refuses (credentials, client id) is said at once, in one line, and the engine does not start.
     /// Messages that arrive before `start()` wait in the stream (at most `maximumReports` batches).
     public func connect(timeout: Double = 10) throws(MQTTError) {
-        let options = MQTTClient.Options(
+        let options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
             password: address.password, topicFilter: address.topicFilter, tls: address.tls, caFile: address.caFile)
-        let client = try MQTTClient(options: options) { [weak self] event in self?.handle(event) }
+        let client = try makeMQTTClient(options: options) { [weak self] event in self?.handle(event) }
         try client.start(timeout: timeout)
         lock.withLock { self.client = client }
     }
@@ -72,7 +73,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         intake.startWatchdog(name: "geofence.mqtt-watchdog")
         queue.withLock { senderStarted = true }
         let sender = Thread { [self] in send() }
-        sender.name = "geofence.mqtt-sender"
+        sender.name = "geofence.mqtt-in"
         sender.start()
     }
 
@@ -83,6 +84,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// each) instead of one report for every message or two the loop thread decoded meanwhile, and the loop
     /// thread wakes this one once a batch, not once a message.
     private func send() {
+        nameThisThread("geofence.mqtt-in")
         while true {
             queue.lock()
             while queued.isEmpty && !closing { queue.wait() }
@@ -134,7 +136,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     }
 
     /// On libmosquitto's loop thread.
-    private func handle(_ event: MQTTClient.Event) {
+    private func handle(_ event: MQTTEvent) {
         switch event {
         case .connected:
             let wasDown = intake.update { status in
@@ -163,14 +165,18 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
             {
                 enqueue(fix)
             }
+        case .tooLong(let topic, let bytes):
+            _ = intake.take(Self.tooLong(bytes), context: " on " + JSONValue.string(topic).serialized())
         }
+    }
+
+    static func tooLong(_ bytes: Int) -> GPSDJSONReport {
+        .malformed(.init(.tooLong, "message of \(bytes) bytes is too long"))
     }
 
     /// Decodes one message: gpsd TPV or OwnTracks location.
     static func decode(topic: String, payload: [UInt8]) -> GPSDJSONReport {
-        if payload.count > GPSDJSON.maximumLineLength {
-            return .malformed(.init(.tooLong, "message of \(payload.count) bytes is too long"))
-        }
+        if payload.count > GPSDJSON.maximumLineLength { return tooLong(payload.count) }
         // OwnTracks says `_type`, gpsd `class`; only an object with `_type` is parsed whole.
         if payload.contains(UInt8(ascii: "_")), let object = try? JSON.parse(payload),
             OwnTracksJSON.isOwnTracks(object)

@@ -1,57 +1,21 @@
 import CMosquitto
 import Foundation
 
-/// One MQTT connection through libmosquitto, wrapped once at the edge: connect, subscribe, and the
-/// network loop on libmosquitto's own thread (`mosquitto_loop_start`), which also reconnects with
-/// backoff (`mosquitto_reconnect_delay_set`) and calls back into Swift.
+/// One MQTT connection through libmosquitto, for TLS (`mqtts://`): connect, subscribe, and the network
+/// loop on libmosquitto's own thread (`mosquitto_loop_start`), which also reconnects with backoff
+/// (`mosquitto_reconnect_delay_set`) and calls back into Swift. Plain connections use `NativeMQTTClient`
+/// (`Docs/mqtt.md` says why).
 ///
 /// libmosquitto's rules: `mosquitto_lib_init` once per process; with the threaded loop, the callbacks
 /// run on the loop thread, and `subscribe`/`disconnect` may be called from any thread. The handler is
 /// called on the loop thread, in order; while it runs, no further message is read, so a handler that
 /// waits holds the broker back (its QoS 1 in-flight window) rather than filling memory.
-final class MQTTClient: @unchecked Sendable {
+final class MosquittoClient: MQTTClient, @unchecked Sendable {
     // @unchecked: `handle` is used through libmosquitto, whose threaded API is safe to call from any
     // thread; the Swift state (`firstConnect`, `loopRunning`, `started`, `lastError`) is guarded by `lock`.
 
-    /// What the loop thread reports.
-    enum Event: Sendable {
-        /// The broker accepted the connection, and the subscription has been asked for again.
-        case connected
-        /// The broker answered the connection with a refusal (bad credentials, a client id refused).
-        case refused(String)
-        /// The connection went away; libmosquitto reconnects on its own.
-        case disconnected(String)
-        case message(topic: String, payload: [UInt8])
-        /// The broker acknowledged (PUBACK) the QoS 1 message `publish` numbered so.
-        case published(Int32)
-    }
-
-    /// A message the broker publishes for us when the connection is lost without a DISCONNECT.
-    struct Will: Sendable {
-        var topic: String
-        var payload: String
-        var retain = true
-    }
-
-    struct Options: Sendable {
-        var host: String
-        var port: Int32
-        var clientID: String
-        var username: String?
-        var password: String?
-        /// What to subscribe to at every connection (QoS 1); nil: a client that only publishes.
-        var topicFilter: String?
-        var will: Will?
-        /// QoS 1 messages sent and not yet acknowledged, at most (more wait in libmosquitto's queue).
-        var sendMaximum: Int32 = 20
-        /// TLS, with the CA certificates of `caFile` (nil: the system's).
-        var tls = false
-        var caFile: String?
-        var keepalive: Int32 = 30
-        /// Reconnect delays, seconds: first, at most (doubling in between).
-        var reconnectDelay: UInt32 = 1
-        var reconnectDelayMax: UInt32 = 30
-    }
+    typealias Event = MQTTEvent
+    typealias Options = MQTTOptions
 
     private static let initialized: Void = { _ = mosquitto_lib_init() }()
 
@@ -100,18 +64,18 @@ final class MQTTClient: @unchecked Sendable {
         }
         _ = mosquitto_int_option(handle, MOSQ_OPT_SEND_MAXIMUM, options.sendMaximum)
         mosquitto_publish_callback_set(handle) { _, object, mid in
-            MQTTClient.from(object)?.handler(.published(mid))
+            MosquittoClient.from(object)?.handler(.published(mid))
         }
         _ = mosquitto_reconnect_delay_set(handle, options.reconnectDelay, options.reconnectDelayMax, true)
         mosquitto_connect_callback_set(handle) { _, object, code in
-            MQTTClient.from(object)?.connected(code: code)
+            MosquittoClient.from(object)?.connected(code: code)
         }
         mosquitto_disconnect_callback_set(handle) { _, object, code in
-            MQTTClient.from(object)?.disconnected(code: code)
+            MosquittoClient.from(object)?.disconnected(code: code)
         }
         // libmosquitto says why a TLS handshake failed only in its log: the last error is kept for `start`.
         mosquitto_log_callback_set(handle) { _, object, level, text in
-            guard level & Int32(MOSQ_LOG_ERR) != 0, let text, let client = MQTTClient.from(object) else { return }
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let text, let client = MosquittoClient.from(object) else { return }
             let line = String(cString: text)
             client.lock.withLock {
                 client.lastError = line
@@ -119,7 +83,7 @@ final class MQTTClient: @unchecked Sendable {
             }
         }
         mosquitto_message_callback_set(handle) { _, object, message in
-            guard let client = MQTTClient.from(object), let message else { return }
+            guard let client = MosquittoClient.from(object), let message else { return }
             let topic = String(cString: message.pointee.topic)
             let count = Int(message.pointee.payloadlen)
             let payload =
@@ -134,8 +98,8 @@ final class MQTTClient: @unchecked Sendable {
         mosquitto_destroy(handle)
     }
 
-    private static func from(_ object: UnsafeMutableRawPointer?) -> MQTTClient? {
-        object.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+    private static func from(_ object: UnsafeMutableRawPointer?) -> MosquittoClient? {
+        object.map { Unmanaged<MosquittoClient>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Connects, starts the loop, and waits up to `timeout` seconds for the broker's answer: an
@@ -249,9 +213,4 @@ final class MQTTClient: @unchecked Sendable {
         if words.hasSuffix(".") { words.removeLast() }
         return words.prefix(1).lowercased() + words.dropFirst()
     }
-}
-
-/// An MQTT source that cannot start: a broker unreachable or refusing at start, a bad password file.
-public struct MQTTError: Error, CustomStringConvertible {
-    public var description: String
 }

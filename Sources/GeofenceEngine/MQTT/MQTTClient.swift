@@ -1,0 +1,91 @@
+import Foundation
+
+/// One MQTT 3.1.1 connection with a persistent session, as the MQTT source and sink use it: connect (and
+/// subscribe, for a source), publish at QoS 1, and events reported to a handler on the client's own
+/// thread, in order. Losing the connection after `start` is reported and retried with backoff, never
+/// thrown.
+///
+/// Two implementations: `NativeMQTTClient`, geofence's own, for plain TCP (buffered reads and batched
+/// writes: a few system calls per hundreds of messages); `MosquittoClient`, libmosquitto, for TLS. `make`
+/// picks one; `Docs/mqtt.md` says why there are two.
+protocol MQTTClient: AnyObject, Sendable {
+    /// Connects and waits up to `timeout` seconds for the broker's answer: an unreachable or refusing
+    /// broker at start is an error to say at once, not a source that stays quiet.
+    func start(timeout: Double) throws(MQTTError)
+    /// Disconnects (the broker keeps the session and queues QoS 1 messages for it) and ends the thread.
+    func stop()
+    /// Hands a QoS 1 message to the client, which sends it (or keeps it until the connection is back, and
+    /// sends it again after a reconnection until the broker acknowledges it). Returns its message id, which
+    /// `.published` reports with the PUBACK.
+    func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32
+    var address: String { get }
+}
+
+/// What a client's thread reports.
+enum MQTTEvent: Sendable {
+    /// The broker accepted the connection, and the subscription has been asked for again.
+    case connected
+    /// The broker answered the connection (or the subscription) with a refusal: bad credentials, a
+    /// client id or a topic filter refused.
+    case refused(String)
+    /// The connection went away; the client reconnects on its own.
+    case disconnected(String)
+    case message(topic: String, payload: [UInt8])
+    /// A message longer than the client keeps (`bytes`: its payload's length), acknowledged and dropped.
+    case tooLong(topic: String, bytes: Int)
+    /// The broker acknowledged (PUBACK) the QoS 1 message `publish` numbered so.
+    case published(Int32)
+}
+
+/// A message the broker publishes for us when the connection is lost without a DISCONNECT.
+struct MQTTWill: Sendable {
+    var topic: String
+    var payload: String
+    var retain = true
+}
+
+struct MQTTOptions: Sendable {
+    var host: String
+    var port: Int32
+    var clientID: String
+    var username: String?
+    var password: String?
+    /// What to subscribe to at every connection (QoS 1); nil: a client that only publishes.
+    var topicFilter: String?
+    var will: MQTTWill?
+    /// QoS 1 messages sent and not yet acknowledged, at most (more wait in the client's queue).
+    var sendMaximum: Int32 = 20
+    /// TLS, with the CA certificates of `caFile` (nil: the system's).
+    var tls = false
+    var caFile: String?
+    var keepalive: Int32 = 30
+    /// Reconnect delays, seconds: first, at most (doubling in between).
+    var reconnectDelay: UInt32 = 1
+    var reconnectDelayMax: UInt32 = 30
+}
+
+/// Which client `makeMQTTClient` builds for a plain connection: geofence's own unless
+/// `GEOFENCE_MQTT_CLIENT=libmosquitto` says otherwise (for comparing the two in one benchmark run).
+enum MQTTClientKind: String, Sendable {
+    case native
+    case libmosquitto
+
+    static var forPlainConnections: MQTTClientKind {
+        ProcessInfo.processInfo.environment["GEOFENCE_MQTT_CLIENT"].flatMap(MQTTClientKind.init(rawValue:)) ?? .native
+    }
+}
+
+/// The client for `options`: libmosquitto for TLS, geofence's own for plain TCP.
+func makeMQTTClient(
+    options: MQTTOptions, handler: @escaping @Sendable (MQTTEvent) -> Void
+) throws(MQTTError) -> any MQTTClient {
+    if options.tls || MQTTClientKind.forPlainConnections == .libmosquitto {
+        return try MosquittoClient(options: options, handler: handler)
+    }
+    return NativeMQTTClient(options: options, handler: handler)
+}
+
+/// An MQTT source that cannot start: a broker unreachable or refusing at start, a bad password file.
+public struct MQTTError: Error, CustomStringConvertible {
+    public var description: String
+}

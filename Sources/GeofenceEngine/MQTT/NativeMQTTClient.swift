@@ -1,0 +1,559 @@
+import Foundation
+import GeofenceSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// geofence's own MQTT 3.1.1 client over plain TCP, for fleets: a persistent session (clean session off),
+/// QoS 1 both ways, reconnection with backoff, keep-alive.
+///
+/// Why not libmosquitto here: libmosquitto 2.0 reads a subscriber's messages one packet per `pselect`,
+/// each in four `read`s, and writes every PUBACK on its own after waking its thread through a socket
+/// pair: eight system calls a message, which capped the source near 64,000 fixes a second on two cores.
+/// This client reads up to 64 KiB at a time, splits it into packets (`MQTTPacketReader`), hands each
+/// message to the handler, then writes every acknowledgement the read produced in one `write`; the
+/// messages a sink publishes between two reads also go out in one `write`.
+///
+/// One thread (`geofence.mqtt`) owns the socket: it connects, reads, writes, pings and reconnects, and
+/// calls the handler, in order. `publish` may be called from any thread, the handler's included: it
+/// queues the packet under `lock` and wakes the thread through a pipe (only when the thread is not
+/// already awake and about to write). Unacknowledged messages are kept and sent again, with DUP set,
+/// after a reconnection, until the broker's PUBACK; at most `sendMaximum` are in flight, the rest wait in
+/// order. An incoming QoS 1 message is acknowledged once the handler has returned: a handler that waits
+/// holds the broker back (its in-flight window) rather than filling memory.
+final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `lock`, but for `socketState`, the I/O thread's own.
+    private let options: MQTTOptions
+    private let handler: @Sendable (MQTTEvent) -> Void
+    /// The longest packet kept whole: a gpsd report is at most 64 KiB, and a topic 64 KiB.
+    static let maximumPacket = 192 * 1024
+    static let readSize = 64 * 1024
+
+    private struct Outgoing {
+        var packet: [UInt8]
+        var serial: Int
+        var sent: Bool
+    }
+
+    private let lock = NSCondition()
+    /// Bytes for the socket, in order: written by the I/O thread.
+    private var output: [UInt8] = []
+    private var inFlight: [UInt16: Outgoing] = [:]
+    /// Published beyond `sendMaximum`, waiting for room, in order.
+    private var waiting: [(id: UInt16, packet: [UInt8])] = []
+    private var waitingHead = 0
+    private var waitingIDs: Set<UInt16> = []
+    private var serial = 0
+    private var lastID: UInt16 = 0
+    private var subscribeID: UInt16?
+    /// The broker has accepted this connection (CONNACK 0) and it is not lost yet.
+    private var online = false
+    private var wakePending = false
+    private var stopping = false
+    private var running = false
+    private var finished = false
+    /// The first connection's outcome, for `start`.
+    private var firstAnswer: Result<Void, MQTTError>?
+    private var thread: pthread_t?
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
+    init(options: MQTTOptions, handler: @escaping @Sendable (MQTTEvent) -> Void) {
+        self.options = options
+        self.handler = handler
+        var pipeEnds: [Int32] = [-1, -1]
+        if pipe(&pipeEnds) == 0 {
+            for end in pipeEnds {
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            }
+        } else {
+            pipeEnds = [-1, -1]
+        }
+        wakeRead = pipeEnds[0]
+        wakeWrite = pipeEnds[1]
+    }
+
+    deinit {
+        stop()
+        if wakeRead >= 0 { close(wakeRead) }
+        if wakeWrite >= 0 { close(wakeWrite) }
+    }
+
+    var address: String { "\(options.host):\(options.port)" }
+
+    func start(timeout: Double) throws(MQTTError) {
+        guard wakeRead >= 0 else {
+            throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        lock.withLock { running = true }
+        let worker = Thread { [self] in run(firstTimeout: timeout) }
+        worker.name = "geofence.mqtt"
+        worker.stackSize = 1 << 20
+        worker.start()
+        let answer: Result<Void, MQTTError>? = lock.withLock {
+            let deadline = Date().addingTimeInterval(timeout + 1)
+            while firstAnswer == nil, lock.wait(until: deadline) {}
+            return firstAnswer
+        }
+        switch answer {
+        case .success: return
+        case .failure(let error):
+            stop()
+            throw error
+        case nil:
+            stop()
+            throw MQTTError(description: "the MQTT broker at \(address) did not answer within \(Int(timeout)) s")
+        }
+    }
+
+    func stop() {
+        let wasRunning = lock.withLock {
+            defer { stopping = true }
+            return running && !stopping
+        }
+        guard wasRunning else {
+            // Stopped already: wait for the thread all the same, so that no handler runs after `stop`.
+            lock.withLock {
+                while running && !finished { lock.wait() }
+            }
+            return
+        }
+        wake()
+        // From the handler (its own thread), the thread ends after the handler returns.
+        if let thread = lock.withLock({ self.thread }), pthread_equal(thread, pthread_self()) != 0 { return }
+        lock.withLock {
+            while !finished { lock.wait() }
+        }
+    }
+
+    func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
+        if let problem = MQTTPacket.problem(publishingTo: topic) {
+            throw MQTTError(description: "cannot publish to \(topic): \(problem)")
+        }
+        let topicBytes = Array(topic.utf8)
+        guard 2 + topicBytes.count + 2 + payload.count <= MQTTPacket.maximumRemainingLength else {
+            throw MQTTError(description: "cannot publish to \(topic): a payload of \(payload.count) bytes is too large")
+        }
+        lock.lock()
+        guard let id = freeID() else {
+            lock.unlock()
+            throw MQTTError(description: "cannot publish to \(topic): 65,535 messages are unacknowledged")
+        }
+        let packet = MQTTPacket.publishPacket(topic: topicBytes, payload: payload, id: id, retain: retain)
+        var wakeNeeded = false
+        if inFlight.count < Int(options.sendMaximum) && waitingHead == waiting.count {
+            serial += 1
+            inFlight[id] = Outgoing(packet: packet, serial: serial, sent: online)
+            if online {
+                output.append(contentsOf: packet)
+                wakeNeeded = !wakePending && !onOwnThread
+                if wakeNeeded { wakePending = true }
+            }
+        } else {
+            waiting.append((id, packet))
+            waitingIDs.insert(id)
+        }
+        lock.unlock()
+        if wakeNeeded { wake() }
+        return Int32(id)
+    }
+
+    // MARK: - The I/O thread
+
+    private var onOwnThread: Bool {
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// Under `lock`: the next packet identifier no unacknowledged packet holds.
+    private func freeID() -> UInt16? {
+        for _ in 0..<65_535 {
+            lastID = lastID == UInt16.max ? 1 : lastID + 1
+            if inFlight[lastID] == nil, !waitingIDs.contains(lastID), lastID != subscribeID { return lastID }
+        }
+        return nil
+    }
+
+    private enum Ending {
+        /// `stop()`: DISCONNECT sent, or the connection was not up.
+        case stopped
+        /// The broker could not be reached, or did not answer the connection.
+        case unreachable(String)
+        /// The broker answered the connection with a refusal.
+        case refused(String)
+        /// An accepted connection went away.
+        case lost(String)
+    }
+
+    private func run(firstTimeout: Double) {
+        nameThisThread("geofence.mqtt")
+        lock.withLock { thread = pthread_self() }
+        defer {
+            lock.withLock {
+                online = false
+                finished = true
+                lock.broadcast()
+            }
+        }
+        var delay = Double(options.reconnectDelay)
+        var first = true
+        while true {
+            let ending = session(connectTimeout: first ? firstTimeout : max(10, Double(options.keepalive)))
+            let wasFirst = lock.withLock {
+                defer { first = false }
+                if first, firstAnswer == nil {
+                    switch ending {
+                    case .stopped: firstAnswer = .failure(MQTTError(description: "stopped while connecting"))
+                    case .unreachable(let why):
+                        firstAnswer = .failure(
+                            MQTTError(description: "cannot connect to the MQTT broker at \(address): \(why)"))
+                    case .refused(let why):
+                        firstAnswer = .failure(
+                            MQTTError(description: "the MQTT broker at \(address) refused the connection: \(why)"))
+                    case .lost:
+                        // Accepted, then lost: `start` has its answer already.
+                        break
+                    }
+                    lock.broadcast()
+                    return firstAnswer.map { if case .failure = $0 { true } else { false } } ?? false
+                }
+                return false
+            }
+            // A first connection that fails is `start`'s error to throw; the thread is not wanted after it.
+            if wasFirst { return }
+            switch ending {
+            case .stopped: return
+            case .lost(let why):
+                delay = Double(options.reconnectDelay)
+                handler(.disconnected(why))
+            case .unreachable(let why): handler(.disconnected("the broker cannot be reached: \(why)"))
+            case .refused(let why): handler(.refused(why))
+            }
+            if pause(seconds: delay) { return }
+            delay = min(delay * 2, Double(options.reconnectDelayMax))
+        }
+    }
+
+    /// Waits `seconds` unless stopped meanwhile; true: stopped.
+    private func pause(seconds: Double) -> Bool {
+        let deadline = MonotonicClock.seconds() + seconds
+        while true {
+            if lock.withLock({ stopping }) { return true }
+            let left = deadline - MonotonicClock.seconds()
+            if left <= 0 { return false }
+            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 1, Int32(min(left, 1) * 1000) + 1)
+            drainWake()
+        }
+    }
+
+    private func drainWake() {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &bytes, bytes.count) > 0 {}
+    }
+
+    /// One connection: dial, CONNECT, then read and write until it ends.
+    private func session(connectTimeout: Double) -> Ending {
+        let socket: Int32
+        switch dial(timeout: connectTimeout) {
+        case .success(let fd): socket = fd
+        case .failure(let why): return lock.withLock { stopping } ? .stopped : .unreachable(why.description)
+        }
+        defer {
+            close(socket)
+            // What was queued for this connection is in `inFlight`, sent again at the next one.
+            lock.withLock {
+                online = false
+                output.removeAll(keepingCapacity: true)
+            }
+        }
+        var reader = MQTTPacketReader(maximumLength: Self.maximumPacket)
+        var pending = MQTTPacket.connectPacket(
+            clientID: options.clientID, cleanSession: false, keepalive: UInt16(clamping: options.keepalive),
+            username: options.username, password: options.password,
+            will: options.will.map { .init(topic: $0.topic, payload: Array($0.payload.utf8), retain: $0.retain) })
+        var written = 0
+        var accepted = false
+        let keepalive = Double(max(options.keepalive, 1))
+        var lastSent = MonotonicClock.seconds()
+        var lastHeard = MonotonicClock.seconds()
+        let answerBy = MonotonicClock.seconds() + connectTimeout
+        var chunk = [UInt8](repeating: 0, count: Self.readSize)
+        var acknowledgements: [UInt8] = []
+        var stopRequested = false
+
+        func flush() -> String? {
+            while written < pending.count {
+                let n = pending.withUnsafeBytes { write(socket, $0.baseAddress! + written, $0.count - written) }
+                if n > 0 {
+                    written += n
+                    lastSent = MonotonicClock.seconds()
+                } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                    return nil
+                } else {
+                    return String(cString: strerror(errno))
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            written = 0
+            return nil
+        }
+
+        while true {
+            // What other threads queued, behind what this one has not written yet.
+            lock.withLock {
+                if accepted && !output.isEmpty {
+                    pending.append(contentsOf: output)
+                    output.removeAll(keepingCapacity: true)
+                }
+                wakePending = false
+                if stopping { stopRequested = true }
+            }
+            if stopRequested {
+                if accepted { farewell(socket, pending: Array(pending[written...])) }
+                return .stopped
+            }
+            let now = MonotonicClock.seconds()
+            if accepted {
+                if now - lastHeard > keepalive * 1.5 {
+                    return .lost("the broker did not answer for \(Int(keepalive * 1.5)) s")
+                }
+                if now - lastSent >= keepalive && pending.isEmpty {
+                    pending = [MQTTPacket.pingreq, 0]
+                }
+            } else if now > answerBy {
+                return .unreachable("no answer to the connection within \(Int(connectTimeout)) s")
+            }
+            if let why = flush() { return accepted ? .lost(why) : .unreachable(why) }
+            let nextTimer = accepted ? min(lastSent + keepalive, lastHeard + keepalive * 1.5) : answerBy
+            let timeout = Int32(max(0, min(nextTimer - MonotonicClock.seconds(), 1)) * 1000) + 1
+            var fds = [
+                pollfd(fd: socket, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&fds, 2, timeout)
+            if ready < 0 && errno != EINTR { return .lost(String(cString: strerror(errno))) }
+            if fds[1].revents != 0 { drainWake() }
+            guard fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+            if n == 0 {
+                let why = "the broker closed the connection"
+                return accepted ? .lost(why) : .unreachable(why)
+            }
+            if n < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                let why = String(cString: strerror(errno))
+                return accepted ? .lost(why) : .unreachable(why)
+            }
+            lastHeard = MonotonicClock.seconds()
+            chunk.withUnsafeBytes { reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            while true {
+                let packet: MQTTPacketReader.Packet?
+                do throws(MQTTPacketReader.Malformed) {
+                    packet = try reader.next()
+                } catch {
+                    return .lost("the broker sent \(error.description)")
+                }
+                guard let packet else { break }
+                switch packet {
+                case .connack(_, let code):
+                    guard !accepted else { return .lost("the broker sent a second CONNACK") }
+                    guard code == 0 else { return .refused(MQTTPacket.refusal(code)) }
+                    accepted = true
+                    pending.append(contentsOf: connected())
+                    handler(.connected)
+                case .publish(let topic, let payload, let id, let qos, let tooLong):
+                    guard accepted else { return .unreachable("the broker sent a message before its CONNACK") }
+                    if let tooLong {
+                        handler(.tooLong(topic: topic, bytes: tooLong))
+                    } else {
+                        handler(.message(topic: topic, payload: payload))
+                    }
+                    if let id, qos == 1 {
+                        MQTTPacket.appendAcknowledgement(MQTTPacket.puback, id: id, to: &acknowledgements)
+                    }
+                    if let id, qos == 2 {
+                        MQTTPacket.appendAcknowledgement(MQTTPacket.pubrec, id: id, to: &acknowledgements)
+                    }
+                case .pubrel(let id):
+                    MQTTPacket.appendAcknowledgement(MQTTPacket.pubcomp, id: id, to: &acknowledgements)
+                case .puback(let id):
+                    if acknowledged(id) { handler(.published(Int32(id))) }
+                case .suback(let id, let codes):
+                    let refused = lock.withLock {
+                        defer { if id == subscribeID { subscribeID = nil } }
+                        return id == subscribeID && codes.contains(0x80)
+                    }
+                    if refused, let filter = options.topicFilter {
+                        handler(.refused("the broker refused the subscription to \(filter)"))
+                    }
+                case .pubrec, .pubcomp, .pingresp:
+                    break
+                }
+            }
+            if !acknowledgements.isEmpty {
+                pending.append(contentsOf: acknowledgements)
+                acknowledgements.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+
+    /// Accepted: the subscription asked for again, and every unacknowledged message sent again (in the
+    /// order published, DUP set on those sent before), before anything newer.
+    private func connected() -> [UInt8] {
+        lock.withLock {
+            online = true
+            if firstAnswer == nil {
+                firstAnswer = .success(())
+                lock.broadcast()
+            }
+            output.removeAll(keepingCapacity: true)
+            var bytes: [UInt8] = []
+            if let filter = options.topicFilter {
+                // Subscribed again at every connection: a broker that lost its session (no persistence)
+                // must still send the topic's messages.
+                subscribeID = nil
+                let id = freeID() ?? 1
+                subscribeID = id
+                bytes.append(contentsOf: MQTTPacket.subscribePacket(id: id, filter: filter))
+            }
+            for (id, message) in inFlight.sorted(by: { $0.value.serial < $1.value.serial }) {
+                var packet = message.packet
+                if message.sent { packet[0] |= MQTTPacket.duplicate }
+                bytes.append(contentsOf: packet)
+                inFlight[id]?.sent = true
+            }
+            bytes.append(contentsOf: admitWaiting())
+            return bytes
+        }
+    }
+
+    /// Under `lock`: messages that waited for room, now in flight; their bytes.
+    private func admitWaiting() -> [UInt8] {
+        var bytes: [UInt8] = []
+        while waitingHead < waiting.count, inFlight.count < Int(options.sendMaximum) {
+            let (id, packet) = waiting[waitingHead]
+            waitingHead += 1
+            waitingIDs.remove(id)
+            serial += 1
+            inFlight[id] = Outgoing(packet: packet, serial: serial, sent: online)
+            if online { bytes.append(contentsOf: packet) }
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        }
+        return bytes
+    }
+
+    /// A PUBACK: true if it acknowledges a message of ours still unacknowledged.
+    private func acknowledged(_ id: UInt16) -> Bool {
+        lock.withLock {
+            guard inFlight.removeValue(forKey: id) != nil else { return false }
+            if waitingHead < waiting.count { output.append(contentsOf: admitWaiting()) }
+            return true
+        }
+    }
+
+    /// A graceful end: what was queued, then DISCONNECT (the broker then does not publish the will), for
+    /// at most a second.
+    private func farewell(_ socket: Int32, pending: [UInt8]) {
+        var bytes = pending
+        lock.withLock {
+            bytes.append(contentsOf: output)
+            output.removeAll()
+            online = false
+        }
+        bytes.append(contentsOf: [MQTTPacket.disconnect, 0])
+        var written = 0
+        let deadline = MonotonicClock.seconds() + 1
+        while written < bytes.count, MonotonicClock.seconds() < deadline {
+            let n = bytes.withUnsafeBytes { write(socket, $0.baseAddress! + written, $0.count - written) }
+            if n > 0 {
+                written += n
+            } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                var fds = [pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)]
+                _ = poll(&fds, 1, 100)
+            } else {
+                return
+            }
+        }
+        shutdown(socket, Int32(SHUT_WR))
+    }
+
+    private struct DialFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// A non-blocking TCP connection to the broker, within `timeout` (given up when stopped).
+    private func dial(timeout: Double) -> Result<Int32, DialFailure> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let looked = getaddrinfo(options.host, String(options.port), &hints, &found)
+        guard looked == 0, let found else {
+            return .failure(DialFailure(description: String(cString: gai_strerror(looked))))
+        }
+        defer { freeaddrinfo(found) }
+        var why = "no address for \(options.host)"
+        let deadline = MonotonicClock.seconds() + timeout
+        var candidate: UnsafeMutablePointer<addrinfo>? = found
+        while let address = candidate {
+            candidate = address.pointee.ai_next
+            let fd = socket(
+                address.pointee.ai_family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+                    | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else {
+                why = String(cString: strerror(errno))
+                continue
+            }
+            var on: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+            if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return .success(fd) }
+            guard errno == EINPROGRESS else {
+                why = String(cString: strerror(errno))
+                close(fd)
+                continue
+            }
+            // Connecting: until writable, the deadline, or a stop.
+            var result: Int32 = -1
+            while true {
+                if lock.withLock({ stopping }) {
+                    close(fd)
+                    return .failure(DialFailure(description: "stopped while connecting"))
+                }
+                let left = deadline - MonotonicClock.seconds()
+                if left <= 0 {
+                    why = "no answer to the connection within \(Int(timeout)) s"
+                    break
+                }
+                var fds = [
+                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                ]
+                _ = poll(&fds, 2, Int32(min(left, 1) * 1000) + 1)
+                if fds[1].revents != 0 { drainWake() }
+                if fds[0].revents != 0 {
+                    var error: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                    result = error
+                    break
+                }
+            }
+            if result == 0 { return .success(fd) }
+            if result > 0 { why = String(cString: strerror(result)) }
+            close(fd)
+        }
+        return .failure(DialFailure(description: why))
+    }
+}
