@@ -159,6 +159,21 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
 
+    /// `mosquitto_pub` with QoS 1: the whole of `file` as one message to `topic`; returns its status.
+    @discardableResult
+    public func publish(_ topic: String, file: String) throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.publishPath)
+        p.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-f", file]
+            + (caFile.map { ["--cafile", $0] } ?? [])
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
     /// `mosquitto_pub` with QoS 1: each of `messages` to `topic`, one message a line; returns its status.
     @discardableResult
     public func publish(_ topic: String, _ messages: [String]) throws -> Int32 {

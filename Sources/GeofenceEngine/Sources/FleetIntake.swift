@@ -24,6 +24,8 @@ final class FleetIntake: @unchecked Sendable {
     /// When unusable reports were last summed up in the log, and how many there were then.
     private var lastSummary = -Double.infinity
     private var unusableAtSummary = 0
+    /// The classes (`SKY`, `OwnTracks waypoint`, ...) already said once in the log, at most 100 of them.
+    private var ignoredClasses: Set<String> = []
 
     init(
         status: SourceStatus, liveness: SourceLiveness.Configuration, logger: Logger?,
@@ -92,12 +94,24 @@ final class FleetIntake: @unchecked Sendable {
         var fix: Fix?
         switch report {
         case .tpv(let decoded):
-            fix = decoded
-            unusable = SourceStatus.Unusable.reason(decoded)
-        case .other:
-            lock.withLock {
+            if let future = SourceStatus.Unusable.reason(decoded, now: Date()) {
+                // Not passed on: the filter judges a fleet's fixes by their own times only.
+                unusable = future
+            } else {
+                fix = decoded
+                unusable = SourceStatus.Unusable.reason(decoded)
+            }
+        case .other(let name):
+            let (first, label, unit) = lock.withLock {
                 counts.lines += 1
                 counts.ignored += 1
+                let first = ignoredClasses.count < 100 && ignoredClasses.insert(name).inserted
+                return (first, counts.label, counts.unit)
+            }
+            // Not an error (gpsd and OwnTracks send other classes on the same stream): said once, at info.
+            if first {
+                logger?.info(
+                    "\(label): ignored a \(unit)\(context()) of class \(name) (not a fix); further ones are counted")
             }
             return nil
         case .malformed(let problem):
