@@ -19,6 +19,9 @@ protocol MQTTClient: AnyObject, Sendable {
     /// `.published` reports with the PUBACK.
     func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32
     var address: String { get }
+    /// Unacknowledged messages a publisher should keep handed to this client, at most: as many as keep the
+    /// broker busy, and no more than the client holds cheaply.
+    var preferredWindow: Int { get }
 }
 
 /// What a client's thread reports.

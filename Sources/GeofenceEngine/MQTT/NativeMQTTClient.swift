@@ -83,6 +83,10 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
 
     var address: String { "\(options.host):\(options.port)" }
 
+    /// Held in a dictionary by packet id: a thousand cost no more than a hundred, and keep a broker on
+    /// loopback busy (with 128 the engine woke for every few PUBACKs: 13 µs of CPU a message against 7-8).
+    var preferredWindow: Int { 1_000 }
+
     func start(timeout: Double) throws(MQTTError) {
         guard wakeRead >= 0 else {
             throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")

@@ -3,14 +3,13 @@ import GeofenceCore
 import GeofenceStore
 import Synchronization
 
-/// Publishes events to an MQTT broker at QoS 1 (libmosquitto): an event is acknowledged when the broker's
+/// Publishes events to an MQTT broker at QoS 1 (through `MQTTClient`): an event is acknowledged when the broker's
 /// PUBACK for each of its messages (the event, and the retained state of its pair) has come back.
 ///
-/// A batch is handed to libmosquitto `window` messages at a time: the first ones by `deliver`, each next one
-/// as a PUBACK comes back (on libmosquitto's loop thread, from its callback), so that libmosquitto holds
-/// no more than `window` messages. (It keeps them in a list it walks from the head for every message sent
-/// and every PUBACK: handed a whole batch of thousands, that walk was a third of the engine's time.) Across
-/// a lost connection libmosquitto keeps what it holds and sends the unacknowledged messages again after it
+/// A batch is handed to the client `window` messages at a time: the first ones by `deliver`, each next one
+/// as a PUBACK comes back (on the client's thread, from its handler), so that the client holds no more
+/// than `window` messages (libmosquitto, for TLS, walks a list of them for every message and PUBACK).
+/// Across a lost connection the client keeps what it holds and sends the unacknowledged messages again after it
 /// reconnects (a persistent session under a fixed client id), and the rest of the batch waits for their
 /// PUBACKs, so a broker outage during a batch costs a wait, not a loss. The connection carries a last will (`offline`, retained, on the status topic), and
 /// says `online` (retained) at every connection and `offline` at a graceful stop.
@@ -25,9 +24,10 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private let stateTopic: TopicTemplate?
     private let statusTopic: String?
     private let logger: Logger
-    /// QoS 1 messages handed to libmosquitto and not yet acknowledged, at most.
-    public var window = 128
-    /// libmosquitto's own limit of messages in flight: above `window`, so that it never holds one back.
+    /// QoS 1 messages handed to the client and not yet acknowledged, at most; nil: the client's own
+    /// (`MQTTClient.preferredWindow`: 1,000 for geofence's own client, 128 for libmosquitto).
+    public var window: Int?
+    /// The client's own limit of messages in flight: at least `window`, so that it never holds one back.
     static let libraryWindow: Int32 = 1_000
     /// A batch whose acknowledgements stop coming for this long, while connected, is cut short there (the
     /// rest is offered again: duplicates, never a loss).
@@ -40,8 +40,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     /// Per event of the batch being delivered: its messages not yet acknowledged.
     private var remaining: [Int] = []
     private var outstanding = 0
-    /// The batch's messages, each with the event it counts for; the next one to hand to libmosquitto; how
-    /// many were handed over and not acknowledged; the event of the first that libmosquitto refused.
+    /// The batch's messages, each with the event it counts for; the next one to hand to the client; how
+    /// many were handed over and not acknowledged; the event of the first that the client refused.
     private var plan: [(message: SinkMessage, event: Int)] = []
     private var next = 0
     private var inFlight = 0
@@ -183,14 +183,16 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
     }
 
-    /// Hands messages of the plan to libmosquitto while fewer than `window` are unacknowledged. Called by
+    /// Hands messages of the plan to the client while fewer than `window` are unacknowledged. Called by
     /// `deliver`, then on the loop thread for every PUBACK.
     private func pump(_ client: any MQTTClient) {
         publishing.lock()
         defer { publishing.unlock() }
         while true {
             let taken: (message: SinkMessage, event: Int)? = lock.withLock {
-                guard next < plan.count, inFlight < window, refusedAt == nil else { return nil }
+                guard next < plan.count, inFlight < window ?? client.preferredWindow, refusedAt == nil else {
+                    return nil
+                }
                 defer {
                     next += 1
                     inFlight += 1
@@ -202,7 +204,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             do {
                 mid = try client.publish(topic: message.topic, payload: message.payload, retain: message.retain)
             } catch {
-                // Not taken by libmosquitto (a malformed topic, memory): what came before still counts (a
+                // Not taken by the client (a malformed topic, memory): what came before still counts (a
                 // coalesced state counts for an earlier event: that one is not acknowledged either).
                 lock.withLock {
                     problem = error.description
@@ -283,7 +285,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         waiter?.resume()
     }
 
-    /// On libmosquitto's loop thread.
+    /// On the client's thread.
     private func handle(_ event: MQTTEvent) {
         switch event {
         case .published(let mid):
@@ -293,7 +295,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
                 case .status: statusAcknowledged = true
                 case nil: break
                 }
-                return next < plan.count && inFlight < window ? client : nil
+                guard let client, next < plan.count, inFlight < window ?? client.preferredWindow else { return nil }
+                return client
             }
             // The next messages of the batch, from here: the loop thread keeps the window full.
             if let more { pump(more) }
@@ -325,7 +328,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 }
 
-/// Which message a PUBACK acknowledges: the sink's bookkeeping of libmosquitto's message ids (16 bits,
+/// Which message a PUBACK acknowledges: the sink's bookkeeping of the client's message ids (16 bits,
 /// counting up and wrapping, one sequence for every message of the connection's client).
 ///
 /// A PUBACK can come back before `publish` has returned its id to the thread that published (the loop

@@ -12,7 +12,7 @@ import GeofenceSystem
 /// deadline and staleness watchdog; `status` shows the broker connected or not (and why), messages
 /// received, usable fixes, the last one and its age.
 ///
-/// Batching and back-pressure: libmosquitto's loop thread decodes each message and queues its fix; one
+/// Batching and back-pressure: the client's thread decodes each message and queues its fix; one
 /// sender thread hands the queue to the engine as one report (at most `maximumBatch` fixes) whenever the
 /// engine has room, so a busy engine gets fixes a batch at a time (one transaction each), an idle one at
 /// once. The loop thread waits while `maximumQueued` fixes are queued, so a broker faster than the engine
@@ -32,8 +32,9 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     private var senderDone = false
     private let queue = NSCondition()
     public static let maximumBatch = 512
-    /// Few, since libmosquitto acknowledges a message to the broker when it arrives, not when its fix is
-    /// committed: a kill loses what waits here (at most 2 batches being judged and 512 queued).
+    /// Few, since the client acknowledges a message to the broker once its fix is queued here (libmosquitto,
+    /// for TLS, when it arrives), not when the fix is committed: a kill loses what waits here (at most 2
+    /// batches being judged and 512 queued).
     public static let maximumQueued = 512
     public static let maximumReports = 2
     /// How long the sender waits for a batch to fill once a fix is queued: the latency a fix may gain.
@@ -135,7 +136,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         intake.finish()
     }
 
-    /// On libmosquitto's loop thread.
+    /// On the client's thread.
     private func handle(_ event: MQTTEvent) {
         switch event {
         case .connected:
