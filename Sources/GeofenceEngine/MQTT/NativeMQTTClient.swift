@@ -295,7 +295,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
 
         func flush() -> String? {
             while written < pending.count {
-                let n = pending.withUnsafeBytes { write(socket, $0.baseAddress! + written, $0.count - written) }
+                let n = pending.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
                 if n > 0 {
                     written += n
                     lastSent = MonotonicClock.seconds()
@@ -406,6 +406,9 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                 pending.append(contentsOf: acknowledgements)
                 acknowledgements.removeAll(keepingCapacity: true)
             }
+            // A handler that waited (an engine behind) is no silence of the broker's: what it sent meanwhile
+            // is still to be read.
+            lastHeard = MonotonicClock.seconds()
         }
     }
 
@@ -479,7 +482,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         var written = 0
         let deadline = MonotonicClock.seconds() + 1
         while written < bytes.count, MonotonicClock.seconds() < deadline {
-            let n = bytes.withUnsafeBytes { write(socket, $0.baseAddress! + written, $0.count - written) }
+            let n = bytes.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
             if n > 0 {
                 written += n
             } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
@@ -490,6 +493,12 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
             }
         }
         shutdown(socket, Int32(SHUT_WR))
+    }
+
+    /// `send` without SIGPIPE: a broker gone away is an error to report, not a signal that ends a process
+    /// (an embedding application may not ignore SIGPIPE as the `geofence` command does).
+    private static func send(_ socket: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+        Glibc.send(socket, bytes, count, Int32(MSG_NOSIGNAL))
     }
 
     private struct DialFailure: Error, CustomStringConvertible {
