@@ -75,6 +75,93 @@ struct MQTTSourceTests {
         #expect(daemon.log.contains("34 messages received, 34 usable fixes"), "\(daemon.log)")
     }
 
+    /// Every stored event's JSON but its id (the only part that is not decided by the fixes).
+    static func bodies(_ stateDir: String) throws -> [String] {
+        let store = try StateStore(directory: stateDir)
+        return try store.outbox.events(after: 0, limit: 10_000).compactMap { row in
+            guard case .object(var members) = try JSON.parse(row.body), members["region"] != nil else { return nil }
+            members["id"] = nil
+            return JSONValue.object(members).serialized()
+        }
+    }
+
+    @Test("a fleet over MQTT, TPV and OwnTracks on one subscription, gives the same events as replay of its fixes")
+    func sameEventsAsReplay() async throws {
+        let (cli, broker) = try Self.setUp()
+        defer { cli.dir.remove() }
+        let yard = try cli.run(
+            "add", "--id", "yard", "--lat", "48.85", "--lon", "\(Self.longitude(-300))", "--radius", "60")
+        #expect(yard.status == 0)
+        // Four vehicles, 40 fixes each, 3 s apart: two TPV trucks (one east, one west, with accuracy that
+        // varies), two OwnTracks phones (one of them crawling, with poor accuracy). Each message as it would
+        // be published, and the same fix as a TPV line for replay.
+        struct Drive {
+            var topic: String
+            var messages: [String] = []
+            var lines: [String] = []
+        }
+        var drives: [Drive] = []
+        for (index, name) in ["truck-1", "truck-2"].enumerated() {
+            var drive = Drive(topic: "fleet/\(name)")
+            for step in 0..<40 {
+                let x = index == 0 ? 500 - 25 * Double(step) : -600 + 28 * Double(step)
+                let eph = [4.0, 9.0, 15.0, 6.0][step % 4] + Double(index)
+                let tpv =
+                    #"{"class":"TPV","device":"\#(name)","mode":3,"time":"\#(Self.time(3 * step))","lat":48.85,"#
+                    + #""lon":\#(Self.longitude(x)),"eph":\#(eph),"speed":\#(index == 0 ? 8.3 : 9.3),"#
+                    + #""track":\#(index == 0 ? 270 : 90)}"#
+                drive.messages.append(tpv)
+                drive.lines.append(tpv)
+            }
+            drives.append(drive)
+        }
+        for (index, name) in ["alice/phone", "bob/phone"].enumerated() {
+            var drive = Drive(topic: "owntracks/\(name)")
+            for step in 0..<40 {
+                let x = index == 0 ? -450 + 30 * Double(step) : 150 - 9 * Double(step)
+                let acc = index == 0 ? 8.0 : [20.0, 35.0, 50.0][step % 3]
+                let vel = index == 0 ? 36.0 : 10.8
+                let tst = 1_796_000_000 + 3 * step
+                let longitude = Self.longitude(x)
+                drive.messages.append(
+                    #"{"_type":"location","tid":"p\#(index)","lat":48.85,"lon":\#(longitude),"acc":\#(acc),"#
+                        + #""tst":\#(tst),"vel":\#(vel),"cog":\#(index == 0 ? 90 : 270)}"#)
+                drive.lines.append(
+                    #"{"class":"TPV","device":"\#(name)","mode":2,"time":"\#(Self.time(3 * step))","lat":48.85,"#
+                        + #""lon":\#(longitude),"eph":\#(acc),"speed":\#(vel / 3.6),"track":\#(index == 0 ? 90 : 270)}"#
+                )
+            }
+            drives.append(drive)
+        }
+
+        let daemon = try cli.daemon(["--source", "mqtt://127.0.0.1:\(broker.port)/#"])
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        for drive in drives { #expect(try broker.publish(drive.topic, drive.messages) == 0) }
+        _ = try await FleetSourceTests.status(cli) { $0["data"]?["usableFixes"]?.intValue == 160 }
+        #expect(await daemon.stop() != nil)
+
+        let offline = try CLI()
+        defer { offline.dir.remove() }
+        for arguments in [
+            ["add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100"],
+            ["add", "--id", "yard", "--lat", "48.85", "--lon", "\(Self.longitude(-300))", "--radius", "60"],
+        ] {
+            #expect(try offline.run(arguments).status == 0)
+        }
+        let replay = try offline.run(["replay", "-"], stdin: drives.flatMap(\.lines).joined(separator: "\n") + "\n")
+        #expect(replay.status == 0, "\(replay.stderr)")
+
+        let live = try Self.bodies(cli.stateDir)
+        let replayed = try Self.bodies(offline.stateDir)
+        #expect(live == replayed, "\(daemon.log)")
+        // Not an empty comparison: every vehicle is determined, and enters and leaves a region.
+        for subject in ["truck-1", "truck-2", "alice/phone", "bob/phone"] {
+            let own = replayed.filter { $0.contains(#""subject":"\#(subject)""#) }
+            #expect(own.contains { $0.contains(#""type":"enter""#) }, "\(subject): \(own)")
+            #expect(own.contains { $0.contains(#""type":"exit""#) }, "\(subject): \(own)")
+        }
+    }
+
     @Test("OwnTracks locations on owntracks/USER/DEVICE: the vehicle is USER/DEVICE, vel in km/h")
     func ownTracksEvents() async throws {
         let (cli, broker) = try Self.setUp()
