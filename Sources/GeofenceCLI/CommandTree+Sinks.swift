@@ -33,8 +33,9 @@ extension CommandTree {
             of the engine's environment (--password-env).
 
             Topics are templates: {subject}, {region} and {type} become the event's values, each as one topic \
-            level with / + # and other bytes percent-encoded (/dev/ttyACM0 is %2Fdev%2FttyACM0); an event \
-            without a subject has `engine`, one without a region its type. Event types for --on: \
+            level with / + # and other bytes percent-encoded (/dev/ttyACM0 is %2Fdev%2FttyACM0); \
+            {subject-levels} keeps each / of the subject as a level (alice/phone, as OwnTracks names a device). \
+            An event without a subject has `engine`, one without a region its type. Event types for --on: \
             \(hookEventTypes); or all.
             """,
         options: [

@@ -114,4 +114,20 @@ struct MQTTSinkPlanTests {
         let statusAcknowledged = other.acknowledged(10)
         #expect(!status && statusAcknowledged == .status)
     }
+
+    @Test("{subject-levels} keeps a subject's / as levels, each level encoded; {subject} is one level")
+    func subjectLevels() {
+        let owntracks = TopicTemplate("owntracks/{subject-levels}/event")
+        #expect(
+            owntracks.topic(subject: "alice/phone", region: "depot", type: "enter") == "owntracks/alice/phone/event")
+        #expect(
+            TopicTemplate("geofence/{subject}/{region}/event").topic(
+                subject: "alice/phone", region: "depot", type: "enter")
+                == "geofence/alice%2Fphone/depot/event")
+        // No level can become a wildcard, and an empty level stays one.
+        #expect(owntracks.topic(subject: "a+/#b//c", region: nil, type: "enter") == "owntracks/a%2B/%23b//c/event")
+        #expect(owntracks.topic(subject: nil, region: nil, type: "services") == "owntracks/engine/event")
+        #expect(TopicTemplate.problem("owntracks/{subject-levels}/event") == nil)
+        #expect(TopicTemplate.problem("x/{subject-level}") != nil)
+    }
 }

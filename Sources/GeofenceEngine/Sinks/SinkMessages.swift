@@ -6,12 +6,16 @@ import GeofenceStore
 /// by the event's values, each as one topic level (`SubjectName.topicLevel`: `/`, `+`, `#` and every
 /// other byte but `A-Z a-z 0-9 - _ ~` percent-encoded), so no name can add a level or a wildcard.
 ///
-/// An event without a subject (a state event such as `services`) has `engine` for `{subject}`; one without
-/// a region has its type for `{region}`.
+/// `{subject-levels}` is the subject with each of its `/` kept as a level separator (every level encoded as
+/// above): `alice/phone` gives `alice/phone`, the two levels OwnTracks uses for a device, where `{subject}`
+/// gives the one level `alice%2Fphone`.
+///
+/// An event without a subject (a state event such as `services`) has `engine` for `{subject}` and
+/// `{subject-levels}`; one without a region has its type for `{region}`.
 public struct TopicTemplate: Sendable, Equatable {
     public let text: String
 
-    public static let placeholders = ["{subject}", "{region}", "{type}"]
+    public static let placeholders = ["{subject}", "{subject-levels}", "{region}", "{type}"]
     public static let eventDefault = "geofence/{subject}/{region}/event"
     public static let stateDefault = "geofence/{subject}/{region}/state"
     public static let statusDefault = "geofence/engine/status"
@@ -30,7 +34,7 @@ public struct TopicTemplate: Sendable, Equatable {
             guard let close = rest[open...].firstIndex(of: "}") else { return "has a { without }" }
             let name = String(rest[open...close])
             if !placeholders.contains(name) {
-                return "has \(name): use {subject}, {region} and {type}"
+                return "has \(name): use {subject}, {subject-levels}, {region} and {type}"
             }
             rest = rest[rest.index(after: close)...]
         }
@@ -41,6 +45,7 @@ public struct TopicTemplate: Sendable, Equatable {
     private enum Part: Sendable, Equatable {
         case literal(String)
         case subject
+        case subjectLevels
         case region
         case type
     }
@@ -56,6 +61,7 @@ public struct TopicTemplate: Sendable, Equatable {
             if open > rest.startIndex { parts.append(.literal(String(rest[..<open]))) }
             switch rest[open...close] {
             case "{subject}": parts.append(.subject)
+            case "{subject-levels}": parts.append(.subjectLevels)
             case "{region}": parts.append(.region)
             case "{type}": parts.append(.type)
             default: parts.append(.literal(String(rest[open...close])))
@@ -72,6 +78,13 @@ public struct TopicTemplate: Sendable, Equatable {
             switch part {
             case .literal(let text): out += text
             case .subject: out += subject.map(SubjectName.topicLevel) ?? "engine"
+            case .subjectLevels:
+                out +=
+                    subject.map {
+                        $0.split(separator: "/", omittingEmptySubsequences: false).map {
+                            SubjectName.topicLevel(String($0))
+                        }.joined(separator: "/")
+                    } ?? "engine"
             case .region: out += SubjectName.topicLevel(region ?? type)
             case .type: out += SubjectName.topicLevel(type)
             }

@@ -66,7 +66,9 @@ public enum SinkRequest {
         let stateTopic = try template("stateTopic", TopicTemplate.stateDefault)
         let statusTopic = try template("statusTopic", TopicTemplate.statusDefault)
         if let statusTopic, statusTopic.contains("{") {
-            throw ControlError(.invalid, "statusTopic: the engine's status topic has no {subject}, {region} or {type}")
+            throw ControlError(
+                .invalid,
+                "statusTopic: the engine's status topic has no {subject}, {subject-levels}, {region} or {type}")
         }
         let events = try (p["on"]?.arrayValue ?? []).map { item -> String in
             guard let type = item.stringValue, GlobalHook.eventTypes.contains(type) else {
