@@ -19,7 +19,9 @@
 #
 # Usage: Scripts/bench-mqtt.sh [sink-events] [hook-events] [source-fixes]   (default 100000 2000 300000)
 #        GEOFENCE_BIN=path/to/geofence Scripts/bench-mqtt.sh    (an existing binary; nothing is built)
-#        BENCH_PHASES=sink,nostate,hooks,json,source (the default: all) to run some of them
+#        BENCH_PHASES=sink,nostate,hooks,json,source (the default: all) to run some of them; add
+#        sink-lib and source-lib for the same sink and source phases through libmosquitto
+#        (GEOFENCE_MQTT_CLIENT=libmosquitto: the client geofence uses for TLS), in the same run
 set -eu
 cd "$(dirname "$0")/.."
 if [ -z "${GEOFENCE_BIN:-}" ]; then
@@ -103,8 +105,10 @@ def drain_rate(db, fixes, pids=(), threads_of=None):
     threads = threads_note(start[3], end[3], end[1] - start[1]) if threads_of else ""
     return end[1] - start[1], end[0] - start[0], len(samples), spent, threads
 
-def engine(state, source, log):
+def engine(state, source, log, client=None):
     env = {**os.environ, "GEOFENCE_SOCKET": state + ".sock"}
+    if client:
+        env["GEOFENCE_MQTT_CLIENT"] = client
     return subprocess.Popen([BIN, "run", "--source", source, "--state-dir", state], env=env,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
@@ -171,7 +175,7 @@ def progress(text):
 
 # The sink: added first, so that its cursor is before the backlog. With the retained state topic (the
 # default: two messages for most events), then without it. The listener counts what it receives.
-def sink_phase(name, *options):
+def sink_phase(name, *options, client=None):
     state = os.path.join(WORK, name)
     os.makedirs(state)
     geofence(state, "sink", "add", "--id", "bench", "--mqtt", f"mqtt://127.0.0.1:{PORT}", *options)
@@ -186,7 +190,7 @@ def sink_phase(name, *options):
     time.sleep(0.2)
     path = fifo(name)
     log = os.path.join(WORK, name + ".log")
-    run = engine(state, "json:" + path, log)
+    run = engine(state, "json:" + path, log, client)
     writer = open(path, "w")  # held open, never written: the engine waits for fixes, the sink drains
     t0 = wait_log(log, "sink bench: connected")
     pids = (run.pid, broker.pid, listener.pid)
@@ -238,13 +242,15 @@ if "sink" in PHASES:
     rates["sink"] = sink_phase("sink")
 if "nostate" in PHASES:
     rates["nostate"] = sink_phase("sink, --state-topic none", "--state-topic", "none")
+if "sink-lib" in PHASES:
+    rates["sink-lib"] = sink_phase("sink through libmosquitto", client="libmosquitto")
 if "hooks" in PHASES:
     rates["hooks"] = hooks_phase()
 
 # The sources: the same fixes (a fleet driving 2 km from every region: no event, the fixes' own cost)
 # through a JSON-lines FIFO, then through MQTT, a backlog published while the engine was down.
 vehicles = max(1, SOURCE_FIXES // STEPS)
-lines = list(drive(vehicles, north=2000)) if "json" in PHASES or "source" in PHASES else []
+lines = list(drive(vehicles, north=2000)) if {"json", "source", "source-lib"} & set(PHASES) else []
 fixes = len(lines)
 
 if "json" in PHASES:
@@ -268,27 +274,32 @@ if "json" in PHASES:
     results.append(f"source (JSON lines, for comparison): {count} fixes in {seconds:.2f} s: {rates['json']:,.0f} "
                    f"fixes/s ({n} status samples)" + cpu_note(zip(("engine",), spent), count) + threads)
 
-if "source" in PHASES:
-    state = setup("source")
+def source_phase(name, client=None):
+    state = setup(name)
     source = f"mqtt://127.0.0.1:{PORT}/fleet/#"
-    log = os.path.join(WORK, "source.log")
-    run = engine(state, source, log)
+    log = os.path.join(WORK, name + ".log")
+    run = engine(state, source, log, client)
     wait_log(log, "running:")
     stop(run)
-    progress("source (MQTT): publishing the backlog")
+    progress(f"{name}: publishing the backlog")
     # In parts: one mosquitto_pub -l given 100,000 lines at once was disconnected by the broker ("out of
     # memory") after about 35,000 of them.
     for part in range(0, fixes, 5000):
         subprocess.run(["mosquitto_pub", "-p", str(PORT), "-q", "1", "-t", "fleet/bench", "-l"],
                        input="\n".join(lines[part:part + 5000]) + "\n", text=True, check=True)
     db = sqlite3.connect(os.path.join(state, "geofence.db"))
-    progress("source (MQTT): draining it")
-    run = engine(state, source, log)
+    progress(f"{name}: draining it")
+    run = engine(state, source, log, client)
     count, seconds, n, spent, threads = drain_rate(db, fixes, (run.pid, broker.pid), run.pid)
-    rates["source"] = count / seconds
     stop(run)
-    results.append(f"source (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {rates['source']:,.0f} fixes/s "
+    results.append(f"{name} (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {count / seconds:,.0f} fixes/s "
                    f"({fixes} in all, {n} status samples)" + cpu_note(zip(("engine", "broker"), spent), count) + threads)
+    return count / seconds
+
+if "source" in PHASES:
+    rates["source"] = source_phase("source")
+if "source-lib" in PHASES:
+    rates["source-lib"] = source_phase("source through libmosquitto", client="libmosquitto")
 
 broker.terminate()
 print("\n".join(results))
@@ -296,4 +307,8 @@ if "sink" in rates and "hooks" in rates:
     print(f"sink / hooks: {rates['sink'] / rates['hooks']:,.0f} times as many events per second")
 if "source" in rates and "json" in rates:
     print(f"MQTT source / JSON lines: {rates['source'] / rates['json']:.2f}")
+if "source" in rates and "source-lib" in rates:
+    print(f"MQTT source, own client / libmosquitto: {rates['source'] / rates['source-lib']:.2f}")
+if "sink" in rates and "sink-lib" in rates:
+    print(f"MQTT sink, own client / libmosquitto: {rates['sink'] / rates['sink-lib']:.2f}")
 PY

@@ -57,6 +57,16 @@ extension CommandTree {
                     (its host name is checked too).
                     """, defaultDescription: "the system's CA certificates"),
             .value(
+                "--mqtt-cert", valueName: "file",
+                help: """
+                    With mqtts://, present this client certificate (PEM) to a broker that asks for one \
+                    (mosquitto's require_certificate); with --mqtt-key.
+                    """),
+            .value(
+                "--mqtt-key", valueName: "file",
+                help: "The private key (PEM, without a passphrase) of --mqtt-cert; keep it readable by the engine only."
+            ),
+            .value(
                 "--first-fix-deadline", valueName: "duration",
                 help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
                 default: "60s"),

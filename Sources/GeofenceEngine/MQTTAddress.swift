@@ -14,6 +14,10 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
     public var tls = false
     /// A PEM file of the CA certificates to trust (`--mqtt-ca`).
     public var caFile: String?
+    /// The client's own certificate and its private key (PEM, the key without a passphrase), for a broker
+    /// that asks for one (`--mqtt-cert`, `--mqtt-key`).
+    public var certificateFile: String?
+    public var keyFile: String?
 
     public init(host: String, port: Int32 = 1883, topicFilter: String) {
         self.host = host

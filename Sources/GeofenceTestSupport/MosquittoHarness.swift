@@ -13,6 +13,10 @@ public final class MosquittoBroker: @unchecked Sendable {
     public let directory: String
     /// The CA that signed a TLS broker's certificate (nil: plain MQTT).
     public let caFile: String?
+    /// The broker lets in only clients with a certificate of its CA: this one (`client.crt`, `client.key`).
+    public let requiresClientCertificate: Bool
+    public var clientCertificate: String { directory + "/client.crt" }
+    public var clientKey: String { directory + "/client.key" }
     private let config: String
     private var process: Process?
 
@@ -30,10 +34,17 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// With `tls`, it speaks only TLS, with a server certificate for 127.0.0.1 signed by a CA of its own
     /// (`caFile`), both made here with openssl.
     ///
+    /// With `clientCertificates` as well, it lets in only clients with a certificate signed by that CA
+    /// (`require_certificate`): `clientCertificate` and `clientKey` are one.
+    ///
     /// `settings` are more lines of `mosquitto.conf` (`max_queued_messages 0`).
-    public init(directory: String, users: [String: String] = [:], tls: Bool = false, settings: [String] = []) throws {
+    public init(
+        directory: String, users: [String: String] = [:], tls: Bool = false, clientCertificates: Bool = false,
+        settings: [String] = []
+    ) throws {
         self.directory = directory
         caFile = tls ? directory + "/ca.crt" : nil
+        requiresClientCertificate = tls && clientCertificates
         port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
         config = directory + "/mosquitto.conf"
         var text = """
@@ -49,6 +60,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         if tls {
             try Self.makeCertificates(in: directory)
             text += "cafile \(directory)/ca.crt\ncertfile \(directory)/server.crt\nkeyfile \(directory)/server.key\n"
+            if clientCertificates { text += "require_certificate true\n" }
         }
         if users.isEmpty {
             text += "allow_anonymous true\n"
@@ -115,6 +127,8 @@ public final class MosquittoBroker: @unchecked Sendable {
             "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=geofence-test-ca",
             "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1",
             "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext",
+            "req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=geofence-test-client",
+            "x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2",
         ]
         for step in steps {
             let p = Process()
@@ -167,6 +181,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         p.arguments =
             ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-f", file]
             + (caFile.map { ["--cafile", $0] } ?? [])
+            + (requiresClientCertificate ? ["--cert", clientCertificate, "--key", clientKey] : [])
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
@@ -182,6 +197,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         p.arguments =
             ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-l"]
             + (caFile.map { ["--cafile", $0] } ?? [])
+            + (requiresClientCertificate ? ["--cert", clientCertificate, "--key", clientKey] : [])
         let input = Pipe()
         p.standardInput = input
         p.standardOutput = FileHandle.nullDevice

@@ -430,6 +430,47 @@ struct MQTTSourceTests {
         #expect(try Self.events(cli).map(\.type) == ["determined", "enter", "exit"])
     }
 
+    @Test("mqtts:// with --mqtt-cert and --mqtt-key: a broker that wants a client certificate; without one, exit 69")
+    func clientCertificate() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let brokerDirectory = cli.dir.file("broker")
+        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
+        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true, clientCertificates: true)
+        #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+        let url = "mqtts://127.0.0.1:\(broker.port)/fleet/#"
+        let ca = broker.caFile!
+
+        let without = try cli.run(["run", "--source", url, "--mqtt-ca", ca])
+        #expect(without.status == 69, "\(without.stderr)")
+        #expect(without.stderr.hasPrefix("Error: "), "\(without.stderr)")
+        #expect(without.stderr.components(separatedBy: "\n").count == 2, "one line: \(without.stderr)")
+        let alone = try cli.run(["run", "--source", url, "--mqtt-ca", ca, "--mqtt-cert", broker.clientCertificate])
+        #expect(alone.status == 64)
+        #expect(alone.stderr.hasPrefix("Error: --mqtt-cert and --mqtt-key go together"), "\(alone.stderr)")
+        let plain = try cli.run([
+            "run", "--source", "mqtt://127.0.0.1:\(broker.port)/fleet/#", "--mqtt-cert", broker.clientCertificate,
+            "--mqtt-key", broker.clientKey,
+        ])
+        #expect(plain.status == 64)
+        #expect(plain.stderr.hasPrefix("Error: --mqtt-cert and --mqtt-key are for TLS"), "\(plain.stderr)")
+        let missing = try cli.run([
+            "run", "--source", url, "--mqtt-cert", broker.clientCertificate, "--mqtt-key", cli.dir.file("no.key"),
+        ])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.hasPrefix("Error: cannot read the MQTT key file "), "\(missing.stderr)")
+
+        let daemon = try cli.daemon([
+            "--source", url, "--mqtt-ca", ca, "--mqtt-cert", broker.clientCertificate, "--mqtt-key", broker.clientKey,
+        ])
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        #expect(try broker.publish("fleet/truck-1", (0...16).map { Self.tpv($0) }) == 0)
+        #expect(await daemon.waitForLog("event exit", timeout: 15), "\(daemon.log)")
+        #expect(await daemon.stop() != nil)
+        #expect(try Self.events(cli).map(\.type) == ["determined", "enter", "exit"])
+        #expect(without.stderr.contains("certificate required"), "OpenSSL's reason: \(without.stderr)")
+    }
+
     @Test(
         "bad input at start: one error line each (an unreachable broker 69, a bad URL 64, a missing password file 66)")
     func startErrors() throws {

@@ -177,6 +177,21 @@ enum RunCommand {
             }
             address.caFile = ca
         }
+        let certificate = c.arguments.value("--mqtt-cert")
+        let key = c.arguments.value("--mqtt-key")
+        if certificate != nil || key != nil {
+            guard address.tls else { throw c.usage("--mqtt-cert and --mqtt-key are for TLS: use mqtts:// in --source") }
+            guard let certificate, let key else {
+                throw c.usage("--mqtt-cert and --mqtt-key go together: the certificate and its private key")
+            }
+            for (what, file) in [("certificate", certificate), ("key", key)] where access(file, R_OK) != 0 {
+                throw CommandFailure(
+                    "cannot read the MQTT \(what) file \(file): \(String(cString: strerror(errno)))", exitCode: .noInput
+                )
+            }
+            address.certificateFile = certificate
+            address.keyFile = key
+        }
         if address.password != nil, address.username == nil {
             throw c.usage("an MQTT password needs a user name: mqtt://USER@HOST[:PORT]/TOPIC")
         }

@@ -58,9 +58,12 @@ struct MQTTOptions: Sendable {
     var will: MQTTWill?
     /// QoS 1 messages sent and not yet acknowledged, at most (more wait in the client's queue).
     var sendMaximum: Int32 = 20
-    /// TLS, with the CA certificates of `caFile` (nil: the system's).
+    /// TLS, with the CA certificates of `caFile` (nil: the system's), and the client's own certificate
+    /// and key when the broker asks for one.
     var tls = false
     var caFile: String?
+    var certificateFile: String?
+    var keyFile: String?
     var keepalive: Int32 = 30
     /// Reconnect delays, seconds: first, at most (doubling in between).
     var reconnectDelay: UInt32 = 1

@@ -47,12 +47,21 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
         }
         if options.tls {
             // The broker's certificate and host name are checked (libmosquitto's default); never insecure.
-            let code =
-                options.caFile.map { mosquitto_tls_set(handle, $0, nil, nil, nil, nil) }
-                ?? mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1)
+            var code = MOSQ_ERR_SUCCESS.rawValue
+            if options.caFile == nil { code = mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1) }
+            if code == MOSQ_ERR_SUCCESS.rawValue, options.caFile != nil || options.certificateFile != nil {
+                // libmosquitto wants a CA file or directory with a client certificate: the system's directory
+                // when no CA file is given. A key with a passphrase is refused rather than asked for on a
+                // terminal a daemon does not have.
+                code = mosquitto_tls_set(
+                    handle, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, options.certificateFile,
+                    options.keyFile
+                ) { _, _, _, _ in 0 }
+            }
             // (Thrown once every property is set: `deinit` runs and destroys the handle.)
             guard code == MOSQ_ERR_SUCCESS.rawValue else {
-                throw MQTTError(description: "cannot use the CA certificates for TLS: \(Self.text(code))")
+                let what = options.certificateFile == nil ? "the CA certificates" : "the certificates and key"
+                throw MQTTError(description: "cannot use \(what) for TLS: \(Self.text(code))")
             }
         }
         if let will = options.will {

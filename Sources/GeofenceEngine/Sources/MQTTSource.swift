@@ -64,7 +64,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     public func connect(timeout: Double = 10) throws(MQTTError) {
         let options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
-            password: address.password, topicFilter: address.topicFilter, tls: address.tls, caFile: address.caFile)
+            password: address.password, topicFilter: address.topicFilter, tls: address.tls, caFile: address.caFile,
+            certificateFile: address.certificateFile, keyFile: address.keyFile)
         let client = try makeMQTTClient(options: options) { [weak self] event in self?.handle(event) }
         try client.start(timeout: timeout)
         lock.withLock { self.client = client }
