@@ -126,6 +126,9 @@ struct MQTTPacketTests {
             [0x20, 1, 0],  // a CONNACK of one byte
             [0x40, 0],  // a PUBACK without its identifier
             [0xA0, 0x80, 0x80, 0x04],  // a packet of 65,536 bytes that is not a PUBLISH, above the maximum
+            [0x36, 0x88, 0x27, 0, 1, 0x74, 0, 1],  // QoS 3 in a PUBLISH above the maximum
+            Self.incoming(topic: "t", payload: [1], qos: 1, id: 0),  // packet identifier 0
+            [0x32, 0x88, 0x27, 0, 1, 0x74, 0, 0],  // the same above the maximum
         ]
         for bytes in cases {
             #expect(throws: MQTTPacketReader.Malformed.self, "\(bytes)") {

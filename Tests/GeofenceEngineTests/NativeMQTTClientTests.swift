@@ -15,7 +15,7 @@ import Testing
 struct NativeMQTTClientTests {
     /// One listening socket on a free loopback port; `accept` gives each connection to the script.
     final class ScriptedBroker: @unchecked Sendable {
-        let listener: Int32
+        private(set) var listener: Int32
         let port: Int32
 
         init() throws {
@@ -35,7 +35,13 @@ struct NativeMQTTClientTests {
             port = Int32(UInt16(bigEndian: address.sin_port))
         }
 
-        deinit { close(listener) }
+        deinit { closeListener() }
+
+        /// No more connections: a client now finds the port closed.
+        func closeListener() {
+            if listener >= 0 { close(listener) }
+            listener = -1
+        }
 
         /// The next connection, within 5 s.
         func accept() throws -> Connection {
@@ -143,6 +149,7 @@ struct NativeMQTTClientTests {
             if case .message = event { usleep(300_000) }
             events.record(event)
         }
+        defer { client.stop() }
         let starting = Thread { try? client.start(timeout: 5) }
         starting.start()
         let first = try broker.accept()
@@ -169,6 +176,7 @@ struct NativeMQTTClientTests {
         let broker = try ScriptedBroker()
         let events = Events()
         let client = Self.client(broker, events: events)
+        defer { client.stop() }
         let starting = Thread { try? client.start(timeout: 5) }
         starting.start()
         var connection: Connection? = try broker.accept()
@@ -203,7 +211,15 @@ struct NativeMQTTClientTests {
     func subscriptionAndAcknowledgements() throws {
         let broker = try ScriptedBroker()
         let events = Events()
-        let client = Self.client(broker, filter: "fleet/#", events: events)
+        var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test", topicFilter: "fleet/#")
+        options.reconnectDelay = 0
+        // The first message's handler takes 0.3 s: its PUBACK, and those of the messages read with it, after.
+        let first = Atomic(true)
+        let client = NativeMQTTClient(options: options) { event in
+            if case .message = event, first.exchange(false, ordering: .relaxed) { usleep(300_000) }
+            events.record(event)
+        }
+        defer { client.stop() }
         let starting = Thread { try? client.start(timeout: 5) }
         starting.start()
         let connection = try broker.accept()
@@ -220,16 +236,75 @@ struct NativeMQTTClientTests {
         }
         burst += MQTTPacketTests.incoming(
             topic: "fleet/huge", payload: [UInt8](repeating: 0x20, count: 300_000), qos: 1, id: 13)
+        let sent = Date()
         connection.send(burst)
-        var acknowledged: [UInt16] = []
-        while acknowledged.count < 4, let packet = try connection.next() {
-            #expect(packet.header == MQTTPacket.puback)
-            acknowledged.append(UInt16(packet.body[0]) << 8 | UInt16(packet.body[1]))
+        // The four PUBACKs come in one read: one write, after the slow handler.
+        var fds = [pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)]
+        #expect(poll(&fds, 1, 5_000) == 1)
+        let waited = Date().timeIntervalSince(sent)
+        usleep(50_000)
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let n = read(connection.fd, &bytes, bytes.count)
+        #expect(waited >= 0.25, "acknowledged \(waited) s after, before the handler returned")
+        var expected: [UInt8] = []
+        for id in [UInt16(10), 11, 12, 13] {
+            MQTTPacket.appendAcknowledgement(MQTTPacket.puback, id: id, to: &expected)
         }
-        #expect(acknowledged == [10, 11, 12, 13])
+        #expect(Array(bytes[..<max(0, n)]) == expected, "one read of all four")
         #expect(events.all.filter { $0.hasPrefix("message") } == Array(repeating: "message fleet/v 2", count: 3))
         #expect(events.all.contains("too long fleet/huge 300000"), "\(events.all)")
-        client.stop()
+    }
+
+    @Test(
+        "at most sendMaximum messages in flight; the rest wait in order, and one published offline goes on connecting")
+    func inFlightWindow() throws {
+        let broker = try ScriptedBroker()
+        let events = Events()
+        var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test")
+        options.reconnectDelay = 0
+        options.sendMaximum = 2
+        let client = NativeMQTTClient(options: options) { events.record($0) }
+        defer { client.stop() }
+        let starting = Thread { try? client.start(timeout: 5) }
+        starting.start()
+        let connection = try broker.accept()
+        try connection.acceptConnect()
+        #expect(events.wait(for: "connected"))
+        let ids = try (0..<5).map { try client.publish(topic: "t", payload: [UInt8($0)], retain: false) }
+        var received: [UInt8] = []
+        for _ in 0..<2 { received.append(try #require(try connection.next()).body.last!) }
+        #expect(received == [0, 1])
+        // Nothing more until a PUBACK.
+        var fds = [pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)]
+        #expect(poll(&fds, 1, 200) == 0, "a third message before any PUBACK")
+        for id in ids {
+            connection.send([MQTTPacket.puback, 2, UInt8(id >> 8), UInt8(id & 0xFF)])
+            if received.count < 5 { received.append(try #require(try connection.next()).body.last!) }
+        }
+        #expect(received == [0, 1, 2, 3, 4])
+        #expect(events.wait(for: "published", count: 5), "\(events.all)")
+    }
+
+    @Test("a packet before CONNACK is no MQTT broker: the connection fails at start, nothing is reported")
+    func packetBeforeConnack() throws {
+        let broker = try ScriptedBroker()
+        let events = Events()
+        let client = Self.client(broker, events: events)
+        defer { client.stop() }
+        let answering = Thread {
+            guard let connection = try? broker.accept(), (try? connection.next()) != nil else { return }
+            // A PUBACK for a message never sent, then the CONNACK.
+            connection.send([MQTTPacket.puback, 2, 0, 1, MQTTPacket.connack, 2, 0, 0])
+            usleep(500_000)
+        }
+        answering.start()
+        do {
+            try client.start(timeout: 5)
+            Issue.record("started")
+        } catch {
+            #expect(error.description.hasSuffix("the broker sent a packet before its CONNACK"), "\(error)")
+        }
+        #expect(events.all.isEmpty, "\(events.all)")
     }
 
     @Test("at start: a refusal and an unreachable broker are errors in the same words as libmosquitto's")
@@ -251,7 +326,7 @@ struct NativeMQTTClientTests {
                     == "the MQTT broker at 127.0.0.1:\(broker.port) refused the connection: Connection Refused: "
                     + "not authorised")
         }
-        close(broker.listener)
+        broker.closeListener()
         let unreachable = NativeMQTTClient(
             options: MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "x"), handler: { events.record($0) })
         do {

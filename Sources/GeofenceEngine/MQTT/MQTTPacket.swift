@@ -215,6 +215,7 @@ struct MQTTPacketReader {
                 throw Malformed(description: "a packet of type \(header >> 4) of \(length) bytes")
             }
             let qos = (header >> 1) & 0x03
+            guard qos < 3 else { throw Malformed(description: "a PUBLISH at QoS 3") }
             guard count - body >= 2 else { return nil }
             let topicLength = Int(buffer[body]) << 8 | Int(buffer[body + 1])
             let head = 2 + topicLength + (qos > 0 ? 2 : 0)
@@ -222,6 +223,7 @@ struct MQTTPacketReader {
             guard count - body >= head else { return nil }
             let topic = String(decoding: buffer[(body + 2)..<(body + 2 + topicLength)], as: UTF8.self)
             let id = qos > 0 ? Self.read16(buffer, body + 2 + topicLength) : nil
+            guard id != 0 else { throw Malformed(description: "a PUBLISH with packet identifier 0") }
             let held = min(count - body, length)
             dropping = length - held
             start = body + held
@@ -255,6 +257,7 @@ struct MQTTPacketReader {
             guard head <= body.count else { throw Malformed(description: "a PUBLISH whose topic is longer than it") }
             let topic = String(decoding: body[(at + 2)..<(at + 2 + topicLength)], as: UTF8.self)
             let id = qos > 0 ? UInt16(body[at + 2 + topicLength]) << 8 | UInt16(body[at + 3 + topicLength]) : nil
+            guard id != 0 else { throw Malformed(description: "a PUBLISH with packet identifier 0") }
             return .publish(topic: topic, payload: Array(body[(at + head)...]), id: id, qos: qos, tooLong: nil)
         case MQTTPacket.puback: return .puback(try identifier())
         case MQTTPacket.pubrec: return .pubrec(try identifier())

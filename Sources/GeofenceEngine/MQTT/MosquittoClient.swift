@@ -29,6 +29,9 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
     private var started = false
     /// The last error libmosquitto logged (a failed TLS handshake): at start, the reason the connection failed.
     private var lastError: String?
+    /// Why the connection went away before the broker's CONNACK (a TLS 1.3 broker that wants a client
+    /// certificate says so only after the handshake), for `start`.
+    private var lostBeforeAnswer: String?
     private var isStarted: Bool { lock.withLock { started } }
 
     /// A client with a persistent session (clean session off) under `options.clientID`.
@@ -129,7 +132,12 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
         lock.withLock { loopRunning = true }
         let deadline = Date().addingTimeInterval(timeout)
         let answer: Event? = lock.withLock {
-            while firstConnect == nil, lastError == nil, lock.wait(until: deadline) {}
+            while firstConnect == nil, lastError == nil, lostBeforeAnswer == nil, lock.wait(until: deadline) {}
+            // Lost: OpenSSL's reason, logged a moment later, says more than libmosquitto's code.
+            if firstConnect == nil, lastError == nil, lostBeforeAnswer != nil {
+                let grace = Date().addingTimeInterval(0.5)
+                while lastError == nil, lock.wait(until: grace) {}
+            }
             return firstConnect
         }
         switch answer {
@@ -144,8 +152,18 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
             throw MQTTError(description: "the MQTT broker at \(address) refused the connection: \(why)")
         default:
             stop()
-            let why = lock.withLock { lastError }
-            if let why { throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(why)") }
+            let (logged, lost) = lock.withLock { (lastError, lostBeforeAnswer) }
+            if let logged {
+                throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged)")
+            }
+            if let lost {
+                // Without OpenSSL's word, the likeliest cause for a TLS broker that hangs up unanswered.
+                let hint =
+                    options.tls && options.certificateFile == nil
+                    ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
+                        + "give --mqtt-cert and --mqtt-key)" : ""
+                throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(lost)\(hint)")
+            }
             throw MQTTError(
                 description: "the MQTT broker at \(address) did not answer within \(Int(timeout)) s")
         }
@@ -217,7 +235,14 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
 
     private func disconnected(code: Int32) {
         // 0: our own `mosquitto_disconnect`; before `start` has returned, its error says it all.
-        guard code != 0, isStarted else { return }
+        guard code != 0 else { return }
+        guard isStarted else {
+            lock.withLock {
+                lostBeforeAnswer = lostBeforeAnswer ?? Self.text(code)
+                lock.broadcast()
+            }
+            return
+        }
         handler(.disconnected(Self.text(code)))
     }
 

@@ -62,15 +62,11 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     init(options: MQTTOptions, handler: @escaping @Sendable (MQTTEvent) -> Void) {
         self.options = options
         self.handler = handler
+        // A socket pair rather than a pipe: made close-on-exec at once, so a hook spawned meanwhile never
+        // inherits it.
         var pipeEnds: [Int32] = [-1, -1]
-        if pipe(&pipeEnds) == 0 {
-            for end in pipeEnds {
-                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            }
-        } else {
-            pipeEnds = [-1, -1]
-        }
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        if socketpair(AF_UNIX, kind, 0, &pipeEnds) != 0 { pipeEnds = [-1, -1] }
         wakeRead = pipeEnds[0]
         wakeWrite = pipeEnds[1]
     }
@@ -90,6 +86,15 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     func start(timeout: Double) throws(MQTTError) {
         guard wakeRead >= 0 else {
             throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        // CONNECT's strings and binary fields say their length in two bytes (§1.5.3).
+        let fields = [
+            ("client id", options.clientID), ("user name", options.username), ("password", options.password),
+            ("last will's topic", options.will?.topic), ("last will", options.will?.payload),
+        ]
+        for case let (name, value?) in fields where value.utf8.count > 65_535 {
+            throw MQTTError(
+                description: "cannot connect to the MQTT broker at \(address): the \(name) is over 65,535 bytes")
         }
         lock.withLock { running = true }
         let worker = Thread { [self] in run(firstTimeout: timeout) }
@@ -117,18 +122,15 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
             defer { stopping = true }
             return running && !stopping
         }
-        guard wasRunning else {
-            // Stopped already: wait for the thread all the same, so that no handler runs after `stop`.
-            lock.withLock {
-                while running && !finished { lock.wait() }
-            }
-            return
-        }
-        wake()
+        if wasRunning { wake() }
         // From the handler (its own thread), the thread ends after the handler returns.
-        if let thread = lock.withLock({ self.thread }), pthread_equal(thread, pthread_self()) != 0 { return }
+        if lock.withLock({ onOwnThread }) { return }
+        // Else until the thread has ended, so that no handler runs after `stop`; but for at most 5 s: a
+        // thread stuck in a name look-up (a DNS outage) must not hold the engine's stop. It ends on its own
+        // when the look-up returns, and calls no handler after seeing `stopping`.
+        let deadline = Date().addingTimeInterval(5)
         lock.withLock {
-            while !finished { lock.wait() }
+            while running && !finished && lock.wait(until: deadline) {}
         }
     }
 
@@ -206,7 +208,9 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                 lock.broadcast()
             }
         }
-        var delay = Double(options.reconnectDelay)
+        // At least 0.1 s between attempts, whatever the options say: never a busy loop against a broker away.
+        let firstDelay = max(Double(options.reconnectDelay), 0.1)
+        var delay = firstDelay
         var first = true
         while true {
             let ending = session(connectTimeout: first ? firstTimeout : max(10, Double(options.keepalive)))
@@ -235,13 +239,13 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
             switch ending {
             case .stopped: return
             case .lost(let why):
-                delay = Double(options.reconnectDelay)
+                delay = firstDelay
                 handler(.disconnected(why))
             case .unreachable(let why): handler(.disconnected("the broker cannot be reached: \(why)"))
             case .refused(let why): handler(.refused(why))
             }
             if pause(seconds: delay) { return }
-            delay = min(delay * 2, Double(options.reconnectDelayMax))
+            delay = min(delay * 2, max(Double(options.reconnectDelayMax), firstDelay))
         }
     }
 
@@ -265,6 +269,8 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
 
     /// One connection: dial, CONNECT, then read and write until it ends.
     private func session(connectTimeout: Double) -> Ending {
+        // One deadline for the TCP connection and the CONNACK together, as `start` waits.
+        let answerBy = MonotonicClock.seconds() + connectTimeout
         let socket: Int32
         switch dial(timeout: connectTimeout) {
         case .success(let fd): socket = fd
@@ -280,15 +286,15 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         }
         var reader = MQTTPacketReader(maximumLength: Self.maximumPacket)
         var pending = MQTTPacket.connectPacket(
-            clientID: options.clientID, cleanSession: false, keepalive: UInt16(clamping: options.keepalive),
+            clientID: options.clientID, cleanSession: false, keepalive: UInt16(min(max(options.keepalive, 1), 65_535)),
             username: options.username, password: options.password,
             will: options.will.map { .init(topic: $0.topic, payload: Array($0.payload.utf8), retain: $0.retain) })
         var written = 0
         var accepted = false
-        let keepalive = Double(max(options.keepalive, 1))
+        // As the broker holds us to it: what CONNECT says, at least 1 s (0 would mean no keep-alive at all).
+        let keepalive = Double(min(max(options.keepalive, 1), 65_535))
         var lastSent = MonotonicClock.seconds()
         var lastHeard = MonotonicClock.seconds()
-        let answerBy = MonotonicClock.seconds() + connectTimeout
         var chunk = [UInt8](repeating: 0, count: Self.readSize)
         var acknowledgements: [UInt8] = []
         var stopRequested = false
@@ -300,6 +306,11 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                     written += n
                     lastSent = MonotonicClock.seconds()
                 } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                    // A broker that reads slowly: what it took is dropped now, not once all is written.
+                    if written >= 1 << 16 {
+                        pending.removeFirst(written)
+                        written = 0
+                    }
                     return nil
                 } else {
                     return String(cString: strerror(errno))
@@ -336,7 +347,10 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                 return .unreachable("no answer to the connection within \(Int(connectTimeout)) s")
             }
             if let why = flush() { return accepted ? .lost(why) : .unreachable(why) }
-            let nextTimer = accepted ? min(lastSent + keepalive, lastHeard + keepalive * 1.5) : answerBy
+            // (A ping waits for the socket to take what is pending: no timer for it meanwhile, or the loop would
+            // spin once a millisecond.)
+            let pingDue = pending.isEmpty ? lastSent + keepalive : Double.infinity
+            let nextTimer = accepted ? min(pingDue, lastHeard + keepalive * 1.5) : answerBy
             let timeout = Int32(max(0, min(nextTimer - MonotonicClock.seconds(), 1)) * 1000) + 1
             var fds = [
                 pollfd(fd: socket, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
@@ -366,6 +380,10 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                     return .lost("the broker sent \(error.description)")
                 }
                 guard let packet else { break }
+                if !accepted, case .connack = packet {
+                } else if !accepted {
+                    return .unreachable("the broker sent a packet before its CONNACK")
+                }
                 switch packet {
                 case .connack(_, let code):
                     guard !accepted else { return .lost("the broker sent a second CONNACK") }
@@ -374,7 +392,6 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                     pending.append(contentsOf: connected())
                     handler(.connected)
                 case .publish(let topic, let payload, let id, let qos, let tooLong):
-                    guard accepted else { return .unreachable("the broker sent a message before its CONNACK") }
                     if let tooLong {
                         handler(.tooLong(topic: topic, bytes: tooLong))
                     } else {
@@ -455,6 +472,9 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         }
         if waitingHead == waiting.count {
             waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead >= 1_024 && waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
             waitingHead = 0
         }
         return bytes

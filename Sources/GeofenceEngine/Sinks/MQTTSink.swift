@@ -145,15 +145,20 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         guard up else { throw SinkUnavailable(why ?? "not connected to \(address.broker)") }
         // Each message with the event it counts for; a pair's states in this batch coalesced into its last.
         let planned = SinkFormat.plan(batch, format: format, topic: topic, stateTopic: stateTopic)
-        lock.withLock {
-            remaining = Array(repeating: 0, count: batch.count)
-            for (_, index) in planned { remaining[index] += 1 }
-            outstanding = planned.count
-            plan = planned
-            next = 0
-            inFlight = 0
-            refusedAt = nil
-            ids.startBatch()
+        // Under `publishing` too: a message of the batch before, being handed over on the client's thread
+        // (its PUBACK's `pump`), is recorded for that batch before this one starts, never for this one, whose
+        // event of the same index it would acknowledge (or whose `remaining` it would index past the end).
+        publishing.withLock {
+            lock.withLock {
+                remaining = Array(repeating: 0, count: batch.count)
+                for (_, index) in planned { remaining[index] += 1 }
+                outstanding = planned.count
+                plan = planned
+                next = 0
+                inFlight = 0
+                refusedAt = nil
+                ids.startBatch()
+            }
         }
         pump(client)
         // Wait for the acknowledgements, noticing a stall while connected.
@@ -172,14 +177,16 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             }
             await waitForAcknowledgements(seconds: 1)
         }
-        return lock.withLock {
-            let acknowledged = remaining.firstIndex { $0 > 0 } ?? remaining.count
-            let published = refusedAt ?? batch.count
-            ids.endBatch()
-            // PUBACKs still to come for this batch (cut short) hand nothing more over.
-            plan = []
-            next = 0
-            return min(acknowledged, published)
+        return publishing.withLock {
+            lock.withLock {
+                let acknowledged = remaining.firstIndex { $0 > 0 } ?? remaining.count
+                let published = refusedAt ?? batch.count
+                ids.endBatch()
+                // PUBACKs still to come for this batch (cut short) hand nothing more over.
+                plan = []
+                next = 0
+                return min(acknowledged, published)
+            }
         }
     }
 
