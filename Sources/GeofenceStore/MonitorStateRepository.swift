@@ -143,10 +143,11 @@ package struct MonitorStateRepository: Sendable {
                 INSERT OR REPLACE INTO subjects (subject, last_fix_time, baseline_seq, last_fix, updated_at)
                 VALUES (?, ?, ?, ?, ?)
                 """,
-                [
-                    update.subject, update.record.lastFixTime?.timeIntervalSince1970, update.record.baselineSeq,
-                    update.record.lastFix.map { JSONValue.object($0.json).serialized() }, t,
-                ])
+                StatementArguments(values: [
+                    .text(update.subject), update.record.lastFixTime.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    .integer(update.record.baselineSeq), update.record.lastFix.map { .text($0.serializedJSON) } ?? .null,
+                    .real(t),
+                ]))
         }
         for change in out.statusChanges {
             try setStatus(seq: change.regionSeq, change.status, attempts: nil, nextRetry: nil, now: now, db: db)

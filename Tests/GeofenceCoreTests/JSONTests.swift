@@ -569,6 +569,28 @@ struct JSONTests {
         #expect(JSONValue.number(1).serialized(pretty: true) == "1")
     }
 
+    /// The store keeps a vehicle's last fix as `serializedJSON`: the very text the object form gives.
+    @Test func eventFixTextIsTheObjectsText() {
+        let numbers: [Double] = [
+            0, -0.0, 1, -1, 48.86798561, 2.3772456, 3, 20.5, 1e-7, 123_456.789, 9_007_199_254_740_992, 1e300,
+            -179.99999999, .nan, .infinity, 5e-324,
+        ]
+        var fixes: [EventFix] = []
+        for (index, number) in numbers.enumerated() {
+            let other = numbers[(index + 5) % numbers.count]
+            for mode in [FixMode.unknown, .noFix, .twoD, .threeD] {
+                fixes.append(
+                    EventFix(
+                        latitude: number, longitude: other, accuracy: abs(number), accuracyEstimated: index % 2 == 0,
+                        mode: mode, speed: mode == .twoD ? nil : other, course: mode == .noFix ? nil : number))
+            }
+        }
+        fixes.append(EventFix(latitude: 1.5, longitude: 2.5, accuracy: 10, mode: .threeD))
+        for fix in fixes {
+            #expect(fix.serializedJSON == JSONValue.object(fix.json).serialized(), "\(fix)")
+        }
+    }
+
     // MARK: - Values and objects
 
     @Test func objectsKeepOrderAndUniqueKeys() {

@@ -22,6 +22,35 @@ extension JSONObject {
     }
 }
 
+extension EventFix {
+    /// The same text as `JSONValue.object(json).serialized()` (members in `json`'s order, numbers written
+    /// alike), written straight from the fields: the store keeps every vehicle's last fix as this text, once
+    /// per fix, where building the object and walking it cost more than the row's write.
+    public var serializedJSON: String {
+        var writer = JSONWriter(pretty: false)
+        writer.output.reserveCapacity(160)
+        writer.append("{\"lat\":")
+        writer.writeNumber(latitude)
+        writer.append(",\"lon\":")
+        writer.writeNumber(longitude)
+        writer.append(",\"accuracy\":")
+        writer.writeNumber(accuracy)
+        if accuracyEstimated { writer.append(",\"accuracyEstimated\":true") }
+        writer.append(",\"mode\":")
+        writer.writeNumber(Double(mode.rawValue))
+        if let speed {
+            writer.append(",\"speed\":")
+            writer.writeNumber(speed)
+        }
+        if let course {
+            writer.append(",\"course\":")
+            writer.writeNumber(course)
+        }
+        writer.append("}")
+        return String(decoding: writer.output, as: UTF8.self)
+    }
+}
+
 /// Accumulates the UTF-8 of a serialization; `serialized(pretty:)` is its interface.
 private struct JSONWriter {
     let pretty: Bool
@@ -79,11 +108,11 @@ private struct JSONWriter {
         output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
     }
 
-    private mutating func append(_ text: StaticString) {
+    fileprivate mutating func append(_ text: StaticString) {
         text.withUTF8Buffer { output.append(contentsOf: $0) }
     }
 
-    private mutating func writeNumber(_ value: Double) {
+    fileprivate mutating func writeNumber(_ value: Double) {
         guard value.isFinite else {
             append("null")
             return
