@@ -145,8 +145,8 @@ package struct MonitorStateRepository: Sendable {
                 """,
                 StatementArguments(values: [
                     .text(update.subject), update.record.lastFixTime.map { .real($0.timeIntervalSince1970) } ?? .null,
-                    .integer(update.record.baselineSeq), update.record.lastFix.map { .text($0.serializedJSON) } ?? .null,
-                    .real(t),
+                    .integer(update.record.baselineSeq),
+                    update.record.lastFix.map { .text($0.serializedJSON) } ?? .null, .real(t),
                 ]))
         }
         for change in out.statusChanges {
