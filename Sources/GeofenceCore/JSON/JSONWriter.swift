@@ -124,13 +124,30 @@ private struct JSONWriter {
             if value == 0, value.sign == .minus {
                 append("-0")  // keeps the sign through a round trip, like `description`'s "-0.0"
             } else {
-                output.append(contentsOf: String(Int64(value)).utf8)
+                writeInteger(Int64(value))
             }
             return
         }
+        // The bytes are copied as they are (appending a String's `utf8` goes a byte at a time), without the
+        // trailing ".0".
         var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        output.append(contentsOf: text.utf8)
+        text.withUTF8 { bytes in
+            let count = bytes.count
+            let point = count >= 2 && bytes[count - 2] == UInt8(ascii: ".") && bytes[count - 1] == UInt8(ascii: "0")
+            output.append(contentsOf: point ? UnsafeBufferPointer(rebasing: bytes[..<(count - 2)]) : bytes)
+        }
+    }
+
+    /// `String(value)`'s digits, without making the string.
+    private mutating func writeInteger(_ value: Int64) {
+        if value < 0 { output.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let start = output.count
+        repeat {
+            output.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        output[start...].reverse()
     }
 
     private mutating func writeString(_ string: String) {
