@@ -142,12 +142,23 @@ private struct JSONWriter {
     private mutating func writeInteger(_ value: Int64) {
         if value < 0 { output.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
-        let start = output.count
-        repeat {
-            output.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        output[start...].reverse()
+        var digits = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        // Room for the digits, then filled from the last (reversing a slice of the array copied it).
+        let end = output.count + digits
+        output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        output.withUnsafeMutableBufferPointer { bytes in
+            var position = end
+            repeat {
+                position -= 1
+                bytes[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+        }
     }
 
     private mutating func writeString(_ string: String) {
