@@ -176,17 +176,32 @@ public final class FixPipeline {
     /// now. If the commit fails, the error is thrown and nothing is lost: the changes stay queued.
     public func process(_ fix: Fix) throws -> Step {
         var step = Step()
+        offer(fix) { step.decisions.append(($0, $1)) }
+        step.events = try commitIfDue()
+        return step
+    }
+
+    /// `process(_:)` for a caller that needs only the events (the daemon, `replay` without `--trace`): the
+    /// same work and commits, without keeping each report and its verdict (a fix and a copy of it, some
+    /// 400 bytes) in a step made for every fix.
+    public func processForEvents(_ fix: Fix) throws -> [RegionEvent] {
+        offer(fix) { _, _ in }
+        return try commitIfDue()
+    }
+
+    /// Runs one report through epoch assembly, the filter and the monitor; `decided` hears every report it
+    /// settled, with its verdict, in order.
+    @inline(__always)
+    private func offer(_ fix: Fix, _ decided: (Fix, FixVerdict) -> Void) {
         for outcome in assembler.offer(fix, now: monotonic()) {
             switch outcome {
             case .superseded(let old):
                 filter.count(.duplicate)
-                step.decisions.append((old, .rejected(.duplicate)))
+                decided(old, .rejected(.duplicate))
             case .ready(let ready):
-                step.decisions.append((ready, judge(ready)))
+                decided(ready, judge(ready))
             }
         }
-        step.events = try commitIfDue()
-        return step
     }
 
     /// Passes on reports that waited long enough for the rest of their epoch (the daemon calls this often).

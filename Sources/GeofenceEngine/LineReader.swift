@@ -37,13 +37,23 @@ public struct LineReader {
 
     /// Whether a whole line is already buffered (so `next()` will not block).
     public var hasBufferedLine: Bool {
-        buffer[start..<end].contains(UInt8(ascii: "\n"))
+        newline() != nil
+    }
+
+    /// The position of the first newline buffered, if any (`memchr`: the fleet source looks for the next line
+    /// after each one, and a byte-at-a-time search cost more than a tenth of its time per line).
+    private func newline() -> Int? {
+        guard start < end else { return nil }
+        return buffer.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress, let found = memchr(base + start, 0x0A, end - start) else { return nil }
+            return UnsafeRawPointer(found) - base
+        }
     }
 
     /// The next line without its newline, or nil at end of input. A final line without a newline counts.
     public mutating func next() throws -> ArraySlice<UInt8>? {
         while true {
-            if let newline = buffer[start..<end].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = newline() {
                 let line = buffer[start..<newline]
                 start = newline + 1
                 if skipping {

@@ -340,7 +340,7 @@ actor MonitorService {
         // and the fixes after it in the batch must still be judged, or their crossings would be lost.
         for fix in fixes {
             do {
-                committed(try pipeline.process(fix).events)
+                committed(try pipeline.processForEvents(fix))
             } catch {
                 storeFailed(error)
             }

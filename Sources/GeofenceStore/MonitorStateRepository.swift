@@ -111,12 +111,23 @@ package struct MonitorStateRepository: Sendable {
     package func apply(_ outputs: [MonitorOutput], taken: Int64? = nil, now: Date = Date()) throws {
         guard taken != nil || outputs.contains(where: { !$0.isEmpty }) else { return }
         try queue.write { db in
-            for out in outputs { try Self.apply(out, now: now, db: db) }
+            // Most outputs write their subject's row (one a fix): its statement is looked up once a commit.
+            var subjectWrite: Statement?
+            for out in outputs { try Self.apply(out, now: now, db: db, subjectWrite: &subjectWrite) }
             if let taken { try RegionRepository.markTaken(upTo: taken, now: now, db: db) }
         }
     }
 
-    static func apply(_ out: MonitorOutput, now: Date, db: DatabaseConnection) throws {
+    /// The statement that writes a subject's row (`subjectUpdate`).
+    private static let subjectWriteSQL = """
+        INSERT OR REPLACE INTO subjects (subject, last_fix_time, baseline_seq, last_fix, updated_at)
+        VALUES (?, ?, ?, ?, ?)
+        """
+
+    /// `subjectWrite`: the prepared `subjectWriteSQL`, taken from the connection's cache on first use.
+    static func apply(
+        _ out: MonitorOutput, now: Date, db: DatabaseConnection, subjectWrite: inout Statement?
+    ) throws {
         let t = now.timeIntervalSince1970
         try OutboxRepository.insert(out.events, into: db, now: now)
         for update in out.pairUpdates {
@@ -138,15 +149,14 @@ package struct MonitorStateRepository: Sendable {
             }
         }
         if let update = out.subjectUpdate {
-            try db.execute(
-                """
-                INSERT OR REPLACE INTO subjects (subject, last_fix_time, baseline_seq, last_fix, updated_at)
-                VALUES (?, ?, ?, ?, ?)
-                """,
-                [
-                    update.subject, update.record.lastFixTime?.timeIntervalSince1970, update.record.baselineSeq,
-                    update.record.lastFix.map { JSONValue.object($0.json).serialized() }, t,
-                ])
+            let statement = try subjectWrite ?? db.cachedStatement(subjectWriteSQL)
+            subjectWrite = statement
+            try statement.execute(
+                StatementArguments(values: [
+                    .text(update.subject), update.record.lastFixTime.map { .real($0.timeIntervalSince1970) } ?? .null,
+                    .integer(update.record.baselineSeq),
+                    update.record.lastFix.map { .text($0.serializedJSON) } ?? .null, .real(t),
+                ]))
         }
         for change in out.statusChanges {
             try setStatus(seq: change.regionSeq, change.status, attempts: nil, nextRetry: nil, now: now, db: db)

@@ -532,6 +532,33 @@ struct JSONTests {
         }
     }
 
+    /// Numbers are written as `String(Int64(n))` for integers below 2^53, else `description` without a
+    /// trailing ".0": the text the writer has always given (stored rows and events compare equal).
+    @Test func numbersAreWrittenAsBefore() {
+        func reference(_ number: Double) -> String {
+            guard number.isFinite else { return "null" }
+            if number.rounded(.towardZero) == number, number.magnitude < 9_007_199_254_740_992 {
+                return number == 0 && number.sign == .minus ? "-0" : String(Int64(number))
+            }
+            var text = number.description
+            if text.hasSuffix(".0") { text.removeLast(2) }
+            return text
+        }
+        var random = SeededGenerator(seed: 7)
+        var numbers: [Double] = [
+            9_007_199_254_740_991, -9_007_199_254_740_991, 9_007_199_254_740_992, 1e15, 1e16, 1e17, 123_456_789_012,
+            -1, 10, 100, 1_000_000, 0.5, -0.5, 48.85, 2.35, 1e-5, 3e22, -4.2e-300,
+        ]
+        for _ in 0..<20_000 {
+            numbers.append(Double(bitPattern: random.next()))
+            numbers.append(Double(Int64(bitPattern: random.next()) >> (random.next() % 64)))
+            numbers.append((Double(random.next() % 2_000_000_000) / 1e7).rounded(toPlaces: random.next() % 9))
+        }
+        for number in numbers {
+            #expect(JSONValue.number(number).serialized() == reference(number), "\(number)")
+        }
+    }
+
     @Test func numbersRoundTripExactly() throws {
         var random = SeededGenerator(seed: 99)
         for _ in 0..<20_000 {
@@ -567,6 +594,28 @@ struct JSONTests {
                 }
                 """)
         #expect(JSONValue.number(1).serialized(pretty: true) == "1")
+    }
+
+    /// The store keeps a vehicle's last fix as `serializedJSON`: the very text the object form gives.
+    @Test func eventFixTextIsTheObjectsText() {
+        let numbers: [Double] = [
+            0, -0.0, 1, -1, 48.86798561, 2.3772456, 3, 20.5, 1e-7, 123_456.789, 9_007_199_254_740_992, 1e300,
+            -179.99999999, .nan, .infinity, 5e-324,
+        ]
+        var fixes: [EventFix] = []
+        for (index, number) in numbers.enumerated() {
+            let other = numbers[(index + 5) % numbers.count]
+            for mode in [FixMode.unknown, .noFix, .twoD, .threeD] {
+                fixes.append(
+                    EventFix(
+                        latitude: number, longitude: other, accuracy: abs(number), accuracyEstimated: index % 2 == 0,
+                        mode: mode, speed: mode == .twoD ? nil : other, course: mode == .noFix ? nil : number))
+            }
+        }
+        fixes.append(EventFix(latitude: 1.5, longitude: 2.5, accuracy: 10, mode: .threeD))
+        for fix in fixes {
+            #expect(fix.serializedJSON == JSONValue.object(fix.json).serialized(), "\(fix)")
+        }
     }
 
     // MARK: - Values and objects
@@ -674,5 +723,13 @@ extension JSONValue {
         default:
             return nil
         }
+    }
+}
+
+extension Double {
+    /// Rounded to `places` decimal places (as a coordinate in a fix often is).
+    fileprivate func rounded(toPlaces places: UInt64) -> Double {
+        let scale = (0..<places).reduce(1.0) { value, _ in value * 10 }
+        return (self * scale).rounded() / scale
     }
 }

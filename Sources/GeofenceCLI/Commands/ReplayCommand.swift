@@ -50,9 +50,13 @@ enum ReplayCommand {
             switch report {
             case .tpv(let fix):
                 tpv += 1
-                let step = try pipeline.process(fix)
-                if trace { for d in step.decisions { c.console.message(traceLine(d.fix, d.verdict)) } }
-                emit(step.events)
+                if trace {
+                    let step = try pipeline.process(fix)
+                    for d in step.decisions { c.console.message(traceLine(d.fix, d.verdict)) }
+                    emit(step.events)
+                } else {
+                    emit(try pipeline.processForEvents(fix))
+                }
             case .other:
                 other += 1
             case .malformed(let reason):

@@ -46,15 +46,25 @@ public struct EpochAssembler: Sendable {
     /// Takes one report; returns what goes on now, in order.
     public mutating func offer(_ fix: Fix, now: Double) -> [Outcome] {
         guard let time = fix.time else { return [.ready(fix)] }
-        if passed[fix.subject] == time { return [.ready(fix)] }
+        // The usual report of a fleet (complete, none of its vehicle's held) hashes its subject once: its
+        // vehicle's entry is found, compared, and replaced in place.
+        var known = passed.index(forKey: fix.subject)
+        if let known, passed.values[known] == time { return [.ready(fix)] }
         var out: [Outcome] = []
-        if let h = held.removeValue(forKey: fix.subject) {
+        if !held.isEmpty, let h = held.removeValue(forKey: fix.subject) {
             // A better report of the held epoch replaces it; the next epoch sends it on as it is.
             out.append(h.fix.time == time ? .superseded(h.fix) : .ready(h.fix))
-            if h.fix.time != time, let heldTime = h.fix.time { passed[fix.subject] = heldTime }
+            if h.fix.time != time, let heldTime = h.fix.time {
+                passed[fix.subject] = heldTime
+                known = nil  // an insertion may have moved every entry
+            }
         }
         if EpochAssembler.isComplete(fix) {
-            passed[fix.subject] = time
+            if let known {
+                passed.values[known] = time
+            } else {
+                passed[fix.subject] = time
+            }
             out.append(.ready(fix))
         } else {
             held[fix.subject] = Held(fix: fix, arrived: now)

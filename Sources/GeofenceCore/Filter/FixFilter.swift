@@ -178,15 +178,25 @@ public struct FixFilter: Sendable {
 
         let weighted = WeightedFix(
             fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
-        let kept = Kept(weighted)
-        var track = subjects[fix.subject] ?? SubjectTrack()
-        defer { subjects[fix.subject] = track }
+        // The subject's track is judged in place (its entry made if new, as before): one hash of the subject.
+        let (verdict, resynchronized) = Self.judge(
+            weighted, Kept(weighted), track: &subjects[fix.subject, default: SubjectTrack()],
+            maxSpeed: c.maxSpeed, resyncAfter: c.resyncAfter)
+        if resynchronized { statistics.resynchronized += 1 }
+        return verdict
+    }
 
+    /// `judge`'s decision against the subject's track, which it updates; and whether it re-synchronised.
+    private static func judge(
+        _ weighted: WeightedFix, _ kept: Kept, track: inout SubjectTrack, maxSpeed: Double, resyncAfter: Int
+    ) -> (FixVerdict, resynchronized: Bool) {
+        let time = weighted.time
+        func plausible(from a: Kept, to b: Kept) -> Bool { Self.plausible(from: a, to: b, maxSpeed: maxSpeed) }
         guard let last = track.last else {
             track.last = kept
-            return .accepted(weighted)
+            return (.accepted(weighted), false)
         }
-        if time == last.time { return .rejected(.duplicate) }
+        if time == last.time { return (.rejected(.duplicate), false) }
         let reason: FixRejection?
         if time < last.time {
             reason = .outOfOrder
@@ -198,30 +208,29 @@ public struct FixFilter: Sendable {
         guard let reason else {
             track.last = kept
             track.candidates.removeAll()
-            return .accepted(weighted)
+            return (.accepted(weighted), false)
         }
         // A refused fix may be the first of a new truth: keep a run of mutually consistent ones.
         if let previous = track.candidates.last {
-            if kept.time == previous.time { return .rejected(.duplicate) }
+            if kept.time == previous.time { return (.rejected(.duplicate), false) }
             if kept.time < previous.time || !plausible(from: previous, to: kept) {
                 track.candidates.removeAll()
             }
         }
         track.candidates.append(kept)
-        if track.candidates.count >= max(1, c.resyncAfter) {
+        if track.candidates.count >= max(1, resyncAfter) {
             track.last = kept
             track.candidates.removeAll()
-            statistics.resynchronized += 1
-            return .accepted(weighted)
+            return (.accepted(weighted), true)
         }
-        return .rejected(reason)
+        return (.rejected(reason), false)
     }
 
     /// Whether moving from `a` to `b` is possible at `maxSpeed`, giving both fixes the benefit of their accuracy.
-    private func plausible(from a: Kept, to b: Kept) -> Bool {
+    private static func plausible(from a: Kept, to b: Kept, maxSpeed: Double) -> Bool {
         let dt = b.time.timeIntervalSince(a.time)
         guard dt > 0 else { return false }
-        let reach = configuration.maxSpeed * dt + a.accuracy + b.accuracy
+        let reach = maxSpeed * dt + a.accuracy + b.accuracy
         // The chord is a lower bound of the geodesic; comparing it against the reach is conservative
         // in the direction of acceptance, which is the safe side for a plausibility check.
         return a.point.chord(to: b.point) <= reach

@@ -22,6 +22,35 @@ extension JSONObject {
     }
 }
 
+extension EventFix {
+    /// The same text as `JSONValue.object(json).serialized()` (members in `json`'s order, numbers written
+    /// alike), written straight from the fields: the store keeps every vehicle's last fix as this text, once
+    /// per fix, where building the object and walking it cost more than the row's write.
+    public var serializedJSON: String {
+        var writer = JSONWriter(pretty: false)
+        writer.output.reserveCapacity(160)
+        writer.append("{\"lat\":")
+        writer.writeNumber(latitude)
+        writer.append(",\"lon\":")
+        writer.writeNumber(longitude)
+        writer.append(",\"accuracy\":")
+        writer.writeNumber(accuracy)
+        if accuracyEstimated { writer.append(",\"accuracyEstimated\":true") }
+        writer.append(",\"mode\":")
+        writer.writeNumber(Double(mode.rawValue))
+        if let speed {
+            writer.append(",\"speed\":")
+            writer.writeNumber(speed)
+        }
+        if let course {
+            writer.append(",\"course\":")
+            writer.writeNumber(course)
+        }
+        writer.append("}")
+        return String(decoding: writer.output, as: UTF8.self)
+    }
+}
+
 /// Accumulates the UTF-8 of a serialization; `serialized(pretty:)` is its interface.
 private struct JSONWriter {
     let pretty: Bool
@@ -79,11 +108,11 @@ private struct JSONWriter {
         output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
     }
 
-    private mutating func append(_ text: StaticString) {
+    fileprivate mutating func append(_ text: StaticString) {
         text.withUTF8Buffer { output.append(contentsOf: $0) }
     }
 
-    private mutating func writeNumber(_ value: Double) {
+    fileprivate mutating func writeNumber(_ value: Double) {
         guard value.isFinite else {
             append("null")
             return
@@ -95,13 +124,41 @@ private struct JSONWriter {
             if value == 0, value.sign == .minus {
                 append("-0")  // keeps the sign through a round trip, like `description`'s "-0.0"
             } else {
-                output.append(contentsOf: String(Int64(value)).utf8)
+                writeInteger(Int64(value))
             }
             return
         }
+        // The bytes are copied as they are (appending a String's `utf8` goes a byte at a time), without the
+        // trailing ".0".
         var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        output.append(contentsOf: text.utf8)
+        text.withUTF8 { bytes in
+            let count = bytes.count
+            let point = count >= 2 && bytes[count - 2] == UInt8(ascii: ".") && bytes[count - 1] == UInt8(ascii: "0")
+            output.append(contentsOf: point ? UnsafeBufferPointer(rebasing: bytes[..<(count - 2)]) : bytes)
+        }
+    }
+
+    /// `String(value)`'s digits, without making the string.
+    private mutating func writeInteger(_ value: Int64) {
+        if value < 0 { output.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        // Room for the digits, then filled from the last (reversing a slice of the array copied it).
+        let end = output.count + digits
+        output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        output.withUnsafeMutableBufferPointer { bytes in
+            var position = end
+            repeat {
+                position -= 1
+                bytes[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+        }
     }
 
     private mutating func writeString(_ string: String) {

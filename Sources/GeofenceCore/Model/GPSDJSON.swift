@@ -51,7 +51,9 @@ public enum GPSDJSON {
             return .malformed(.init(.tooLong, "line of \(line.count) bytes is too long"))
         }
         // Raw NMEA (`gpspipe -r`, or interleaved as in gpsd's regression logs) and comments are not reports.
-        switch line.first {
+        // The first byte through the line's own storage: called from another module, this body is generic, and
+        // `Collection.first` looked up the index type's conformances each time (hundreds of instructions a line).
+        switch line.withContiguousStorageIfAvailable({ $0.first }) ?? line.first {
         case UInt8(ascii: "$"), UInt8(ascii: "!"): return .other("NMEA")
         case UInt8(ascii: "#"): return .other("comment")
         default: break

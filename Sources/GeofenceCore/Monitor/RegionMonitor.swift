@@ -112,6 +112,7 @@ public struct MonitorOutput: Sendable, Equatable {
 
     public init() {}
 
+    @inlinable
     public var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
 }
 
@@ -151,7 +152,7 @@ public struct RegionMonitor: Sendable {
     /// Subjects' state, in an array found through a dictionary: a fix then hashes its subject once,
     /// and its track is taken out of and put back into the array without hashing again.
     var tracks: [Track] = []
-    var trackBySubject: [String: Int] = [:]
+    @usableFromInline var trackBySubject: [String: Int] = [:]
     /// What each subject's fixes say of its motion (`MotionConsistency`), by track position: apart from the
     /// tracks, so that it is updated in place and never copied with them.
     var motions: [MotionConsistency.Track?] = []
@@ -350,6 +351,11 @@ public struct RegionMonitor: Sendable {
     public var subjectCount: Int { tracks.count }
 
     /// Whether the monitor holds this subject's state (it may have been evicted, or never seen).
+    ///
+    /// Inlinable: called through a class's stored monitor (`FixPipeline`, once per fix), an opaque call made a
+    /// copy of the whole monitor for it (a retain and a release of each of its buffers); inlined, it reads the
+    /// one dictionary.
+    @inlinable
     public func knows(subject: String) -> Bool { trackBySubject[subject] != nil }
 
     /// Forgets every subject whose last fix is before `cutoff` (fix time): a vehicle not heard from for a

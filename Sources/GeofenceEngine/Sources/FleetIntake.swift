@@ -124,10 +124,11 @@ final class FleetIntake: @unchecked Sendable {
         var label = ""
         var unit = ""
         lock.withLock {
-            label = counts.label
-            unit = counts.unit
             counts.lines += 1
             if let unusable {
+                // Only a line that may be logged needs the source's words (`label` is built on each call).
+                label = counts.label
+                unit = counts.unit
                 first = counts.unusable[unusable.kind] == nil
                 counts.unusable[unusable.kind, default: 0] += 1
                 // After the first of each kind, at most one line a minute sums up what came since.

@@ -229,7 +229,12 @@ public final class DatabaseConnection {
     private func withStatement<Result>(
         _ sql: String, _ arguments: StatementArguments, _ body: (Statement) throws -> Result
     ) throws -> Result {
-        let statement = try cachedStatement(sql)
+        try run(try cachedStatement(sql), arguments, body)
+    }
+
+    private func run<Result>(
+        _ statement: Statement, _ arguments: StatementArguments, _ body: (Statement) throws -> Result
+    ) throws -> Result {
         try statement.bind(arguments)
         defer {
             // Releases the statement's read lock at once and drops copies of bound blobs.
@@ -246,8 +251,9 @@ public final class DatabaseConnection {
     /// Positional arguments are consumed in order by the statements of a script; named arguments are offered to
     /// every statement.
     public func execute(_ sql: String, _ arguments: StatementArguments = []) throws {
-        if statementCache[sql] != nil {
-            try withStatement(sql, arguments) { statement in
+        // One look-up of the cache (the hot writes run once per fix): what `cachedStatement` would find.
+        if let cached = statementCache[sql] {
+            try run(cached.isBusy ? try makeStatement(sql) : cached, arguments) { statement in
                 while try statement.step() {}
             }
         } else {

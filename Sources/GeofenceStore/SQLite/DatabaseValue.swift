@@ -138,6 +138,13 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
         named = [:]
     }
 
+    /// Positional values as they are bound, without going through `DatabaseValueConvertible` (for writes made
+    /// once per fix).
+    public init(values: [DatabaseValue]) {
+        positional = values
+        named = [:]
+    }
+
     public init(named values: [String: (any DatabaseValueConvertible)?]) {
         positional = []
         named = values.mapValues { $0?.databaseValue ?? .null }
