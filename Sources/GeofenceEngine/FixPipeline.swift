@@ -184,7 +184,7 @@ public final class FixPipeline {
     /// `process(_:)` for a caller that needs only the events (the daemon, `replay` without `--trace`): the
     /// same work and commits, without keeping each report and its verdict (a fix and a copy of it, some
     /// 400 bytes) in a step made for every fix.
-    public func processForEvents(_ fix: Fix) throws -> [RegionEvent] {
+    package func processForEvents(_ fix: Fix) throws -> [RegionEvent] {
         offer(fix) { _, _ in }
         return try commitIfDue()
     }

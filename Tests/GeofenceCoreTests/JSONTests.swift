@@ -600,7 +600,7 @@ struct JSONTests {
     @Test func eventFixTextIsTheObjectsText() {
         let numbers: [Double] = [
             0, -0.0, 1, -1, 48.86798561, 2.3772456, 3, 20.5, 1e-7, 123_456.789, 9_007_199_254_740_992, 1e300,
-            -179.99999999, .nan, .infinity, 5e-324,
+            -179.99999999, .nan, .infinity, .leastNonzeroMagnitude,
         ]
         var fixes: [EventFix] = []
         for (index, number) in numbers.enumerated() {

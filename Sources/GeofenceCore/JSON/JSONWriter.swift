@@ -26,7 +26,7 @@ extension EventFix {
     /// The same text as `JSONValue.object(json).serialized()` (members in `json`'s order, numbers written
     /// alike), written straight from the fields: the store keeps every vehicle's last fix as this text, once
     /// per fix, where building the object and walking it cost more than the row's write.
-    public var serializedJSON: String {
+    package var serializedJSON: String {
         var writer = JSONWriter(pretty: false)
         writer.output.reserveCapacity(160)
         writer.append("{\"lat\":")

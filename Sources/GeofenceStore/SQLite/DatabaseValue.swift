@@ -140,7 +140,7 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
 
     /// Positional values as they are bound, without going through `DatabaseValueConvertible` (for writes made
     /// once per fix).
-    public init(values: [DatabaseValue]) {
+    package init(values: [DatabaseValue]) {
         positional = values
         named = [:]
     }
