@@ -134,7 +134,8 @@ public final class SinkSupervisor: Sendable {
                 if first { logger.error("sink \(definition.id): \(why); trying again every second") }
                 continue
             }
-            let runner = SinkRunner(sink: sink, store: store, logger: logger)
+            let runner = SinkRunner(
+                sink: sink, store: store, logger: logger, batchSize: (sink as? MQTTSink)?.batchSize ?? 2_000)
             let paused = state.withLock { s in
                 s.broken[definition.id] = nil
                 return s.paused
