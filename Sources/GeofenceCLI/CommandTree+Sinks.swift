@@ -68,6 +68,12 @@ extension CommandTree {
                 help: "Read the password from this variable of the engine's environment."),
             .value("--ca", valueName: "file", help: "With mqtts://, trust the CA certificates in this PEM file."),
             .value(
+                "--cert", valueName: "file",
+                help: "With mqtts://, present this client certificate (PEM) to a broker that asks for one; with --key."),
+            .value(
+                "--key", valueName: "file",
+                help: "The private key (PEM, without a passphrase) of --cert: an absolute path the engine can read."),
+            .value(
                 "--id", valueName: "name",
                 help: "A name for the sink: letters, digits, '.', '_', '-'. Generated when not given."),
         ],

@@ -35,5 +35,10 @@ extension Schema {
                 ) WITHOUT ROWID
                 """)
         }
+        // A client certificate and its key, for a broker that asks for one (`sink add --cert --key`).
+        m.registerMigration("031-sink-client-certificates") { db in
+            try db.execute("ALTER TABLE sinks ADD COLUMN cert_file TEXT")
+            try db.execute("ALTER TABLE sinks ADD COLUMN key_file TEXT")
+        }
     }
 }

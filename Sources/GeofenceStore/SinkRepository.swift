@@ -27,13 +27,17 @@ public struct SinkDefinition: Sendable, Equatable {
     public var passwordEnvironment: String?
     /// With TLS, a PEM file of the CA certificates to trust (nil: the system's).
     public var caFile: String?
+    /// With TLS, the client's certificate and its private key (PEM files), for a broker that asks for one.
+    public var certificateFile: String?
+    public var keyFile: String?
     public var createdBy: UInt32?
     public var createdAt: Date
 
     public init(
         id: String, kind: String = "mqtt", url: String, topic: String, stateTopic: String? = nil,
         statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
-        passwordEnvironment: String? = nil, caFile: String? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
+        passwordEnvironment: String? = nil, caFile: String? = nil, certificateFile: String? = nil,
+        keyFile: String? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
     ) {
         self.id = id
         self.kind = kind
@@ -46,6 +50,8 @@ public struct SinkDefinition: Sendable, Equatable {
         self.passwordFile = passwordFile
         self.passwordEnvironment = passwordEnvironment
         self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
         self.createdBy = createdBy
         self.createdAt = createdAt
     }
@@ -88,13 +94,14 @@ package struct SinkRepository: Sendable {
                 try db.execute(
                     """
                     INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
-                                       password_env, ca_file, created_by, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       password_env, ca_file, cert_file, key_file, created_by, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [
                         sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
                         sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
-                        sink.passwordEnvironment, sink.caFile, sink.createdBy.map { Int64($0) },
+                        sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile,
+                        sink.createdBy.map { Int64($0) },
                         sink.createdAt.timeIntervalSince1970,
                     ])
             } catch let error as DatabaseError where error.isUniqueConstraintViolation {
@@ -116,7 +123,7 @@ package struct SinkRepository: Sendable {
             try db.forEachRow(
                 """
                 SELECT id, kind, url, topic, state_topic, status_topic, format, events, password_file, password_env,
-                       ca_file, created_by, created_at
+                       ca_file, cert_file, key_file, created_by, created_at
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
@@ -130,6 +137,7 @@ package struct SinkRepository: Sendable {
                         passwordFile: try s.optionalString("password_file"),
                         passwordEnvironment: try s.optionalString("password_env"),
                         caFile: try s.optionalString("ca_file"),
+                        certificateFile: try s.optionalString("cert_file"), keyFile: try s.optionalString("key_file"),
                         createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
                         createdAt: try s.date("created_at")))
             }

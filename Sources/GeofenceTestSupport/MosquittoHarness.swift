@@ -159,7 +159,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     private func subscribe(_ arguments: [String]) throws -> String {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        p.arguments = ["-h", "127.0.0.1", "-p", String(port), "-q", "1"] + arguments
+        p.arguments =
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1"] + arguments + (caFile.map { ["--cafile", $0] } ?? [])
+            + (requiresClientCertificate ? ["--cert", clientCertificate, "--key", clientKey] : [])
         let output = Pipe()
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = output

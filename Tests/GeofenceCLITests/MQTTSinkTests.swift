@@ -240,6 +240,52 @@ struct MQTTSinkTests {
         #expect(daemon.process.terminationStatus == 0)
     }
 
+    @Test("a broker that wants a client certificate: a sink with --cert and --key connects, one without says why")
+    func clientCertificate() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let brokerDirectory = cli.dir.file("broker")
+        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
+        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true, clientCertificates: true)
+        let url = "mqtts://127.0.0.1:\(broker.port)"
+        let ca = broker.caFile!
+        let alone = try cli.run("sink", "add", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate)
+        #expect(alone.status != 0)
+        #expect(alone.stderr.contains("a client certificate and its key go together"), "\(alone.stderr)")
+        let relative = try cli.run("sink", "add", "--mqtt", url, "--cert", "client.crt", "--key", "client.key")
+        #expect(relative.status == 64)
+        #expect(
+            relative.stderr.hasPrefix("Error: invalid value for --cert: give an absolute path"), "\(relative.stderr)")
+        let plain = try cli.run(
+            "sink", "add", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--cert", broker.clientCertificate, "--key",
+            broker.clientKey)
+        #expect(plain.stderr.contains("a client certificate is for TLS"), "\(plain.stderr)")
+        #expect(try JSON.parse(cli.run("sink", "list", "--json").stdout).arrayValue?.isEmpty == true, "nothing added")
+
+        let with = try cli.run(
+            "sink", "add", "--id", "with", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate, "--key",
+            broker.clientKey)
+        #expect(with.status == 0, "\(with.stderr)")
+        #expect(try cli.run("sink", "add", "--id", "without", "--mqtt", url, "--ca", ca).status == 0)
+        let (daemon, feed) = try Self.fifoDaemon(cli)
+        defer { feed.close() }
+        let listed = try await Self.sinks(cli) { sinks in
+            sinks.first { $0["id"]?.stringValue == "with" }?["connected"] == true
+                && sinks.first { $0["id"]?.stringValue == "without" }?["problem"] != nil
+        }
+        let byID = Dictionary(uniqueKeysWithValues: listed.map { ($0["id"]?.stringValue ?? "", $0) })
+        #expect(byID["with"]?["connected"] == true, "\(listed)\n\(daemon.log)")
+        #expect(byID["with"]?["certFile"]?.stringValue == broker.clientCertificate)
+        #expect(byID["with"]?["keyFile"]?.stringValue == broker.clientKey)
+        #expect(byID["without"]?["connected"] == false)
+        #expect(byID["without"]?["problem"]?.stringValue?.contains("certificate") == true, "\(listed)")
+        // The sink that connected said so on the retained status topic.
+        let status = try broker.receive(
+            clientID: "watcher", topic: "geofence/engine/status", persistent: false, seconds: 1)
+        #expect(status == ["geofence/engine/status online"], "\(status)")
+        #expect(await daemon.stop() != nil)
+    }
+
     @Test("a password from a file or the environment: connected, and never in the log, status, list or store")
     func credentials() async throws {
         let (cli, broker) = try Self.setUp(users: ["engine": "s3cret-sink"])

@@ -35,7 +35,7 @@ enum SinkCommands {
         for (option, key) in [
             ("--topic", "topic"), ("--format", "format"), ("--state-topic", "stateTopic"),
             ("--status-topic", "statusTopic"), ("--password-file", "passwordFile"), ("--password-env", "passwordEnv"),
-            ("--ca", "caFile"), ("--id", "id"),
+            ("--ca", "caFile"), ("--cert", "certFile"), ("--key", "keyFile"), ("--id", "id"),
         ] {
             if let value = a.value(option) { params[key] = .string(value) }
         }
@@ -53,8 +53,10 @@ enum SinkCommands {
         if let id = a.value("--id"), let problem = GlobalHook.problem(withID: id) {
             throw c.usage("invalid value for --id: \(problem)")
         }
-        if let file = a.value("--password-file"), !file.hasPrefix("/") {
-            throw c.usage("invalid value for --password-file: give an absolute path (the engine reads it)")
+        for option in ["--password-file", "--cert", "--key"] {
+            if let file = a.value(option), !file.hasPrefix("/") {
+                throw c.usage("invalid value for \(option): give an absolute path (the engine reads it)")
+            }
         }
         let sink = try c.call(.sinkAdd, params)
         if c.json {

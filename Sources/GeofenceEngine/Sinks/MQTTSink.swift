@@ -81,7 +81,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     public func open() async throws {
         var options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
-            password: address.password, topicFilter: nil, tls: address.tls, caFile: address.caFile)
+            password: address.password, topicFilter: nil, tls: address.tls, caFile: address.caFile,
+            certificateFile: address.certificateFile, keyFile: address.keyFile)
         options.will = statusTopic.map { MQTTWill(topic: $0, payload: "offline") }
         options.sendMaximum = Self.libraryWindow
         options.reconnectDelayMax = 5

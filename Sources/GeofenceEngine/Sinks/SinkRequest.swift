@@ -52,6 +52,18 @@ public enum SinkRequest {
                 throw ControlError(.invalid, "the engine cannot read the CA file \(caFile) (give an absolute path)")
             }
         }
+        let certificateFile = try text("certFile")
+        let keyFile = try text("keyFile")
+        if certificateFile != nil || keyFile != nil {
+            guard address.tls else { throw ControlError(.invalid, "a client certificate is for TLS: use mqtts://") }
+            guard let certificateFile, let keyFile else {
+                throw ControlError(.invalid, "a client certificate and its key go together (--cert and --key)")
+            }
+            for (what, file) in [("certificate", certificateFile), ("key", keyFile)]
+            where !file.hasPrefix("/") || !FileManager.default.isReadableFile(atPath: file) {
+                throw ControlError(.invalid, "the engine cannot read the \(what) file \(file) (give an absolute path)")
+            }
+        }
         let formatName = try text("format") ?? SinkFormat.event.rawValue
         guard SinkFormat(rawValue: formatName) != nil else {
             throw ControlError(.invalid, "format: \"\(formatName.prefix(32))\" is not event or owntracks")
@@ -84,7 +96,9 @@ public enum SinkRequest {
         return SinkDefinition(
             id: id, kind: "mqtt", url: address.broker, topic: topic, stateTopic: stateTopic, statusTopic: statusTopic,
             format: formatName, events: GlobalHook.eventTypes.filter(Set(events).contains), passwordFile: passwordFile,
-            passwordEnvironment: passwordEnvironment, caFile: caFile, createdBy: createdBy, createdAt: Date())
+            passwordEnvironment: passwordEnvironment, caFile: caFile, certificateFile: certificateFile,
+            keyFile: keyFile,
+            createdBy: createdBy, createdAt: Date())
     }
 
     /// A definition as `sink list --json` shows it.
@@ -99,6 +113,8 @@ public enum SinkRequest {
         if let file = sink.passwordFile { o["passwordFile"] = .string(file) }
         if let name = sink.passwordEnvironment { o["passwordEnv"] = .string(name) }
         if let ca = sink.caFile { o["caFile"] = .string(ca) }
+        if let file = sink.certificateFile { o["certFile"] = .string(file) }
+        if let file = sink.keyFile { o["keyFile"] = .string(file) }
         if let uid = sink.createdBy { o["createdBy"] = .number(Double(uid)) }
         return o
     }

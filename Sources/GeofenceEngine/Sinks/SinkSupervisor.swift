@@ -49,6 +49,8 @@ public final class SinkSupervisor: Sendable {
             guard definition.kind == "mqtt" else { throw SinkUnavailable("unknown kind of sink \(definition.kind)") }
             var address = try MQTTAddress(broker: definition.url)
             address.caFile = definition.caFile
+            address.certificateFile = definition.certificateFile
+            address.keyFile = definition.keyFile
             if let file = definition.passwordFile {
                 guard let data = FileManager.default.contents(atPath: file) else {
                     throw SinkUnavailable("cannot read the password file \(file)")
