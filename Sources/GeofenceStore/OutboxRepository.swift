@@ -110,6 +110,27 @@ package struct OutboxRepository: Sendable {
         }
     }
 
+    /// Deletes the events before seq `bound` that nothing else in the store still needs: none waits for a
+    /// delivery, every sink's cursor has passed it, and, when any hook is defined, the hook dispatcher has
+    /// passed it too (so a `geofence run` on the same store later runs its hooks for none it has lost). For a
+    /// consumer that has handled everything before `bound` itself: an embedding program. Returns how many.
+    package func prune(beforeSeq bound: Int64) throws -> Int {
+        try queue.write { db in
+            try db.execute(
+                """
+                DELETE FROM events
+                WHERE seq < ?
+                  AND seq <= coalesce((SELECT min(seq) FROM sink_cursors), seq)
+                  AND ((NOT EXISTS (SELECT 1 FROM hooks)
+                        AND NOT EXISTS (SELECT 1 FROM regions WHERE hooks IS NOT NULL))
+                       OR seq <= (SELECT cursor FROM hook_dispatch WHERE id = 1))
+                  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                  WHERE d.event_seq = events.seq AND d.status IN ('pending', 'running'))
+                """, [bound])
+            return db.changes
+        }
+    }
+
     /// Deletes events committed before `cutoff` whose deliveries are all done or dead (and that were
     /// dispatched), with those deliveries. An event still waiting for a delivery, or for a sink (after the
     /// slowest sink's cursor), is never deleted.

@@ -114,6 +114,46 @@ import Testing
         #expect(embedded == replayed)
     }
 
+    @Test func pruningKeepsTheHandledEventAndWhatHooksOrSinksStillNeed() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let store = try StateStore(directory: dir.path)
+        // A sink whose cursor is before every event: it holds them all until it has passed them.
+        _ = try store.sinks.add(SinkDefinition(id: "behind", url: "mqtt://127.0.0.1:1", topic: "t"))
+        let monitor = try GeofenceMonitor(
+            source: ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true), store: .sqlite(directory: dir.path))
+        for region in Self.drive.regions { try await monitor.add(region) }
+        var handled: [GeofenceEvent] = []
+        for try await event in monitor.events() { handled.append(event) }
+        let last = try #require(handled.last)
+        #expect(handled.count > 5)
+        await #expect(throws: GeofenceMonitor.MonitorError.unknownEvent("nope")) {
+            try await monitor.pruneEvents(before: "nope")
+        }
+
+        #expect(try await monitor.pruneEvents(before: last.id) == 0, "the sink has passed none")
+        let middle = handled[handled.count / 2]
+        let middleSeq = try #require(try store.outbox.seq(id: middle.id))
+        try store.sinks.advanceCursor("behind", to: middleSeq)
+        #expect(try await monitor.pruneEvents(before: last.id) == handled.count / 2 + 1, "up to the sink's cursor")
+        _ = try store.sinks.remove(ids: ["behind"])
+
+        // A hook defined: events the hook dispatcher has not passed stay for a `geofence run` to dispatch.
+        _ = try store.deliveries.addHook(GlobalHook(id: "h", events: [], command: "true", createdAt: Date()))
+        #expect(try await monitor.pruneEvents(before: last.id) == 0)
+        _ = try store.deliveries.removeHooks(ids: ["h"])
+
+        // Nothing else needs them: everything before the handled event goes; it stays, to resume after.
+        let left = try store.outbox.count()
+        #expect(try await monitor.pruneEvents(before: last.id) == left - 1)
+        #expect(try store.outbox.events(after: 0, limit: 100).map(\.id) == [last.id])
+        let again = try GeofenceMonitor(
+            source: ScriptedSource(fixes: [], endsWithScript: true), store: .sqlite(directory: dir.path))
+        var after: [GeofenceEvent] = []
+        for try await event in again.events(after: last.id) { after.append(event) }
+        #expect(after.filter(\.isRegionEvent).isEmpty, "resumed after the handled event: \(after.map(\.type))")
+    }
+
     @Test func resumingFromAnUnknownIdIsRefusedAndLeavesTheSessionUnused() async throws {
         let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
         let monitor = try GeofenceMonitor(source: source, store: .inMemory)

@@ -165,6 +165,18 @@ public actor GeofenceMonitor {
 
     // MARK: Events
 
+    /// Deletes from the outbox the events committed before the event `id`, once the program has handled
+    /// them: without it, a store only a library uses keeps every event for as long as it runs. The event
+    /// `id` itself stays, so `events(after: id)` still resumes there. Events something else in the store
+    /// still needs stay too: one waiting for a hook's delivery, or for a hook dispatcher to pass it while
+    /// hooks are defined (a later `geofence run` on the store runs them), or for a sink's cursor. Returns how
+    /// many were deleted; works with or without a session. An unknown id throws `unknownEvent`.
+    @discardableResult
+    public func pruneEvents(before id: String) throws -> Int {
+        guard let seq = try store.outbox.seq(id: id) else { throw MonitorError.unknownEvent(id) }
+        return try store.outbox.prune(beforeSeq: seq)
+    }
+
     /// The committed events (region events and state events), oldest first, from just after the event `id`
     /// (nil: only those committed from now on). Starts the session with the source; cancelling the consuming
     /// task (or leaving the loop) ends it. One consumer at a time.
