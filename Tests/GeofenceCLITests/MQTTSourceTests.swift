@@ -471,7 +471,7 @@ struct MQTTSourceTests {
         // OpenSSL's reason when libmosquitto logs it, else what to do about it.
         #expect(
             without.stderr.contains("certificate required")
-                || without.stderr.contains("give --mqtt-cert and --mqtt-key"),
+                || without.stderr.contains("--mqtt-cert and --mqtt-key for a source"),
             "\(without.stderr)")
     }
 

@@ -161,7 +161,7 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
                 let hint =
                     options.tls && options.certificateFile == nil
                     ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
-                        + "give --mqtt-cert and --mqtt-key)" : ""
+                        + "give one: --mqtt-cert and --mqtt-key for a source, --cert and --key for a sink)" : ""
                 throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(lost)\(hint)")
             }
             throw MQTTError(
