@@ -17,10 +17,8 @@ import Testing
 struct MQTTSinkTests {
     static func setUp(users: [String: String] = [:]) throws -> (CLI, MosquittoBroker) {
         let cli = try CLI()
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
         // The persistent subscribers of these tests may be sent thousands of messages while away.
-        let broker = try MosquittoBroker(directory: brokerDirectory, users: users, settings: ["max_queued_messages 0"])
+        let broker = try cli.broker(users: users, settings: ["max_queued_messages 0"])
         return (cli, broker)
     }
 
@@ -244,9 +242,7 @@ struct MQTTSinkTests {
     func clientCertificate() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
-        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true, clientCertificates: true)
+        let broker = try cli.broker(tls: true, clientCertificates: true)
         let url = "mqtts://127.0.0.1:\(broker.port)"
         let ca = broker.caFile!
         let alone = try cli.run("sink", "add", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate)

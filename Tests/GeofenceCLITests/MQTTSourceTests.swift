@@ -8,6 +8,18 @@ import Testing
     import Glibc
 #endif
 
+extension CLI {
+    /// A private broker in this CLI's directory (removed with it), started on a free loopback port.
+    func broker(
+        users: [String: String] = [:], tls: Bool = false, clientCertificates: Bool = false, settings: [String] = []
+    ) throws -> MosquittoBroker {
+        let directory = dir.file("broker")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try MosquittoBroker(
+            directory: directory, users: users, tls: tls, clientCertificates: clientCertificates, settings: settings)
+    }
+}
+
 /// `--source mqtt://...` against a real, private Mosquitto broker: events from TPV and OwnTracks messages,
 /// a persistent session that delivers what was published while the engine was down, reconnection after
 /// the broker restarts, and the source's own answers in `status`.
@@ -37,9 +49,7 @@ struct MQTTSourceTests {
 
     static func setUp() throws -> (CLI, MosquittoBroker) {
         let cli = try CLI()
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
-        let broker = try MosquittoBroker(directory: brokerDirectory)
+        let broker = try cli.broker()
         let added = try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
         #expect(added.status == 0, "\(added.stderr)")
         return (cli, broker)
@@ -366,9 +376,7 @@ struct MQTTSourceTests {
     func passwords() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
-        let broker = try MosquittoBroker(directory: brokerDirectory, users: ["engine": "p@ss:w/rd"])
+        let broker = try cli.broker(users: ["engine": "p@ss:w/rd"])
         let url = "mqtt://engine@127.0.0.1:\(broker.port)/fleet/#"
 
         let wrong = try cli.run(["run", "--source", url], environment: ["GEOFENCE_MQTT_PASSWORD": "guess"])
@@ -402,9 +410,7 @@ struct MQTTSourceTests {
     func tls() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
-        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true)
+        let broker = try cli.broker(tls: true)
         #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
         let url = "mqtts://127.0.0.1:\(broker.port)/fleet/#"
 
@@ -434,9 +440,7 @@ struct MQTTSourceTests {
     func clientCertificate() async throws {
         let cli = try CLI()
         defer { cli.dir.remove() }
-        let brokerDirectory = cli.dir.file("broker")
-        try FileManager.default.createDirectory(atPath: brokerDirectory, withIntermediateDirectories: true)
-        let broker = try MosquittoBroker(directory: brokerDirectory, tls: true, clientCertificates: true)
+        let broker = try cli.broker(tls: true, clientCertificates: true)
         #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
         let url = "mqtts://127.0.0.1:\(broker.port)/fleet/#"
         let ca = broker.caFile!

@@ -92,9 +92,11 @@ final class FleetIntake: @unchecked Sendable {
     func take(_ report: GPSDJSONReport, context: @autoclosure () -> String = "") -> Fix? {
         let unusable: (kind: String, why: String)?
         var fix: Fix?
+        // The wall clock at receipt, read once: for the future check and the last fix's time read.
+        let read = Date()
         switch report {
         case .tpv(let decoded):
-            if let future = SourceStatus.Unusable.reason(decoded, now: Date()) {
+            if let future = SourceStatus.Unusable.reason(decoded, now: read) {
                 // Not passed on: the filter judges a fleet's fixes by their own times only.
                 unusable = future
             } else {
@@ -142,7 +144,7 @@ final class FleetIntake: @unchecked Sendable {
             } else if let fix {
                 counts.usableFixes += 1
                 counts.lastFixTime = fix.time
-                counts.lastFixRead = Date()
+                counts.lastFixRead = read
                 restored = liveness.usableFix(at: now)
             }
         }
