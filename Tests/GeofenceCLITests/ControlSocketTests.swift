@@ -127,8 +127,9 @@ struct ControlSocketTests {
         while getpwuid(other) != nil { other += 1 }
         let cli = try CLI()
         defer { cli.dir.remove() }
-        // The engine's user must be able to create its socket here and own its state directory.
-        chmod(cli.dir.path, 0o777)
+        // The engine's user must be able to create its socket here (sticky: no one can swap another's file)
+        // and own its state directory.
+        chmod(cli.dir.path, 0o1777)
         try FileManager.default.createDirectory(atPath: cli.stateDir, withIntermediateDirectories: false)
         chown(cli.stateDir, engineUID, engineUID)
         chmod(cli.stateDir, 0o700)

@@ -203,6 +203,7 @@ public final class ControlServer: @unchecked Sendable {
     /// Binds the socket and starts accepting. A stale socket left by a dead daemon is replaced; anything
     /// else at the path (a regular file, a directory, a live daemon's socket) is left alone, with an error.
     public func start() throws {
+        try ControlServer.checkDirectory(of: path)
         try prepare(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlSocketError(description: "socket: \(String(cString: strerror(errno)))") }
@@ -216,18 +217,27 @@ public final class ControlServer: @unchecked Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (i, b) in bytes.enumerated() { raw[i] = b }
         }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0 else {
+        // Anyone may connect (mode 0666); what they may do is decided per request from their uid. The mode is
+        // never set by path after `bind` (a path can be swapped for a symbolic link between the two calls, and
+        // chmod follows it): Linux creates the socket's file with the socket's own mode, set here with
+        // `fchmod`, less the umask, and the bind runs under a umask of 0 private to one thread.
+        guard fchmod(fd, 0o666) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw ControlSocketError(description: "cannot create the control socket \(path): \(reason)")
+            throw ControlSocketError(description: "cannot set the control socket's mode: \(reason)")
         }
-        // Anyone may connect; what they may do is decided per request from their uid.
-        chmod(path, 0o666)
+        let bound = ControlServer.bindUnmasked(fd, address)
+        guard bound.result == 0 else {
+            close(fd)
+            throw ControlSocketError(
+                description: "cannot create the control socket \(path): \(String(cString: strerror(bound.error)))")
+        }
+        if !bound.unmasked {
+            logger.warning(
+                "the control socket \(path) was created under the process's umask (a private umask needs "
+                    + "unshare(CLONE_FS), refused here): users other than root and the engine's may not be able to "
+                    + "connect; run the engine with umask 000, or connect as root")
+        }
         guard listen(fd, 256) == 0 else {
             close(fd)
             throw ControlSocketError(description: "listen on \(path): \(String(cString: strerror(errno)))")
@@ -255,6 +265,67 @@ public final class ControlServer: @unchecked Sendable {
         }
         while active.load(ordering: .acquiring) > 0, Date() < deadline.addingTimeInterval(1) { usleep(5_000) }
     }
+
+    /// Refuses a socket directory in which a user other than root and the engine's own could replace the
+    /// socket (rename or remove it, put a link or another listener in its place): one writable by group or
+    /// others without the sticky bit (a sticky one, such as /tmp, lets each remove only their own), or one
+    /// owned by another user (its owner may always change it).
+    static func checkDirectory(of path: String) throws {
+        var directory = (path as NSString).deletingLastPathComponent
+        if directory.isEmpty { directory = "." }
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw ControlSocketError(
+                description: "cannot use \(directory) for the control socket: \(String(cString: strerror(errno)))")
+        }
+        let owner = info.st_uid
+        if owner != 0 && owner != geteuid() {
+            throw ControlSocketError(
+                description: "refusing to put the control socket in \(directory): it belongs to "
+                    + "\(ControlHandler.userName(owner)), who could replace the socket; use a directory of root's or "
+                    + "the engine's user (such as /run/geofence)")
+        }
+        if info.st_mode & (S_IWGRP | S_IWOTH) != 0 && info.st_mode & S_ISVTX == 0 {
+            throw ControlSocketError(
+                description: "refusing to put the control socket in \(directory): other users can write there "
+                    + "(mode \(String(info.st_mode & 0o7777, radix: 8))) and it is not sticky, so they could replace "
+                    + "the socket; use a directory only root and the engine's user can write (such as /run/geofence), "
+                    + "or make it sticky (chmod +t)")
+        }
+    }
+
+    /// `bind` on a thread of its own whose umask is 0 and private to it (`unshare(CLONE_FS)`: the umask is
+    /// otherwise the whole process's, and another thread creating a file or spawning a hook meanwhile would
+    /// get it too). `unmasked` is false when the kernel refused to unshare: the bind then ran under the
+    /// process's umask.
+    static func bindUnmasked(_ fd: Int32, _ address: sockaddr_un) -> (result: Int32, error: Int32, unmasked: Bool) {
+        let outcome = Mutex<(result: Int32, error: Int32, unmasked: Bool)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            // CLONE_FS (Linux): the thread stops sharing its umask, working directory and root.
+            let unmasked = unshareFunction.map { $0(0x0000_0200) == 0 } ?? false
+            if unmasked { umask(0) }
+            var address = address
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            let error = errno
+            outcome.withLock { $0 = (result, error, unmasked) }
+            done.signal()
+        }
+        thread.name = "geofence.bind"
+        thread.start()
+        done.wait()
+        return outcome.withLock { $0! }
+    }
+
+    /// `unshare`, which Swift's Glibc does not declare (it is built without `_GNU_SOURCE`).
+    private static let unshareFunction: (@convention(c) (Int32) -> Int32)? = {
+        guard let address = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "unshare") else { return nil }
+        return unsafeBitCast(address, to: (@convention(c) (Int32) -> Int32).self)
+    }()
 
     private func prepare(_ path: String) throws {
         var info = stat()
