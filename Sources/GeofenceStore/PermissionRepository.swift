@@ -53,9 +53,20 @@ package struct PermissionRepository: Sendable {
         try all().first { $0.uid == uid }
     }
 
-    /// Records a request for access (status stays `notDetermined`, or what it was, with the reason).
-    package func request(uid: UInt32, reason: String?, now: Date = Date()) throws {
+    /// Records a request for access (status stays `notDetermined`, or what it was, with the reason), with
+    /// `events` (its `authorization` event) in the same transaction, unless a request of `uid` is already
+    /// pending (its status is `notDetermined` and it has asked): then nothing changes and it returns false.
+    /// One pending request a user: asking again cannot add events (each runs hooks and goes to sinks).
+    @discardableResult
+    package func request(uid: UInt32, reason: String?, events: [StateEvent] = [], now: Date = Date()) throws -> Bool {
         try queue.write { db in
+            let pending =
+                try db.scalar(
+                    """
+                    SELECT count(*) FROM permissions
+                    WHERE uid = ? AND status = 'notDetermined' AND requested_at IS NOT NULL
+                    """, [Int64(uid)], as: Int.self) ?? 0
+            guard pending == 0 else { return false }
             try db.execute(
                 """
                 INSERT INTO permissions (uid, status, reason, requested_at, updated_at)
@@ -63,11 +74,13 @@ package struct PermissionRepository: Sendable {
                 ON CONFLICT (uid) DO UPDATE SET reason = excluded.reason, requested_at = excluded.requested_at,
                                                 updated_at = excluded.updated_at
                 """, [Int64(uid), reason, now.timeIntervalSince1970, now.timeIntervalSince1970])
+            try OutboxRepository.insert(events, into: db, now: now)
+            return true
         }
     }
 
-    /// Grants, denies or resets (to `notDetermined`) a client.
-    /// Sets a user's status; `events` (its `authorization` event) commit with it.
+    /// Grants, denies or resets (to `notDetermined`) a client; `events` (its `authorization` event) commit
+    /// with it. A reset also clears the user's request, so that they may ask again.
     package func set(
         uid: UInt32, _ status: AuthorizationStatus, by: UInt32?, events: [StateEvent] = [], now: Date = Date()
     ) throws {
@@ -79,6 +92,9 @@ package struct PermissionRepository: Sendable {
                 ON CONFLICT (uid) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at,
                                                 updated_by = excluded.updated_by
                 """, [Int64(uid), status.rawValue, now.timeIntervalSince1970, by.map { Int64($0) }])
+            if status == .notDetermined {
+                try db.execute("UPDATE permissions SET reason = NULL, requested_at = NULL WHERE uid = ?", [Int64(uid)])
+            }
             try OutboxRepository.insert(events, into: db, now: now)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceStore
+import GeofenceSystem
 
 #if canImport(Glibc)
     import Glibc
@@ -19,6 +20,8 @@ public final class ControlHandler: Sendable {
     /// The engine this handler runs in, for `hello` and `status`; nil in the CLI's in-process mode.
     private let engine: EngineIdentity?
     private let ids = EventIDSource()
+    /// Changes per uid through the socket, for users other than root and the engine's own.
+    let changeLimit = ChangeRateLimit()
 
     /// Changes the engine reacts to.
     public enum Change: Sendable {
@@ -47,6 +50,8 @@ public final class ControlHandler: Sendable {
         let result: Result<JSONValue, ControlError>
         do {
             if let refusal = try authorize(request.method, uid: peer.uid) {
+                result = .failure(refusal)
+            } else if let refusal = limit(request, peer: peer, connection: connection) {
                 result = .failure(refusal)
             } else {
                 result = .success(try perform(request, peer: peer, connection: connection))
@@ -137,6 +142,18 @@ public final class ControlHandler: Sendable {
                 "\(user) is not authorized to use location: request access with `geofence permission request "
                     + "--reason TEXT`, then ask an administrator to run `geofence permission grant \(user)`")
         }
+    }
+
+    /// The rate limit on changes through the socket from users other than root and the engine's own (see
+    /// `ChangeRateLimit`); an import counts once, at its first part. Nil when the request may go on.
+    private func limit(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlError? {
+        guard let connection, request.method.canWrite, !policy.isPrivileged(peer.uid) else { return nil }
+        if request.method == .importRegions, connection[ImportInProgress.key] != nil { return nil }
+        guard let wait = changeLimit.take(uid: peer.uid, now: MonotonicClock.seconds()) else { return nil }
+        return ControlError(
+            .busy,
+            "too many changes from \(ControlHandler.userName(peer.uid)): at most \(changeLimit.burst) at once and "
+                + "\(changeLimit.perSecond) a second; try again in \(String(format: "%.1f", wait)) s")
     }
 
     // MARK: Methods
@@ -666,26 +683,44 @@ public final class ControlHandler: Sendable {
         }
     }
 
+    /// The longest reason a user may give with a permission request, in bytes of UTF-8.
+    public static let maximumReasonBytes = 256
+
+    /// What is wrong with the reason given with a permission request, or nil. It comes from a user who is not
+    /// trusted yet and goes into an event that hooks (root's too) and sinks receive: short, and only text
+    /// that shows as it is (no control, bidi or invisible characters: `VisibleName`'s rule).
+    public static func reasonProblem(_ reason: String) -> String? {
+        if reason.utf8.count > maximumReasonBytes {
+            return "the reason is \(reason.utf8.count) bytes long: at most \(maximumReasonBytes) are taken"
+        }
+        return VisibleName.problem(reason).map { "the reason \($0)" }
+    }
+
     private func requestPermission(peer: ControlPeer, reason: String?) throws -> JSONObject {
-        if let reason, reason.utf8.count > 512 || reason.utf8.contains(0) {
-            throw ControlError(.invalid, "the reason must be at most 512 bytes of text")
+        if let reason, let problem = Self.reasonProblem(reason) { throw ControlError(.invalid, problem) }
+        let user = ControlHandler.userName(peer.uid)
+        let recorded = try store.permissions.find(uid: peer.uid)
+        let current = policy.storedStatus(uid: peer.uid, recorded: recorded?.status)
+        var answer: JSONObject = ["uid": .number(Double(peer.uid)), "status": .string(current.rawValue)]
+        guard current == .notDetermined else {
+            answer["message"] = .string("your status is already \(current.rawValue)")
+            return answer
         }
-        let current = policy.storedStatus(uid: peer.uid, recorded: try store.permissions.find(uid: peer.uid)?.status)
-        if current == .notDetermined {
-            try store.permissions.request(uid: peer.uid, reason: reason)
-            try store.outbox.append([
-                authorizationEvent(
-                    uid: peer.uid, status: .notDetermined, reason: "requested: \(reason ?? "no reason given")")
-            ])
+        let event = authorizationEvent(
+            uid: peer.uid, status: .notDetermined, reason: "requested: \(reason ?? "no reason given")")
+        // One pending request a user: a repeat changes nothing and makes no event.
+        if try store.permissions.request(uid: peer.uid, reason: reason, events: [event]) {
             changed(.permissions)
+            answer["message"] = .string(
+                "request recorded: an administrator can grant it with `geofence permission grant \(user)`")
+        } else {
+            answer["pending"] = true
+            let since = recorded?.requestedAt.map { " since \(TimestampParser.format($0))" } ?? ""
+            answer["message"] = .string(
+                "your request is already pending\(since): an administrator can grant it with "
+                    + "`geofence permission grant \(user)`; asking again changes nothing")
         }
-        return [
-            "uid": .number(Double(peer.uid)), "status": .string(current.rawValue),
-            "message": .string(
-                current == .notDetermined
-                    ? "request recorded: an administrator can grant it with `geofence permission grant \(ControlHandler.userName(peer.uid))`"
-                    : "your status is already \(current.rawValue)"),
-        ]
+        return answer
     }
 
     private func setPermission(uid: UInt32, _ status: AuthorizationStatus, by: UInt32) throws -> JSONObject {

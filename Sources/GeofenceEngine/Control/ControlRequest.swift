@@ -33,6 +33,19 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     /// Methods any client may call, authorized or not: how else would it learn its status or ask.
     public var isOpen: Bool { self == .hello || self == .status || self == .permissionRequest }
 
+    /// Methods that can change the store (and so make events, run hooks, reach sinks): rate-limited for
+    /// users other than root and the engine's own (`ChangeRateLimit`).
+    public var canWrite: Bool {
+        switch self {
+        case .add, .remove, .importRegions, .servicesSet, .permissionRequest, .permissionGrant, .permissionDeny,
+            .permissionReset, .hookAdd, .hookRemove, .sinkAdd, .sinkRemove:
+            true
+        case .hello, .status, .list, .show, .export, .servicesGet, .permissionList, .watch, .events, .hookList,
+            .sinkList:
+            false
+        }
+    }
+
     /// Methods that change who may do what, or the switch: privileged users only.
     public var isAdministrative: Bool {
         switch self {
