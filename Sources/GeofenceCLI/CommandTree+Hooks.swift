@@ -40,6 +40,7 @@ extension CommandTree {
             .value(
                 "--id", valueName: "name",
                 help: "A name for the hook: letters, digits, '.', '_', '-'. Generated when not given."),
+            requestID,
         ],
         examples: [
             Example(
@@ -68,6 +69,7 @@ extension CommandTree {
             were still waiting become dead (reason: hook removed): they stay visible in \
             `geofence events --dead` and can be retried by hand. A delivery running at that moment finishes.
             """,
+        options: [requestID],
         arguments: [.repeating("id", help: "Ids of the hooks to remove.", atLeastOne: true)],
         examples: [Example("", "geofence hook remove journal")])
 

@@ -76,6 +76,7 @@ extension CommandTree {
             .value(
                 "--id", valueName: "name",
                 help: "A name for the sink: letters, digits, '.', '_', '-'. Generated when not given."),
+            requestID,
         ],
         examples: [
             Example("Every event to a local broker:", "geofence sink add --id local --mqtt mqtt://localhost"),
@@ -106,6 +107,7 @@ extension CommandTree {
             once; events it had not delivered are not delivered. Retained messages it published stay on the \
             broker (clear one with an empty retained message: mosquitto_pub -r -n -t TOPIC).
             """,
+        options: [requestID],
         arguments: [.repeating("id", help: "Ids of the sinks to remove.", atLeastOne: true)],
         examples: [Example("", "geofence sink remove local")])
 }

@@ -148,3 +148,49 @@ extension CommandContext {
         try call([ControlRequest(method: method, params: params)]).last ?? .null
     }
 }
+
+extension CommandContext {
+    /// Runs a change. When the engine went away after the request was sent and before it answered (it was
+    /// killed, it crashed), says in one line that the change may have been applied, how to check, and the
+    /// exact command that retries it safely: this one under the same `requestID` (the engine answers a
+    /// change it made from its record, and makes one it did not), or, for a change that is the same made
+    /// twice (`requestID` nil: a switch, a status), this one as it was.
+    func interruptible<T>(requestID: String?, check: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as CommandFailure where failure.message == ControlClient.noAnswer {
+            let how =
+                requestID.map {
+                    "or retry it safely under the same request id (\($0)), which makes it once whatever happened: "
+                } ?? "or run the same command again, which is safe (the same change twice is one change): "
+            throw CommandFailure(
+                "the engine closed the connection before answering: the change may have been applied. Check with "
+                    + "`\(check)`, " + how + retryCommand(requestID: requestID), exitCode: .unavailable)
+        }
+    }
+
+    /// This command as a shell takes it again, with `--request-id ID` (replacing one given) when there is one.
+    func retryCommand(requestID: String?) -> String {
+        var words: [String] = []
+        var skip = false
+        for word in CommandLine.arguments.dropFirst() {
+            if skip {
+                skip = false
+            } else if word == "--request-id" {
+                skip = true
+            } else if !word.hasPrefix("--request-id=") {
+                words.append(word)
+            }
+        }
+        if let requestID { words += ["--request-id", requestID] }
+        return (["geofence"] + words.map(Self.shellQuoted)).joined(separator: " ")
+    }
+
+    /// `word` as a POSIX shell reads it back: as it is when it holds nothing the shell would change, else in
+    /// single quotes.
+    static func shellQuoted(_ word: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-".unicodeScalars)
+        if !word.isEmpty && word.unicodeScalars.allSatisfy(safe.contains) { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+}

@@ -73,19 +73,21 @@ extension DeliveryRepository {
     /// Adds a global hook. It applies to every event not yet dispatched to hooks: in practice, events from now on.
     @discardableResult
     package func addHook(_ hook: GlobalHook) throws -> GlobalHook {
-        try queue.write { db in
-            do {
-                try db.execute(
-                    "INSERT INTO hooks (id, events, command, created_by, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        hook.id, hook.events.isEmpty ? "*" : hook.events.joined(separator: ","), hook.command,
-                        hook.createdBy.map { Int64($0) }, hook.createdAt.timeIntervalSince1970,
-                    ])
-            } catch let error as DatabaseError where error.isUniqueConstraintViolation {
-                throw HookStoreError.duplicateHook(hook.id)
-            }
-            return hook
+        try queue.write { db in try Self.insertHook(hook, db: db) }
+    }
+
+    static func insertHook(_ hook: GlobalHook, db: DatabaseConnection) throws -> GlobalHook {
+        do {
+            try db.execute(
+                "INSERT INTO hooks (id, events, command, created_by, created_at) VALUES (?, ?, ?, ?, ?)",
+                [
+                    hook.id, hook.events.isEmpty ? "*" : hook.events.joined(separator: ","), hook.command,
+                    hook.createdBy.map { Int64($0) }, hook.createdAt.timeIntervalSince1970,
+                ])
+        } catch let error as DatabaseError where error.isUniqueConstraintViolation {
+            throw HookStoreError.duplicateHook(hook.id)
         }
+        return hook
     }
 
     /// Every global hook, oldest first.
@@ -112,22 +114,24 @@ extension DeliveryRepository {
     /// nothing runs a command its owner took away, and what was not delivered stays visible (and retryable).
     /// Returns, per hook, how many deliveries were stopped.
     package func removeHooks(ids: [String], now: Date = Date()) throws -> [(id: String, stopped: Int)] {
-        try queue.write { db in
-            var removed: [(id: String, stopped: Int)] = []
-            for id in ids where !removed.contains(where: { $0.id == id }) {
-                try db.execute("DELETE FROM hooks WHERE id = ?", [id])
-                guard db.changes > 0 else { throw HookStoreError.hookNotFound(id) }
-                try db.execute(
-                    """
-                    UPDATE deliveries SET status = 'dead', last_error = 'hook removed', finished_at = ?,
-                                          change_seq = \(Self.nextChangeSeq)
-                    WHERE hook = ? AND status = 'pending'
-                    """, [now.timeIntervalSince1970, "hook:\(id)"])
-                removed.append((id, db.changes))
-            }
-            try Self.bumpHookGeneration(db: db)
-            return removed
+        try queue.write { db in try Self.deleteHooks(ids: ids, now: now, db: db) }
+    }
+
+    static func deleteHooks(ids: [String], now: Date, db: DatabaseConnection) throws -> [(id: String, stopped: Int)] {
+        var removed: [(id: String, stopped: Int)] = []
+        for id in ids where !removed.contains(where: { $0.id == id }) {
+            try db.execute("DELETE FROM hooks WHERE id = ?", [id])
+            guard db.changes > 0 else { throw HookStoreError.hookNotFound(id) }
+            try db.execute(
+                """
+                UPDATE deliveries SET status = 'dead', last_error = 'hook removed', finished_at = ?,
+                                      change_seq = \(Self.nextChangeSeq)
+                WHERE hook = ? AND status = 'pending'
+                """, [now.timeIntervalSince1970, "hook:\(id)"])
+            removed.append((id, db.changes))
         }
+        try Self.bumpHookGeneration(db: db)
+        return removed
     }
 
     /// Delivery counts per `hook` reference (`hook:<id>`, `region`) and status.

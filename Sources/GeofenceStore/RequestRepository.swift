@@ -97,3 +97,58 @@ extension RegionRepository {
         }
     }
 }
+
+extension DeliveryRepository {
+    /// Adds a global hook as `addHook(_:)` does, recording `answer` under `request` in the same transaction.
+    @discardableResult
+    package func addHook(_ hook: GlobalHook, request: RequestRecord, answer: String, now: Date = Date()) throws
+        -> GlobalHook
+    {
+        try queue.write { db in
+            let added = try Self.insertHook(hook, db: db)
+            try RequestRepository.record(request, answer: answer, now: now, db: db)
+            return added
+        }
+    }
+
+    /// Removes global hooks as `removeHooks(ids:)` does, recording `answer(removed)` under `request` in the
+    /// same transaction.
+    package func removeHooks(
+        ids: [String], request: RequestRecord, now: Date = Date(),
+        answer: @Sendable ([(id: String, stopped: Int)]) -> String
+    ) throws -> [(id: String, stopped: Int)] {
+        try queue.write { db in
+            let removed = try Self.deleteHooks(ids: ids, now: now, db: db)
+            try RequestRepository.record(request, answer: answer(removed), now: now, db: db)
+            return removed
+        }
+    }
+}
+
+extension SinkRepository {
+    /// Adds a sink as `add(_:)` does, recording `answer` under `request` in the same transaction.
+    @discardableResult
+    package func add(_ sink: SinkDefinition, request: RequestRecord, answer: String, now: Date = Date()) throws
+        -> SinkDefinition
+    {
+        try queue.write { db in
+            let added = try Self.insert(sink, now: now, db: db)
+            try RequestRepository.record(request, answer: answer, now: now, db: db)
+            return added
+        }
+    }
+
+    /// Removes sinks as `remove(ids:)` does, recording `answer(removed)` under `request` in the same
+    /// transaction.
+    package func remove(
+        ids: [String], request: RequestRecord, now: Date = Date(), answer: @Sendable ([String]) -> String
+    )
+        throws -> [String]
+    {
+        try queue.write { db in
+            let removed = try Self.delete(ids: ids, db: db)
+            try RequestRepository.record(request, answer: answer(removed), now: now, db: db)
+            return removed
+        }
+    }
+}

@@ -89,31 +89,33 @@ package struct SinkRepository: Sendable {
     /// Adds a sink; it takes the events committed from now on (its cursor starts at the newest event).
     @discardableResult
     package func add(_ sink: SinkDefinition, now: Date = Date()) throws -> SinkDefinition {
-        try queue.write { db in
-            do {
-                try db.execute(
-                    """
-                    INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
-                                       password_env, ca_file, cert_file, key_file, created_by, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
-                        sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
-                        sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile,
-                        sink.createdBy.map { Int64($0) },
-                        sink.createdAt.timeIntervalSince1970,
-                    ])
-            } catch let error as DatabaseError where error.isUniqueConstraintViolation {
-                throw SinkStoreError.duplicateSink(sink.id)
-            }
+        try queue.write { db in try Self.insert(sink, now: now, db: db) }
+    }
+
+    static func insert(_ sink: SinkDefinition, now: Date, db: DatabaseConnection) throws -> SinkDefinition {
+        do {
             try db.execute(
                 """
-                INSERT OR REPLACE INTO sink_cursors (sink, seq, updated_at)
-                SELECT ?, coalesce(max(seq), 0), ? FROM events
-                """, [sink.id, now.timeIntervalSince1970])
-            return sink
+                INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
+                                   password_env, ca_file, cert_file, key_file, created_by, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
+                    sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
+                    sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile,
+                    sink.createdBy.map { Int64($0) },
+                    sink.createdAt.timeIntervalSince1970,
+                ])
+        } catch let error as DatabaseError where error.isUniqueConstraintViolation {
+            throw SinkStoreError.duplicateSink(sink.id)
         }
+        try db.execute(
+            """
+            INSERT OR REPLACE INTO sink_cursors (sink, seq, updated_at)
+            SELECT ?, coalesce(max(seq), 0), ? FROM events
+            """, [sink.id, now.timeIntervalSince1970])
+        return sink
     }
 
     /// Every sink, oldest first.
@@ -170,16 +172,18 @@ package struct SinkRepository: Sendable {
     /// Removes sinks, all or nothing, with their cursors.
     @discardableResult
     package func remove(ids: [String]) throws -> [String] {
-        try queue.write { db in
-            var removed: [String] = []
-            for id in ids where !removed.contains(id) {
-                try db.execute("DELETE FROM sinks WHERE id = ?", [id])
-                guard db.changes > 0 else { throw SinkStoreError.sinkNotFound(id) }
-                try db.execute("DELETE FROM sink_cursors WHERE sink = ?", [id])
-                removed.append(id)
-            }
-            return removed
+        try queue.write { db in try Self.delete(ids: ids, db: db) }
+    }
+
+    static func delete(ids: [String], db: DatabaseConnection) throws -> [String] {
+        var removed: [String] = []
+        for id in ids where !removed.contains(id) {
+            try db.execute("DELETE FROM sinks WHERE id = ?", [id])
+            guard db.changes > 0 else { throw SinkStoreError.sinkNotFound(id) }
+            try db.execute("DELETE FROM sink_cursors WHERE sink = ?", [id])
+            removed.append(id)
         }
+        return removed
     }
 
     /// A sink's cursor (nil: no such sink).

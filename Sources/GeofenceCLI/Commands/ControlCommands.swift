@@ -14,7 +14,9 @@ enum ControlCommands {
             guard state == "on" || state == "off" else {
                 throw c.usage("invalid value for state: \"\(state)\" is not on or off")
             }
-            result = try c.call(.servicesSet, ["on": .bool(state == "on")])
+            result = try c.interruptible(requestID: nil, check: "geofence services") {
+                try c.call(.servicesSet, ["on": .bool(state == "on")])
+            }
         } else {
             result = try c.call(.servicesGet)
         }
@@ -46,7 +48,9 @@ enum ControlCommands {
         case "request":
             var params: JSONObject = [:]
             if let reason = c.arguments.value("--reason") { params["reason"] = .string(reason) }
-            let result = try c.call(.permissionRequest, params)
+            let result = try c.interruptible(requestID: nil, check: "geofence status") {
+                try c.call(.permissionRequest, params)
+            }
             if c.json {
                 c.console.print(result.serialized())
             } else {
@@ -55,7 +59,10 @@ enum ControlCommands {
         case let verb?:
             let method: ControlMethod =
                 verb == "grant" ? .permissionGrant : verb == "deny" ? .permissionDeny : .permissionReset
-            let result = try c.call(method, ["user": .string(try c.arguments.required("user"))])
+            let user = try c.arguments.required("user")
+            let result = try c.interruptible(requestID: nil, check: "geofence permission list") {
+                try c.call(method, ["user": .string(user)])
+            }
             if c.json {
                 c.console.print(result.serialized())
             } else {

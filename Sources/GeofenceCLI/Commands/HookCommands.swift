@@ -44,7 +44,11 @@ enum HookCommands {
             if let problem = GlobalHook.problem(withID: id) { throw c.usage("invalid value for --id: \(problem)") }
             params["id"] = .string(id)
         }
-        let hook = try c.call(.hookAdd, params)
+        let requestID = try RegionCommands.requestID(c)
+        params["requestId"] = .string(requestID)
+        let hook = try c.interruptible(requestID: requestID, check: "geofence hook list") {
+            try c.call(.hookAdd, params)
+        }
         if c.json {
             c.console.print(hook.serialized())
         } else {
@@ -111,7 +115,10 @@ enum HookCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let result = try c.call(.hookRemove, ["ids": .array(ids.map { .string($0) })])
+        let requestID = try RegionCommands.requestID(c)
+        let result = try c.interruptible(requestID: requestID, check: "geofence hook list") {
+            try c.call(.hookRemove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
+        }
         if c.json {
             c.console.print(result.serialized())
             return

@@ -86,14 +86,16 @@ enum RegionCommands {
         }
         var result: JSONValue
         if let id = a.value("--id") {
-            result = try interruptible(requestID, check: "geofence show \(id)") { try c.call([request(id: id)])[0] }
+            result = try c.interruptible(requestID: requestID, check: "geofence show \(id)") {
+                try c.call([request(id: id)])[0]
+            }
         } else {
             // A generated id: retry on the (astronomically unlikely) collision rather than fail.
             var attempt = 0
             while true {
                 let id = generatedID()
                 do {
-                    result = try interruptible(requestID, check: "geofence show \(id)") {
+                    result = try c.interruptible(requestID: requestID, check: "geofence show \(id)") {
                         try c.call([request(id: id)])[0]
                     }
                     break
@@ -171,19 +173,6 @@ enum RegionCommands {
         return given
     }
 
-    /// Runs a change; when the engine went away after the request was sent, says that it may have been
-    /// applied, how to check, and how to retry it safely.
-    static func interruptible<T>(_ requestID: String, check: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let failure as CommandFailure where failure.message == ControlClient.noAnswer {
-            throw CommandFailure(
-                "the engine closed the connection before answering: the change may have been applied. Check with "
-                    + "`\(check)`, or run the same command again with --request-id \(requestID): a change the "
-                    + "engine has made is answered from its record, not made twice", exitCode: .unavailable)
-        }
-    }
-
     static func generatedID() -> String {
         let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
         var rng = SystemRandomNumberGenerator()
@@ -193,7 +182,7 @@ enum RegionCommands {
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
         let requestID = try self.requestID(c)
-        let result = try interruptible(requestID, check: "geofence list") {
+        let result = try c.interruptible(requestID: requestID, check: "geofence list") {
             try c.call(.remove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
         }
         if c.json {
@@ -410,9 +399,15 @@ enum RegionCommands {
                 progress.finish()
                 c.console.writeError("the engine is storing them...\n")
             }
-            let responses: [ControlResponse] = try interruptible(requestID, check: "geofence list") {
+            let responses: [ControlResponse] = try c.interruptible(requestID: requestID, check: "geofence list") {
                 do throws(ControlError) {
                     return try ControlClient(path: path).call(lines: parts)
+                } catch let error where error.message == ControlClient.closedEarly {
+                    // An import is committed only with its last part, which the engine never had.
+                    throw CommandFailure(
+                        "the engine closed the connection during the import, before its last part: nothing was "
+                            + "imported. Run it again; under the same request id (\(requestID)) it is made once "
+                            + "whatever happened: \(c.retryCommand(requestID: requestID))", exitCode: .unavailable)
                 } catch {
                     throw CommandFailure(
                         error.message, exitCode: ExitCode(rawValue: error.exitStatus) ?? .unavailable)

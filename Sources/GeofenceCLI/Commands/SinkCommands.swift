@@ -39,6 +39,8 @@ enum SinkCommands {
         ] {
             if let value = a.value(option) { params[key] = .string(value) }
         }
+        let requestID = try RegionCommands.requestID(c)
+        params["requestId"] = .string(requestID)
         for (option, check) in [
             ("--topic", TopicTemplate.problem), ("--state-topic", { $0 == "none" ? nil : TopicTemplate.problem($0) }),
             ("--status-topic", { $0 == "none" ? nil : TopicTemplate.problem($0) }),
@@ -58,7 +60,9 @@ enum SinkCommands {
                 throw c.usage("invalid value for \(option): give an absolute path (the engine reads it)")
             }
         }
-        let sink = try c.call(.sinkAdd, params)
+        let sink = try c.interruptible(requestID: requestID, check: "geofence sink list") {
+            try c.call(.sinkAdd, params)
+        }
         if c.json {
             c.console.print(sink.serialized())
             return
@@ -94,7 +98,10 @@ enum SinkCommands {
 
     static func remove(_ c: CommandContext) throws {
         let ids = c.arguments.values("id")
-        let result = try c.call(.sinkRemove, ["ids": .array(ids.map { .string($0) })])
+        let requestID = try RegionCommands.requestID(c)
+        let result = try c.interruptible(requestID: requestID, check: "geofence sink list") {
+            try c.call(.sinkRemove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
+        }
         if c.json {
             c.console.print(result.serialized())
             return

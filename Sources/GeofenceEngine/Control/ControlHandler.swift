@@ -261,7 +261,7 @@ public final class ControlHandler: Sendable {
                 try store.deliveries.eventDeliveries(filter: filter, limit: limit).map { .object(EventReport.json($0)) }
             )
         case .hookAdd:
-            return .object(try addHook(p, peer: peer))
+            return try addHook(p, peer: peer)
         case .hookList:
             let counts = try store.deliveries.countsByHook()
             var regionOwn = JSONObject()
@@ -274,30 +274,58 @@ public final class ControlHandler: Sendable {
                 "regionDeliveries": .object(regionOwn),
             ]
         case .hookRemove:
-            let removed = try store.deliveries.removeHooks(ids: try strings(p, "ids"))
-            return [
-                "removed": .array(removed.map { .string($0.id) }),
-                "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
-            ]
+            let ids = try strings(p, "ids")
+            let answer: @Sendable ([(id: String, stopped: Int)]) -> JSONValue = { removed in
+                [
+                    "removed": .array(removed.map { .string($0.id) }),
+                    "stopped": .number(Double(removed.reduce(0) { $0 + $1.stopped })),
+                ]
+            }
+            guard let request = try requestRecord(p, .hookRemove, peer: peer) else {
+                return answer(try store.deliveries.removeHooks(ids: ids))
+            }
+            if let recorded = try recordedAnswer(request) { return recorded }
+            return answer(try store.deliveries.removeHooks(ids: ids, request: request) { answer($0).serialized() })
         case .sinkAdd:
             var sink = try SinkRequest.definition(p, createdBy: peer.uid)
+            let request = try requestRecord(p, .sinkAdd, peer: peer)
+            if let request, let recorded = try recordedAnswer(request) {
+                let id = recorded["id"]?.stringValue
+                return .object(try sinkReports().first { $0["id"]?.stringValue == id } ?? recorded.objectValue ?? [:])
+            }
+            func insert(_ sink: SinkDefinition) throws {
+                if let request {
+                    let answer = JSONValue.object(SinkRequest.json(sink)).serialized()
+                    try store.sinks.add(sink, request: request, answer: answer)
+                } else {
+                    try store.sinks.add(sink)
+                }
+            }
             if sink.id.isEmpty {
                 sink.id = try Self.generatedID("sink") { id, isLast in
                     sink.id = id
-                    do { try store.sinks.add(sink) } catch SinkStoreError.duplicateSink where !isLast { return false }
+                    do { try insert(sink) } catch SinkStoreError.duplicateSink where !isLast { return false }
                     return true
                 }
             } else {
-                try store.sinks.add(sink)
+                try insert(sink)
             }
             changed(.sinks)
             return .object(try sinkReports().first { $0["id"]?.stringValue == sink.id } ?? [:])
         case .sinkList:
             return .array(try sinkReports().map { .object($0) })
         case .sinkRemove:
-            let removed = try store.sinks.remove(ids: try strings(p, "ids"))
+            let ids = try strings(p, "ids")
+            let answer: @Sendable ([String]) -> JSONValue = { ["removed": .array($0.map { .string($0) })] }
+            let removed: [String]
+            if let request = try requestRecord(p, .sinkRemove, peer: peer) {
+                if let recorded = try recordedAnswer(request) { return recorded }
+                removed = try store.sinks.remove(ids: ids, request: request) { answer($0).serialized() }
+            } else {
+                removed = try store.sinks.remove(ids: ids)
+            }
             changed(.sinks)
-            return ["removed": .array(removed.map { .string($0) })]
+            return answer(removed)
         }
     }
 
@@ -520,8 +548,18 @@ public final class ControlHandler: Sendable {
                 + "run it as root to take hooks from \(ControlHandler.userName(uid))")
     }
 
-    private func addHook(_ p: JSONObject, peer: ControlPeer) throws -> JSONObject {
+    private func addHook(_ p: JSONObject, peer: ControlPeer) throws -> JSONValue {
         try checkHookOwner(peer.uid)
+        let request = try requestRecord(p, .hookAdd, peer: peer)
+        if let request, let recorded = try recordedAnswer(request) { return recorded }
+        func insert(_ hook: GlobalHook) throws {
+            if let request {
+                let answer = JSONValue.object(HookReport.json(hook, counts: [:])).serialized()
+                try store.deliveries.addHook(hook, request: request, answer: answer)
+            } else {
+                try store.deliveries.addHook(hook)
+            }
+        }
         let command = try string(p, "command")
         if let problem = GlobalHook.problem(withCommand: command) {
             throw ControlError(.invalid, "command: \(problem)")
@@ -538,17 +576,15 @@ public final class ControlHandler: Sendable {
         if let id = p["id"]?.stringValue {
             if let problem = GlobalHook.problem(withID: id) { throw ControlError(.invalid, "id: \(problem)") }
             hook.id = id
-            try store.deliveries.addHook(hook)
+            try insert(hook)
         } else {
             hook.id = try Self.generatedID("hook") { id, isLast in
                 hook.id = id
-                do { try store.deliveries.addHook(hook) } catch HookStoreError.duplicateHook where !isLast {
-                    return false
-                }
+                do { try insert(hook) } catch HookStoreError.duplicateHook where !isLast { return false }
                 return true
             }
         }
-        return HookReport.json(hook, counts: [:])
+        return .object(HookReport.json(hook, counts: [:]))
     }
 
     /// Stores something under a generated id (`PREFIX-` and a random base-36 number), trying another on the

@@ -485,6 +485,9 @@ public struct ControlClient: Sendable {
     /// The error message when a request was sent and the engine went away before answering it: a change
     /// may then have been applied or not.
     public static let noAnswer = "the engine closed the connection without an answer"
+    /// The error message when the engine went away before the last of several request lines was sent
+    /// (`call(lines:)`): the last one, which may be the one that commits, never reached it.
+    public static let closedEarly = "the engine closed the connection before the last request was sent"
 
     public init(path: String) { self.path = path }
 
@@ -591,7 +594,7 @@ public struct ControlClient: Sendable {
                 if responses.contains(where: { if case .failure = $0.result { true } else { false } }) {
                     return responses
                 }
-                throw ControlError(.unavailable, "the engine closed the connection")
+                throw ControlError(.unavailable, ControlClient.closedEarly)
             }
             sent += 1
         }
