@@ -34,7 +34,18 @@ extension CommandTree {
             CommandSpec(name: "list", abstract: "List the users the engine knows and their status."),
             CommandSpec(
                 name: "request", abstract: "Ask for access (as the user who wants it).",
-                options: [.value("--reason", valueName: "text", help: "Why you need location, for the administrator.")],
+                discussion: """
+                    One request is pending at a time: asking again changes nothing until an administrator \
+                    grants, denies or resets it.
+                    """,
+                options: [
+                    .value(
+                        "--reason", valueName: "text",
+                        help: """
+                            Why you need location, for the administrator: at most 256 bytes, no control, bidi or \
+                            invisible characters.
+                            """)
+                ],
                 examples: [Example("", "geofence permission request --reason 'delivery tracking app'")]),
             CommandSpec(
                 name: "grant", abstract: "Authorize a user.",
