@@ -86,6 +86,29 @@ struct PermissionRequestTests {
         await e.stop()
     }
 
+    @Test("an import in parts whose first part is over the rate limit fails whole, even once the limit allows")
+    func importOverTheLimitFailsWhole() async throws {
+        let e = try await ControlSocketTests.Engine()
+        #expect(try e.cli.run("permission", "grant", String(ControlSocketTests.stranger)).status == 0)
+        let answers = Mutex<[String]>([])
+        OtherUserThread(uid: ControlSocketTests.stranger) {
+            guard let client = try? RawClient(e.socket) else { return }
+            defer { client.close() }
+            func send(_ line: String) { answers.withLock { $0.append((try? client.exchange(line)) ?? "") } }
+            // The burst, spent on removals of nothing (refused, but each a change).
+            for _ in 0..<30 { send(#"{"method":"remove","params":{"ids":["none"]}}"#) }
+            send(#"{"method":"import","params":{"regions":[{"id":"a","lat":1,"lon":1,"radius":9}],"final":false}}"#)
+            Thread.sleep(forTimeInterval: 0.5)  // the limit lets changes through again
+            send(#"{"method":"import","params":{"regions":[{"id":"b","lat":1,"lon":1,"radius":9}],"final":true}}"#)
+        }.wait()
+        let all = answers.withLock { $0 }
+        #expect(all.count == 32, "\(all)")
+        #expect(all.dropLast().last?.contains(#""code":"busy""#) == true, "\(all)")
+        #expect(all.last?.contains(#""code":"busy""#) == true, "the final part fails with the import: \(all)")
+        #expect(try e.cli.ids().isEmpty, "nothing of the import was stored")
+        await e.stop()
+    }
+
     @Test("a reason that is too long or holds escapes, bidi or invisible characters is refused and stores nothing")
     func hostileReasonRefused() async throws {
         let e = try await ControlSocketTests.Engine()

@@ -150,10 +150,22 @@ public final class ControlHandler: Sendable {
         guard let connection, request.method.canWrite, !policy.isPrivileged(peer.uid) else { return nil }
         if request.method == .importRegions, connection[ImportInProgress.key] != nil { return nil }
         guard let wait = changeLimit.take(uid: peer.uid, now: MonotonicClock.seconds()) else { return nil }
-        return ControlError(
+        let refusal = ControlError(
             .busy,
             "too many changes from \(ControlHandler.userName(peer.uid)): at most \(changeLimit.burst) at once and "
                 + "\(changeLimit.perSecond) a second; try again in \(String(format: "%.1f", wait)) s")
+        if request.method == .importRegions, request.params["final"]?.boolValue == false {
+            // The parts that follow belong to this refused import: kept on the connection, it fails them all,
+            // so that they are not taken for a new import (and committed without this part) once the limit
+            // lets changes through again.
+            var refused = ImportInProgress(
+                decoder: RegionEntryDecoder(now: Date(), createdBy: peer.uid),
+                replace: request.params["replace"]?.boolValue ?? false,
+                dryRun: request.params["dryRun"]?.boolValue ?? false)
+            refused.refusal = refusal
+            connection[ImportInProgress.key] = refused
+        }
+        return refusal
     }
 
     // MARK: Methods
