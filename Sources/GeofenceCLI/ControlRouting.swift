@@ -9,7 +9,7 @@ import GeofenceStore
 
 /// Where the engine's control socket is: `--socket`, else `$GEOFENCE_SOCKET`, else `/run/geofence/geofence.sock`
 /// as root (systemd's `RuntimeDirectory=geofence`), else `$XDG_RUNTIME_DIR/geofence.sock` (an engine run by this
-/// user) and then the system's engine. A client also looks at `/run/geofence.sock`, where engines before 0.2
+/// user) and then the system's engine. A client also looks at `/run/geofence.sock`, where earlier engines
 /// listened as root, so a CLI upgraded before its engine restarts still finds it.
 enum ControlSocket {
     static let systemDirectory = "/run/geofence"

@@ -62,6 +62,23 @@ struct RunSettingsTests {
         for variable in seen { #expect(help.contains(variable), "\(variable) is not in run --help") }
     }
 
+    /// The package's /etc/default/geofence lists every variable, commented out (the defaults apply).
+    @Test func theShippedSettingsFileListsEveryVariable() throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let s = try Self.settings(try cli.run(["run", "--print-config", "--json"]))
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let file = try String(
+            contentsOf: repo.appendingPathComponent("Packaging/geofence.default"), encoding: .utf8)
+        let lines = file.split(separator: "\n")
+        #expect(!lines.contains { !$0.hasPrefix("#") && !$0.trimmingCharacters(in: .whitespaces).isEmpty })
+        let variables = s.values.compactMap { $0["variable"]?.stringValue } + ["GEOFENCE_MQTT_PASSWORD"]
+        for variable in variables {
+            #expect(lines.contains { $0.hasPrefix("#\(variable)=") }, "\(variable) is not in geofence.default")
+        }
+    }
+
     @Test(arguments: [
         (
             "GEOFENCE_MAX_REGIONS", "0",
