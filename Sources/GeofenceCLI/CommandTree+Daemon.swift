@@ -53,6 +53,12 @@ extension CommandTree {
             [
                 gpsd,
                 .value(
+                    "--subject", valueName: "name",
+                    help: """
+                        The name of this box's receiver: the subject of its fixes and events (and the vehicle \
+                        in `vehicles`), instead of gpsd's device path. With a gpsd source only.
+                        """, defaultDescription: "gpsd's device path, e.g. /dev/ttyACM0"),
+                .value(
                     "--source", valueName: "gpsd|json:path|mqtt://host/topic",
                     help: """
                         Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
@@ -126,6 +132,7 @@ extension CommandTree {
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),
+            Example("A box that names itself in its events:", "geofence run --subject truck-7"),
             Example(
                 "A fleet, fed by gpsd-style JSON lines:",
                 "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-"),

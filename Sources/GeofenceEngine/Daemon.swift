@@ -42,6 +42,8 @@ public struct DaemonConfiguration: Sendable {
     /// its own thread, as a monitor stuck in its work would (the CLI sets it only in debug builds, from
     /// `GEOFENCE_TEST_STALL_MONITOR`). nil: never.
     public var stallMonitorWhile: String?
+    /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
+    public var subject: String?
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -53,7 +55,7 @@ extension DaemonConfiguration.Source {
     func makeSource(configuration c: DaemonConfiguration, logger: Logger) throws -> any LocationSource {
         switch self {
         case .gpsd(let address):
-            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness))
+            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness), subject: c.subject)
         case .jsonLines(let path):
             // A file that is not there is said now, before loading regions: under systemd a non-zero exit
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.

@@ -80,6 +80,15 @@ enum RunCommand {
         } else {
             throw c.invalid("--source", "\"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
         }
+        if let subject = c.arguments.value("--subject") {
+            guard case .gpsd = configuration.source else {
+                throw c.usage(
+                    "--subject names a gpsd receiver: a fleet's vehicles are named by their fixes (--source json: or mqtt://)"
+                )
+            }
+            if let problem = SubjectName.problem(subject) { throw c.invalid("--subject", "the name \(problem)") }
+            configuration.subject = subject
+        }
         configuration.liveness = .init(
             firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
             stalenessLimit: try c.positiveDuration("--stale-after", default: 10))
