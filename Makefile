@@ -2,6 +2,7 @@
 #
 #   make demo    install what is missing, build, show the engine on a real gpsd with a recorded drive
 #   make test    install what is missing, build, run every test
+#   make deb     build geofence_VERSION_ARCH.deb (Docs/install.md)
 #
 # System packages are installed here (never by hand): the C libraries the package links against and
 # Debian's gpsd and mosquitto (broker and clients), which the integration tests and the demo run
@@ -9,13 +10,18 @@
 
 SWIFT       ?= swift
 CONFIG      ?= debug
-APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients
+APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients libsystemd-dev \
+               $(DEB_PACKAGES)
+# What `make deb` (and the package's check in `make test`) needs: debhelper and dpkg's tools to build the
+# package, lintian to check it, systemd for `systemd-analyze verify` of its unit, util-linux for unshare.
+DEB_PACKAGES = debhelper dpkg-dev fakeroot lintian pkg-config systemd util-linux
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN          = .build/$(CONFIG)/geofence
 
 PREFIX      ?= /usr/local
 
-.PHONY: all deps build release test soak demo bench format lint clean help install uninstall fuzz fuzz-smoke fuzz-build
+.PHONY: all deps build release test soak demo bench format lint clean help install uninstall deb fuzz fuzz-smoke \
+	fuzz-build
 
 all: build
 
@@ -28,6 +34,7 @@ help:
 	@echo "make bench    run the benchmark executable (release)"
 	@echo "make lint     swift format lint, strict"
 	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
+	@echo "make deb      build the Debian package into .build/deb (DEB_CONFIG=debug for a quicker one)"
 	@echo "make format   swift format, in place"
 	@echo "make fuzz     run each libFuzzer harness for FUZZ_SECONDS (600); make fuzz-smoke: a few seconds each"
 
@@ -58,6 +65,8 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 	Scripts/example-check.sh
+	$(MAKE) --no-print-directory deb DEB_CONFIG=$(TEST_DEB_CONFIG) DEB_COMPRESS="-Zgzip -z1"
+	Scripts/package-check.sh .build/deb/geofence_$(VERSION)_$(DEB_ARCH).deb
 
 SOAK_FILTER ?= kill9Soak|ChaosTests|DiskFaultTests|LeakSoakTests|DaemonHookTests
 
@@ -99,12 +108,31 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive --configuration .swift-format Sources Tests Package.swift
 
-# Installs the binary and the systemd unit (run as root: sudo make install).
+# The Debian package (Docs/install.md): debhelper builds it from debian/, the Swift runtime linked statically.
+# DEB_CONFIG=debug builds it from a debug build (what `make test` checks, to keep its time bounded); the
+# package to install is the release one.
+DEB_CONFIG      ?= release
+TEST_DEB_CONFIG ?= debug
+VERSION          = $(shell dpkg-parsechangelog -S Version 2>/dev/null)
+DEB_ARCH         = $(shell dpkg --print-architecture)
+
+deb: deps
+	GEOFENCE_CONFIG=$(DEB_CONFIG) GEOFENCE_DEB_DIR=.build/deb GEOFENCE_DEB_COMPRESS="$(DEB_COMPRESS)" SWIFT=$(SWIFT) \
+	  debian/rules binary
+	GEOFENCE_DEB_DIR=.build/deb debian/rules clean
+	@echo "Built .build/deb/geofence_$(VERSION)_$(DEB_ARCH).deb ($(DEB_CONFIG)). Install: sudo apt install ./.build/deb/geofence_$(VERSION)_$(DEB_ARCH).deb"
+
+# A source install (run as root: sudo make install): the binary, the systemd unit, the commented settings
+# file (kept if there), and the geofence user the unit runs as. The package does the same the Debian way.
 install: release
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/default
 	install -m 0755 .build/release/geofence $(DESTDIR)$(PREFIX)/bin/geofence
 	sed 's|/usr/local/bin/geofence|$(PREFIX)/bin/geofence|' Packaging/geofence.service \
 	  > $(DESTDIR)/etc/systemd/system/geofence.service
+	[ -e $(DESTDIR)/etc/default/geofence ] || install -m 0644 Packaging/geofence.default $(DESTDIR)/etc/default/geofence
+	@if [ -z "$(DESTDIR)" ] && ! getent passwd geofence >/dev/null; then \
+	  useradd --system --user-group --home-dir /var/lib/geofence --no-create-home --shell /usr/sbin/nologin geofence; \
+	fi
 	@echo "Installed. Start it with: sudo systemctl daemon-reload && sudo systemctl enable --now geofence"
 
 uninstall:

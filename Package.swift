@@ -40,10 +40,20 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"])]
         ),
 
+        // systemd's notification socket (sd_notify: READY, STATUS, STOPPING, WATCHDOG) through Debian's
+        // libsystemd-dev.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+
         // The daemon and the pipeline that replay shares with it.
         .target(
             name: "GeofenceEngine",
-            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
+            dependencies: [
+                "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto", "CSystemd",
+            ]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.
         .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine", "GeofenceGPSD"]),

@@ -1,4 +1,19 @@
 extension CommandTree {
+    /// Every valued option of `run` may also come from the environment, under one name each: GEOFENCE_ and the
+    /// option's name in capitals, `--stale-after` → GEOFENCE_STALE_AFTER (so the unit's EnvironmentFile=,
+    /// /etc/default/geofence, holds an engine's settings). The command line wins over the environment, the
+    /// environment over the default.
+    static func fromEnvironment(_ options: [OptionSpec]) -> [OptionSpec] {
+        options.map { option in
+            guard option.kind == .value, option.environmentVariable == nil else { return option }
+            var named = option
+            named.environmentVariable =
+                "GEOFENCE_"
+                + option.name.drop(while: { $0 == "-" }).uppercased().replacingOccurrences(of: "-", with: "_")
+            return named
+        }
+    }
+
     static let gpsd = OptionSpec.value(
         "--gpsd", valueName: "host[:port[:device]]",
         help: "The gpsd to use, as gpsd's own clients take it; a device limits it to one receiver.",
@@ -27,83 +42,106 @@ extension CommandTree {
             `device` names the vehicle, else the topic) or an OwnTracks location (the vehicle USER/DEVICE \
             from owntracks/USER/DEVICE); others are counted by reason. A broker that is unreachable or \
             refuses the connection at start is an error (exit 69). The password is never logged or shown.
+
+            Every option below can also be set in the environment (its variable is shown with it; under \
+            systemd, in /etc/default/geofence): the command line wins, then the environment, then the \
+            default. --print-config shows the settings that would take effect and where each came from, and \
+            exits. Under systemd (Type=notify) the engine says when it is ready, what it does, when it stops, \
+            and that its monitor is alive (the unit's WatchdogSec=); see Docs/operations.md.
             """,
-        options: [
-            gpsd,
-            .value(
-                "--source", valueName: "gpsd|json:path|mqtt://host/topic",
-                help: """
-                    Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
-                    a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
-                    mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
-                    mqtts:// for TLS.
-                    """, default: "gpsd"),
-            .value(
-                "--mqtt-client-id", valueName: "id",
-                help: """
-                    The MQTT client id, which names the broker's session for this engine: messages published \
-                    while it is down wait under it.
-                    """, defaultDescription: "geofence- and a hash of the host name and state directory"),
-            .value(
-                "--mqtt-password-file", valueName: "file",
-                help: """
-                    Read the MQTT password from this file (one line), keeping it out of `ps` as \
-                    GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
-                    """),
-            .value(
-                "--mqtt-ca", valueName: "file",
-                help: """
-                    With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
-                    (its host name is checked too).
-                    """, defaultDescription: "the system's CA certificates"),
-            .value(
-                "--mqtt-cert", valueName: "file",
-                help: """
-                    With mqtts://, present this client certificate (PEM) to a broker that asks for one \
-                    (mosquitto's require_certificate); with --mqtt-key.
-                    """),
-            .value(
-                "--mqtt-key", valueName: "file",
-                help: "The private key (PEM, without a passphrase) of --mqtt-cert; keep it readable by the engine only."
-            ),
-            .value(
-                "--first-fix-deadline", valueName: "duration",
-                help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
-                default: "60s"),
-            .value(
-                "--stale-after", valueName: "duration",
-                help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
-            .value(
-                "--max-accuracy", valueName: "metres",
-                help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
-                default: "5000"),
-            .value(
-                "--min-margin", valueName: "metres",
-                help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
-            .value(
-                "--acceleration", valueName: "m/s²",
-                help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
-                default: "4"),
-            .value(
-                "--idle-after", valueName: "duration",
-                help:
-                    "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",
-                default: "1d"),
-            .value(
-                "--max-regions", valueName: "n",
-                help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
-            .value(
-                "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
-        ] + hookOptions,
+        options: fromEnvironment(
+            [
+                gpsd,
+                .value(
+                    "--subject", valueName: "name",
+                    help: """
+                        The name of this box's receiver: the subject of its fixes and events (and the vehicle \
+                        in `vehicles`), instead of gpsd's device path. With a gpsd source only.
+                        """, defaultDescription: "gpsd's device path, e.g. /dev/ttyACM0"),
+                .value(
+                    "--source", valueName: "gpsd|json:path|mqtt://host/topic",
+                    help: """
+                        Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
+                        a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
+                        mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
+                        mqtts:// for TLS.
+                        """, default: "gpsd"),
+                .value(
+                    "--mqtt-client-id", valueName: "id",
+                    help: """
+                        The MQTT client id, which names the broker's session for this engine: messages published \
+                        while it is down wait under it.
+                        """, defaultDescription: "geofence- and a hash of the host name and state directory"),
+                .value(
+                    "--mqtt-password-file", valueName: "file",
+                    help: """
+                        Read the MQTT password from this file (one line), keeping it out of `ps` as \
+                        GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
+                        """),
+                .value(
+                    "--mqtt-ca", valueName: "file",
+                    help: """
+                        With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
+                        (its host name is checked too).
+                        """, defaultDescription: "the system's CA certificates"),
+                .value(
+                    "--mqtt-cert", valueName: "file",
+                    help: """
+                        With mqtts://, present this client certificate (PEM) to a broker that asks for one \
+                        (mosquitto's require_certificate); with --mqtt-key.
+                        """),
+                .value(
+                    "--mqtt-key", valueName: "file",
+                    help:
+                        "The private key (PEM, without a passphrase) of --mqtt-cert; keep it readable by the engine only."
+                ),
+                .value(
+                    "--first-fix-deadline", valueName: "duration",
+                    help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
+                    default: "60s"),
+                .value(
+                    "--stale-after", valueName: "duration",
+                    help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
+                .value(
+                    "--max-accuracy", valueName: "metres",
+                    help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
+                    default: "5000"),
+                .value(
+                    "--min-margin", valueName: "metres",
+                    help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
+                .value(
+                    "--acceleration", valueName: "m/s²",
+                    help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
+                    default: "4"),
+                .value(
+                    "--idle-after", valueName: "duration",
+                    help:
+                        "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",
+                    default: "1d"),
+                .value(
+                    "--max-regions", valueName: "n",
+                    help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
+                .value(
+                    "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
+                .flag(
+                    "--print-config",
+                    help:
+                        "Print the settings that would take effect and where each came from, and exit (no engine starts)."
+                ),
+            ] + hookOptions),
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),
+            Example("A box that names itself in its events:", "geofence run --subject truck-7"),
             Example(
                 "A fleet, fed by gpsd-style JSON lines:",
                 "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-"),
             Example(
                 "A fleet from an MQTT broker (password from a file):",
                 "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw"),
+            Example(
+                "Settings from the environment, checked before a restart:",
+                "GEOFENCE_STALE_AFTER=30s geofence run --print-config"),
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 

@@ -7,21 +7,26 @@ import GeofenceStore
     import Glibc
 #endif
 
-/// Where the engine's control socket is: `--socket`, else `$GEOFENCE_SOCKET`, else `/run/geofence.sock` as
-/// root, else `$XDG_RUNTIME_DIR/geofence.sock` (an engine run by this user) and then `/run/geofence.sock`
-/// (the system's engine).
+/// Where the engine's control socket is: `--socket`, else `$GEOFENCE_SOCKET`, else `/run/geofence/geofence.sock`
+/// as root (systemd's `RuntimeDirectory=geofence`), else `$XDG_RUNTIME_DIR/geofence.sock` (an engine run by this
+/// user) and then the system's engine. A client also looks at `/run/geofence.sock`, where earlier engines
+/// listened as root, so a CLI upgraded before its engine restarts still finds it.
 enum ControlSocket {
-    static let systemPath = "/run/geofence.sock"
+    static let systemDirectory = "/run/geofence"
+    static let systemPath = systemDirectory + "/geofence.sock"
+    /// Where an engine run as root listened before the unit's RuntimeDirectory= held it (read by clients only).
+    static let legacySystemPath = "/run/geofence.sock"
 
     static func candidates(option: String?, environment: [String: String]) -> [String] {
         if let option { return [option] }
         if let env = environment["GEOFENCE_SOCKET"], !env.isEmpty { return [env] }
-        if getuid() == 0 { return [systemPath] }
+        if getuid() == 0 { return [systemPath, legacySystemPath] }
         var paths: [String] = []
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             paths.append(runtime + "/geofence.sock")
         }
         paths.append(systemPath)
+        paths.append(legacySystemPath)
         return paths
     }
 
@@ -30,7 +35,7 @@ enum ControlSocket {
         candidates(option: option, environment: environment)[0]
     }
 
-    static let helpDefault = "/run/geofence.sock as root, else $XDG_RUNTIME_DIR/geofence.sock"
+    static let helpDefault = "/run/geofence/geofence.sock as root, else $XDG_RUNTIME_DIR/geofence.sock"
 }
 
 /// The policy file: which users are `restricted` (they can never be granted access from the CLI).

@@ -104,6 +104,16 @@ struct CommandContext {
     }
 
     func usage(_ message: String) -> UsageError { arguments.usageError(message) }
+
+    /// `invalid value for --max-regions: REASON`; when the value came from the environment, one line naming
+    /// the variable (`invalid value for GEOFENCE_MAX_REGIONS (--max-regions): REASON`), exit 64 either way.
+    func invalid(_ option: String, _ reason: String) -> UsageError {
+        if case .environment(let variable)? = arguments.source(of: option) {
+            return UsageError(
+                "invalid value for \(variable) (\(option)): \(reason)", commandPath: arguments.path, showsUsage: false)
+        }
+        return usage("invalid value for \(option): \(reason)")
+    }
 }
 
 extension CommandFailure {

@@ -38,6 +38,12 @@ public struct DaemonConfiguration: Sendable {
     /// A vehicle not heard from for this long (seconds) is dropped from memory, its state kept in the store
     /// until its next fix (`FixPipeline.idleLimit`); nil keeps every vehicle in memory.
     public var idleLimit: Double? = 86_400
+    /// Fault injection, for the watchdog's test: while a file is at this path, the monitor's loop blocks on
+    /// its own thread, as a monitor stuck in its work would (the CLI sets it only in debug builds, from
+    /// `GEOFENCE_TEST_STALL_MONITOR`). nil: never.
+    public var stallMonitorWhile: String?
+    /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
+    public var subject: String?
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -49,7 +55,7 @@ extension DaemonConfiguration.Source {
     func makeSource(configuration c: DaemonConfiguration, logger: Logger) throws -> any LocationSource {
         switch self {
         case .gpsd(let address):
-            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness))
+            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness), subject: c.subject)
         case .jsonLines(let path):
             // A file that is not there is said now, before loading regions: under systemd a non-zero exit
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
@@ -181,6 +187,12 @@ public final class Daemon: Sendable {
         logger.notice(
             "geofence \(version) running: \(regions) regions from \(c.stateDirectory), fixes from \(source.label)"
                 + String(format: " (started in %.2f s)", Date().timeIntervalSince(started)))
+        // systemd (Type=notify) calls the engine started only now: the socket listens, the regions are loaded.
+        let manager = ServiceManager()
+        manager.ready(status: "\(regions) regions monitored; source \(source.label): starting")
+        if let every = manager.watchdogInterval {
+            logger.info("systemd watchdog: the monitor says it is alive every \(every)")
+        }
         watchers.start()
         defer {
             watchers.stop()
@@ -191,6 +203,15 @@ public final class Daemon: Sendable {
         let logger = self.logger
         let interval = c.regionSyncInterval
         let signalled = SignalName()
+        var stall: (@Sendable () -> Void)?
+        if let path = c.stallMonitorWhile {
+            stall = {
+                while access(path, F_OK) == 0 { usleep(20_000) }
+            }
+        }
+        let heartbeat = MonitorHeartbeat(
+            watchdogInterval: manager.watchdogInterval, watchdog: { manager.watchdog() },
+            status: { manager.status($0) }, stall: stall)
         // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
         // judged), then the monitor's ticks, the sinks, and last the hook runner (running hooks get their grace).
         let group = ServiceGroup(
@@ -198,7 +219,7 @@ public final class Daemon: Sendable {
                 ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
                 // Stopped by cancellation: each sink then closes (an MQTT sink publishes `offline`).
                 ClosureService("sinks") { await sinks.run() },
-                ClosureService("monitor") { await service.runTicks(interval: interval) },
+                ClosureService("monitor") { await service.runTicks(interval: interval, heartbeat: heartbeat) },
                 ClosureService(
                     "source",
                     run: {
@@ -230,6 +251,7 @@ public final class Daemon: Sendable {
             default: why = "stopped ticking"
             }
             logger.notice("stopping (\(why))")
+            manager.stopping(why)
             // No more requests, and no client keeps the store's write lock (an import in parts rolls back)
             // while the engine commits its last state.
             control?.stop()

@@ -300,17 +300,38 @@ actor MonitorService {
 
     /// The engine's clockwork, until cancelled: every 0.1 s, reports held for the rest of their epoch; every
     /// `interval` seconds, region changes, expiry, bookkeeping and the source's account for `status`.
-    func runTicks(interval: Double) async {
+    /// The monitor's own loop: settles waiting reports, ticks every `interval` seconds, and (under systemd)
+    /// says it is alive and what it does (`heartbeat`). Both run here, on the monitor's thread, so a monitor
+    /// stuck in its work stops them and systemd's watchdog restarts the engine.
+    func runTicks(interval: Double, heartbeat: MonitorHeartbeat? = nil) async {
         var last = ContinuousClock.now
+        var lastBeat = ContinuousClock.now
+        heartbeat?.watchdog()
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
+            heartbeat?.stall?()
             settle()
             if ContinuousClock.now - last >= .seconds(interval) {
                 last = ContinuousClock.now
                 tick()
                 recordSourceStatus()
+                heartbeat?.status(statusLine)
+            }
+            if let heartbeat, let every = heartbeat.watchdogInterval, ContinuousClock.now - lastBeat >= every {
+                lastBeat = ContinuousClock.now
+                heartbeat.watchdog()
             }
         }
+    }
+
+    /// One line for systemd's STATUS=: the regions, the source, the fixes and events so far.
+    var statusLine: String {
+        let stats = statistics
+        var source = health.liveness
+        if health.connected == false { source = "not connected" }
+        if !servicesOn { source += ", Location Services off" }
+        return "\(pipeline.monitor.regionCount) regions monitored; source \(sourceLabel): \(source); "
+            + "\(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused; \(eventCount) events"
     }
 
     // MARK: The store, on the engine's thread (its calls block; the library's actor runs on the pool)

@@ -137,6 +137,10 @@ public final class DaemonProcess: @unchecked Sendable {
         }
         var env = ProcessInfo.processInfo.environment
         env["JOURNAL_STREAM"] = nil
+        // Never systemd's own notification socket, should the tests run under a unit (a test gives its own).
+        env["NOTIFY_SOCKET"] = nil
+        env["WATCHDOG_USEC"] = nil
+        env["WATCHDOG_PID"] = nil
         for (k, v) in environment { env[k] = v }
         process.environment = env
         process.standardInput = FileHandle.nullDevice

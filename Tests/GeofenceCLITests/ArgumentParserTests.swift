@@ -475,9 +475,9 @@ struct ArgumentTypedValueTests {
         }
         #expect(
             throws: UsageError(
-                "invalid value for --port <port> (from TOOL_PORT): 'abc' is not a number; "
+                "invalid value for TOOL_PORT (--port): 'abc' is not a number; "
                     + "expected a whole number like 10",
-                commandPath: [])
+                commandPath: [], showsUsage: false)
         ) {
             try arguments.integer("--port")
         }

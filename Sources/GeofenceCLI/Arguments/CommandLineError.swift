@@ -13,10 +13,14 @@ public struct UsageError: CommandLineError, Equatable {
     public var message: String
     /// The subcommand names below the root (`["hook", "add"]`) whose usage is shown.
     public var commandPath: [String]
+    /// Whether the usage line and the pointer to the help follow the message: not for a bad value that came
+    /// from an environment variable (the command line was right; the line names the variable).
+    public var showsUsage: Bool
 
-    public init(_ message: String, commandPath: [String]) {
+    public init(_ message: String, commandPath: [String], showsUsage: Bool = true) {
         self.message = message
         self.commandPath = commandPath
+        self.showsUsage = showsUsage
     }
 
     public var exitCode: ExitCode { .usage }

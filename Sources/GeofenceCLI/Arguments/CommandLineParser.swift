@@ -156,7 +156,7 @@ public struct CommandLineParser: Sendable {
         for option in accepted where option.kind != .flag {
             if let list = given[option.name] {
                 values[option.name] = (list, .commandLine)
-            } else if let variable = option.environmentVariable, let value = environment[variable] {
+            } else if let variable = option.environmentVariable, let value = environment[variable], !value.isEmpty {
                 values[option.name] = ([value], .environment(variable))
             } else if let value = option.defaultValue {
                 values[option.name] = ([value], .defaultValue)
@@ -173,7 +173,7 @@ public struct CommandLineParser: Sendable {
     /// The text for stderr: for a usage error, `Error: …`, the usage line and a pointer to the
     /// command's help; for any other error just `Error: …`. Ends with a newline.
     public func render(_ error: any CommandLineError) -> String {
-        guard let usage = error as? UsageError else { return "Error: \(error.message)\n" }
+        guard let usage = error as? UsageError, usage.showsUsage else { return "Error: \(error.message)\n" }
         let path = command(at: usage.commandPath) == nil ? [] : usage.commandPath
         return """
             Error: \(usage.message)
@@ -187,7 +187,7 @@ public struct CommandLineParser: Sendable {
     /// usage error `usage` (the usage line) and `help` (the command that shows the help).
     public func renderJSON(_ error: any CommandLineError) -> JSONObject {
         var o: JSONObject = ["error": .string(error.message), "exitCode": .number(Double(error.exitCode.rawValue))]
-        if let usage = error as? UsageError {
+        if let usage = error as? UsageError, usage.showsUsage {
             let path = command(at: usage.commandPath) == nil ? [] : usage.commandPath
             o["usage"] = .string(usageLine(for: path))
             o["help"] = .string("\(commandName(path)) --help")

@@ -145,11 +145,18 @@ public struct ParsedArguments: Sendable {
     }
 
     private func invalid(_ name: String, _ error: ValueError) -> UsageError {
-        var origin = display(name)
+        invalidValue(name, error.message)
+    }
+
+    /// `invalid value for --radius <metres>: REASON`; for a value from the environment, one line that names
+    /// the variable first (`invalid value for GEOFENCE_MAX_REGIONS (--max-regions): REASON`), without the
+    /// usage line, since the command line itself was right.
+    public func invalidValue(_ name: String, _ reason: String) -> UsageError {
         if case .environment(let variable) = values[name]?.source {
-            origin += " (from \(variable))"
+            return UsageError(
+                "invalid value for \(variable) (\(name)): \(reason)", commandPath: path, showsUsage: false)
         }
-        return usageError("invalid value for \(origin): \(error.message)")
+        return usageError("invalid value for \(display(name)): \(reason)")
     }
 
     private func display(_ name: String) -> String {

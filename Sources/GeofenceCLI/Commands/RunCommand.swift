@@ -34,20 +34,20 @@ extension CommandContext {
         do {
             return try GPSDAddress(parsing: text)
         } catch {
-            throw usage("invalid value for --gpsd: \(error)")
+            throw invalid("--gpsd", "\(error)")
         }
     }
 
     /// A duration option, required to be more than zero.
     func positiveDuration(_ option: String, default value: Double) throws -> Double {
         guard let seconds = try arguments.duration(option) else { return value }
-        guard seconds > 0 else { throw usage("invalid value for \(option): must be more than 0") }
+        guard seconds > 0 else { throw invalid(option, "must be more than 0") }
         return seconds
     }
 
     func positiveNumber(_ option: String, default value: Double) throws -> Double {
         guard let n = try arguments.double(option) else { return value }
-        guard n > 0, n.isFinite else { throw usage("invalid value for \(option): must be more than 0") }
+        guard n > 0, n.isFinite else { throw invalid(option, "must be more than 0") }
         return n
     }
 }
@@ -78,8 +78,16 @@ enum RunCommand {
         } else if sourceText.hasPrefix("mqtt://") || sourceText.hasPrefix("mqtts://") {
             configuration.source = try mqttSource(c, sourceText)
         } else {
-            throw c.usage(
-                "invalid value for --source: \"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
+            throw c.invalid("--source", "\"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
+        }
+        if let subject = c.arguments.value("--subject") {
+            guard case .gpsd = configuration.source else {
+                throw c.usage(
+                    "--subject names a gpsd receiver: a fleet's vehicles are named by their fixes (--source json: or mqtt://)"
+                )
+            }
+            if let problem = SubjectName.problem(subject) { throw c.invalid("--subject", "the name \(problem)") }
+            configuration.subject = subject
         }
         configuration.liveness = .init(
             firstFixDeadline: try c.positiveDuration("--first-fix-deadline", default: 60),
@@ -99,13 +107,25 @@ enum RunCommand {
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)
         configuration.hooks = try HookOptions.configuration(c)
         if let n = try c.arguments.integer("--max-regions") {
-            guard n > 0 else { throw c.usage("invalid value for --max-regions: must be more than 0") }
+            guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
         }
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
-            throw c.usage(
-                "invalid value for --log-level: \"\(levelText)\" is not error, warning, notice, info or debug")
+            throw c.invalid("--log-level", "\"\(levelText)\" is not error, warning, notice, info or debug")
+        }
+        if c.arguments.flag("--print-config") {
+            RunSettings.print(c, configuration: configuration)
+            return
+        }
+        #if DEBUG
+            // Fault injection for the systemd watchdog's test (Docs/operations.md); not in release builds.
+            configuration.stallMonitorWhile = c.environment["GEOFENCE_TEST_STALL_MONITOR"]
+        #endif
+        if configuration.socketPath == ControlSocket.systemPath {
+            // Made by systemd (RuntimeDirectory=geofence) under the unit; by the engine itself when root runs it
+            // by hand. Nothing else is put there.
+            mkdir(ControlSocket.systemDirectory, 0o755)
         }
         useHugePages(c.environment, arguments: hidingPassword(sourceText))
         let daemon = Daemon(
@@ -153,7 +173,7 @@ enum RunCommand {
         do {
             address = try MQTTAddress(parsing: text)
         } catch {
-            throw c.usage("invalid value for --source: \(error)")
+            throw c.invalid("--source", "\(error)")
         }
         if let file = c.arguments.value("--mqtt-password-file") {
             guard address.password == nil else {
@@ -198,7 +218,7 @@ enum RunCommand {
         var clientID: String?
         if let id = c.arguments.value("--mqtt-client-id") {
             guard !id.isEmpty, id.utf8.count <= 65535, !id.contains(where: \.isNewline) else {
-                throw c.usage("invalid value for --mqtt-client-id: must be 1 to 65535 bytes, one line")
+                throw c.invalid("--mqtt-client-id", "must be 1 to 65535 bytes, one line")
             }
             clientID = id
         }

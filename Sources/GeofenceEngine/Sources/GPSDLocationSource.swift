@@ -9,9 +9,13 @@ public final class GPSDLocationSource: LocationSource {
     private let gpsd: GPSDSource
     public let reports = LocationReports(backPressure: .unbounded)
     private let forwarding = Mutex<Task<Void, Never>?>(nil)
+    /// The box's own name for its receiver (`run --subject`): the subject of its fixes, and so of its events,
+    /// instead of gpsd's device path. nil: the device path.
+    public let subject: String?
 
-    public init(configuration: GPSDSource.Configuration) {
+    public init(configuration: GPSDSource.Configuration, subject: String? = nil) {
         gpsd = GPSDSource(configuration: configuration)
+        self.subject = subject
     }
 
     /// The gpsd address, deadlines and backoff it runs with.
@@ -20,10 +24,17 @@ public final class GPSDLocationSource: LocationSource {
     public var label: String { "gpsd at \(gpsd.configuration.address)" }
 
     public func start() {
-        let (gpsd, reports) = (self.gpsd, self.reports)
+        let (gpsd, reports, subject) = (self.gpsd, self.reports, self.subject)
         forwarding.withLock {
             $0 = Task {
-                for await report in gpsd.reports { reports.sendNow(report.locationReport) }
+                var naming = subject.map { SubjectNaming(name: $0) }
+                for await report in gpsd.reports {
+                    guard naming != nil else {
+                        reports.sendNow(report.locationReport)
+                        continue
+                    }
+                    for renamed in naming!.rename(report.locationReport) { reports.sendNow(renamed) }
+                }
                 reports.finish()
             }
         }
@@ -34,6 +45,41 @@ public final class GPSDLocationSource: LocationSource {
         await gpsd.stop()
         await forwarding.withLock { $0 }?.value
         reports.finish()
+    }
+}
+
+/// `run --subject NAME`: every fix of the receiver is NAME's. A name is for one receiver: when fixes come
+/// from a second device of the same gpsd, it says so once (they would be taken for one vehicle's).
+struct SubjectNaming {
+    let name: String
+    private var devices: [String] = []
+
+    init(name: String) { self.name = name }
+
+    mutating func rename(_ report: LocationReport) -> [LocationReport] {
+        switch report {
+        case .fix(var fix):
+            let warning = note(fix.subject)
+            fix.subject = name
+            return warning.map { [.warning($0), .fix(fix)] } ?? [.fix(fix)]
+        case .fixes(var fixes):
+            var warnings: [LocationReport] = []
+            for i in fixes.indices {
+                if let warning = note(fixes[i].subject) { warnings.append(.warning(warning)) }
+                fixes[i].subject = name
+            }
+            return warnings + [.fixes(fixes)]
+        default:
+            return [report]
+        }
+    }
+
+    private mutating func note(_ device: String) -> String? {
+        guard !devices.contains(device), devices.count < 2 else { return nil }
+        devices.append(device)
+        guard devices.count == 2 else { return nil }
+        return "--subject \(name) names one receiver, but gpsd has fixes from \(devices[0]) and \(devices[1]): "
+            + "both are taken as \(name)'s; give the receiver's device in --gpsd HOST:PORT:DEVICE"
     }
 }
 
