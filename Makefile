@@ -9,7 +9,8 @@
 
 SWIFT       ?= swift
 CONFIG      ?= debug
-APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients
+APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients libmicrohttpd-dev \
+               python3-prometheus-client
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN          = .build/$(CONFIG)/geofence
 

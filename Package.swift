@@ -39,11 +39,19 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // An HTTP server for /metrics and /healthz (Debian's libmicrohttpd-dev).
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
 
         // The daemon and the pipeline that replay shares with it.
         .target(
             name: "GeofenceEngine",
-            dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto"]),
+            dependencies: [
+                "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto", "CMicroHTTPD",
+            ]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.
         .target(name: "Geofence", dependencies: ["GeofenceCore", "GeofenceEngine", "GeofenceGPSD"]),

@@ -1,0 +1,111 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import Synchronization
+import Testing
+
+@Suite("metrics: the exposition text, the histogram, the address, health")
+struct MetricsUnitTests {
+    @Test("a histogram counts each value in its bucket, cumulatively, and refuses to trap on odd values")
+    func histogram() {
+        var h = LatencyHistogram()
+        for v in [0.00005, 0.0003, 0.0003, 0.2, 30, -1, .nan, .infinity] { h.observe(v) }
+        #expect(h.count == 8)
+        let cumulative = h.cumulative
+        // -1, NaN and infinity count as 0 (the first bucket), with 0.00005.
+        #expect(cumulative.first?.count == 4)
+        #expect(cumulative.first(where: { $0.bound == 0.0005 })?.count == 6)
+        #expect(cumulative.first(where: { $0.bound == 0.25 })?.count == 7)
+        #expect(cumulative.last?.count == 7)
+        #expect(h.overflow == 1)
+        #expect(abs(h.sum - (0.00005 + 0.0006 + 0.2 + 30)) < 1e-9)
+        #expect(zip(cumulative, cumulative.dropFirst()).allSatisfy { $0.count <= $1.count })
+    }
+
+    @Test("label values are escaped; every family has HELP and TYPE; counters end in _total")
+    func exposition() {
+        var snapshot = EngineMetrics.Snapshot()
+        snapshot.fixes.accepted = 7
+        snapshot.fixes.rejected[.implausibleJump] = 2
+        snapshot.events = ["enter": 3]
+        snapshot.lastBeat = 0
+        let health = EngineHealth(snapshot, now: 1, stallLimit: 5)
+        var report = MetricsReport(
+            version: "1.2\"3\\\n", started: Date(timeIntervalSince1970: 10), engine: snapshot, health: health)
+        report.sinks = [(id: "a\"b", connected: true, lag: 4)]
+        let text = PrometheusText.render(report)
+        #expect(text.contains(#"geofence_build_info{version="1.2\"3\\\n"} 1"#), "\(text)")
+        #expect(text.contains(#"geofence_fixes_total{result="accepted"} 7"#))
+        #expect(text.contains(#"geofence_fixes_total{reason="implausible-jump",result="refused"} 2"#))
+        #expect(text.contains(#"geofence_fixes_total{reason="stale",result="refused"} 0"#))
+        #expect(text.contains(#"geofence_events_total{type="enter"} 3"#))
+        #expect(text.contains(#"geofence_events_total{type="exit"} 0"#))
+        #expect(text.contains(#"geofence_sink_lag_events{sink="a\"b"} 4"#))
+        #expect(text.contains(#"geofence_fix_commit_seconds_bucket{le="+Inf"} 0"#))
+        #expect(text.contains("geofence_healthy 1\n"))
+        // Each family is declared once, before its samples.
+        var declared = Set<String>()
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("# TYPE ") {
+                let name = String(line.split(separator: " ")[2])
+                #expect(declared.insert(name).inserted, "declared twice: \(name)")
+            } else if !line.hasPrefix("#") {
+                let name = String(line.prefix { $0 != "{" && $0 != " " })
+                let family = ["_bucket", "_sum", "_count"].reduce(name) {
+                    $0.hasSuffix($1) && declared.contains(String($0.dropLast($1.count)))
+                        ? String($0.dropLast($1.count)) : $0
+                }
+                #expect(declared.contains(family), "a sample before its family: \(line)")
+            }
+        }
+    }
+
+    @Test("addresses: IP and port, [IPv6]:port, a port alone for loopback; host names and bad ports refused")
+    func addresses() throws {
+        #expect(try MetricsAddress(parsing: "127.0.0.1:9464") == MetricsAddress(host: "127.0.0.1", port: 9464))
+        #expect(try MetricsAddress(parsing: "9464") == MetricsAddress(host: "127.0.0.1", port: 9464))
+        #expect(try MetricsAddress(parsing: "localhost:1") == MetricsAddress(host: "127.0.0.1", port: 1))
+        #expect(try MetricsAddress(parsing: "[::1]:9464") == MetricsAddress(host: "::1", port: 9464))
+        #expect(try MetricsAddress(parsing: "0.0.0.0:0").description == "0.0.0.0:0")
+        #expect(try MetricsAddress(parsing: "[::1]:80").description == "[::1]:80")
+        for bad in [
+            "", "example.com:80", "127.0.0.1:65536", "127.0.0.1:-1", "[::1]", "[::1]80", "1.2.3:4", "127.0.0.1:x",
+        ] {
+            #expect(throws: MetricsAddress.Invalid.self, "\(bad)") { try MetricsAddress(parsing: bad) }
+        }
+    }
+
+    @Test("health: a loop that stops beating, a store that refuses, a silent or disconnected source")
+    func health() {
+        let clock = Mutex(100.0)
+        let metrics = EngineMetrics(stallLimit: 5, monotonic: { clock.withLock { $0 } })
+        #expect(metrics.health().problems == ["monitor: not started"])
+        metrics.beat()
+        #expect(metrics.health().ok)
+        clock.withLock { $0 = 104.9 }
+        #expect(metrics.health().ok)
+        clock.withLock { $0 = 106 }
+        #expect(!metrics.health().monitorOK)
+        #expect(metrics.health().problems == ["monitor: its loop has not run for 6.0 s"])
+        metrics.beat()
+        metrics.publish {
+            $0.storeProblem = "disk full"
+            $0.liveness = "silent"
+            $0.livenessReason = "no sky"
+        }
+        let h = metrics.health()
+        #expect(h.monitorOK)
+        #expect(h.problems == ["store: refuses writes (disk full)", "source: silent (no sky)"])
+        metrics.publish {
+            $0.storeProblem = nil
+            $0.sourceConnected = false
+            $0.sourceProblem = "gpsd is not reachable"
+        }
+        #expect(metrics.health().problems == ["source: not connected (gpsd is not reachable)"])
+        metrics.publish {
+            $0.sourceConnected = true
+            $0.liveness = "receiving"
+        }
+        #expect(metrics.health().ok)
+    }
+}
