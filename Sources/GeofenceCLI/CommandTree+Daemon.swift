@@ -93,6 +93,13 @@ extension CommandTree {
                 "--max-regions", valueName: "n",
                 help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
             .value(
+                "--metrics", valueName: "address",
+                help: """
+                    Serve Prometheus metrics at http://ADDRESS/metrics and a health check at /healthz (200 while \
+                    the monitor, the store and the source all work, else 503 and why): IP:PORT, [IPV6]:PORT, or \
+                    a port alone for 127.0.0.1. Off unless given; bind it to loopback or a trusted network.
+                    """, environment: "GEOFENCE_METRICS"),
+            .value(
                 "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
         ] + hookOptions,
         examples: [
@@ -104,6 +111,7 @@ extension CommandTree {
             Example(
                 "A fleet from an MQTT broker (password from a file):",
                 "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw"),
+            Example("With metrics for Prometheus on loopback:", "geofence run --metrics 127.0.0.1:9464"),
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 

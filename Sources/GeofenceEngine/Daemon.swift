@@ -38,6 +38,8 @@ public struct DaemonConfiguration: Sendable {
     /// A vehicle not heard from for this long (seconds) is dropped from memory, its state kept in the store
     /// until its next fix (`FixPipeline.idleLimit`); nil keeps every vehicle in memory.
     public var idleLimit: Double? = 86_400
+    /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
+    package var metrics: MetricsAddress?
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -130,6 +132,8 @@ public final class Daemon: Sendable {
                 stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
+        pipeline.measuresLatency = c.metrics != nil
+        let metrics = EngineMetrics()
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -142,7 +146,7 @@ public final class Daemon: Sendable {
                 watchers.wake()
                 hooks.wake()
                 sinks.wake()
-            })
+            }, metrics: metrics)
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))
@@ -152,6 +156,26 @@ public final class Daemon: Sendable {
         try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
+        var metricsServer: MetricsServer?
+        if let address = c.metrics {
+            // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
+            // that hangs is what `/healthz` must be able to report), and cannot write.
+            let reader = try StateStore(
+                directory: c.stateDirectory, options: .init(readOnly: true, busyTimeout: .seconds(2)))
+            let s = MetricsServer(
+                address: address,
+                respond: MetricsEndpoints(
+                    store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
+                    started: started
+                ).respond)
+            try s.start()
+            metricsServer = s
+            logger.info("metrics at http://\(MetricsAddress(host: address.host, port: s.port))/metrics")
+        }
+        var identity = EngineIdentity(
+            stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
+            version: version, started: started, source: source.label)
+        identity.metrics = metrics
         var server: ControlServer?
         if let path = c.socketPath {
             let handler = ControlHandler(
@@ -166,9 +190,7 @@ public final class Daemon: Sendable {
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
-                engine: EngineIdentity(
-                    stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
-                    version: version, started: started, source: source.label))
+                engine: identity)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
@@ -185,6 +207,7 @@ public final class Daemon: Sendable {
         defer {
             watchers.stop()
             server?.stop()
+            metricsServer?.stop()
         }
 
         source.start()

@@ -41,6 +41,10 @@ actor MonitorService {
     private(set) var health = SourceHealth()
     /// What `geofence status` reads of the engine, kept in the store's settings.
     private var recorder: StatusRecorder
+    /// Where the engine's counters and health are published for `/metrics`, `/healthz` and `status`.
+    let metrics: EngineMetrics
+    /// Events committed since start, by type (published with the rest, every tick of the loop).
+    private var eventsByType: [String: Int] = [:]
     /// Whether usable fixes arrive (false once the source is `silent` or `lost`, true again when `restored`).
     private var locationAvailable = true
     /// Whether the last reconciliation held regions out of the monitor (a limit, denied owners).
@@ -62,9 +66,11 @@ actor MonitorService {
         sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
         onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        metrics: EngineMetrics = EngineMetrics()
     ) {
         now = { clock.now() }
+        self.metrics = metrics
         self.random = random
         recorder = StatusRecorder(store: store)
         self.sourceLabel = sourceLabel
@@ -148,6 +154,10 @@ actor MonitorService {
                     MonitorService.statusEvents($0, ids: lent, now: stamp)
                 }
             ids = lent.ids
+            if !changes.isEmpty {
+                eventsByType[StateEvent.Kind.regionStatus.rawValue, default: 0] +=
+                    changes.count <= 50 ? changes.count : 1
+            }
             mayHoldRegions = !inputs.allClear
             if inputs.allClear {
                 retryDue = nil
@@ -310,6 +320,30 @@ actor MonitorService {
                 tick()
                 recordSourceStatus()
             }
+            publishMetrics()
+            // From this loop, which runs on the monitor's own thread: a monitor stuck in a call stops the
+            // beats, and `/healthz` (and the systemd watchdog) see it.
+            metrics.beat()
+        }
+    }
+
+    /// Hands the counters to `metrics` (a copy of a few small values, ten times a second; nothing per fix).
+    func publishMetrics() {
+        let pipeline = self.pipeline
+        let (health, events, storeProblem, servicesOn) = (self.health, eventsByType, lastStoreError, self.servicesOn)
+        metrics.publish { m in
+            m.fixes = pipeline.filter.statistics
+            m.events = events
+            m.commitLatency = pipeline.commitLatency
+            m.vehicles = pipeline.monitor.subjectCount
+            m.monitoredRegions = pipeline.monitor.regionCount
+            m.uncommittedEvents = pipeline.pendingEvents
+            m.sourceConnected = health.connected
+            m.sourceProblem = health.reason
+            m.liveness = health.liveness
+            m.livenessReason = health.livenessReason
+            m.storeProblem = storeProblem
+            m.servicesOn = servicesOn
         }
     }
 
@@ -405,6 +439,7 @@ actor MonitorService {
         }
         let time = now()
         recording { try $0.stopped(at: time) }
+        publishMetrics()
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
@@ -422,6 +457,7 @@ actor MonitorService {
             logger.notice(line)
         }
         eventCount += events.count
+        for e in events { eventsByType[e.type.rawValue, default: 0] += 1 }
         onEvents()
     }
 
@@ -438,6 +474,7 @@ actor MonitorService {
         guard !unsavedStateEvents.isEmpty else { return }
         do {
             try store.outbox.append(unsavedStateEvents)
+            for e in unsavedStateEvents { eventsByType[e.type.rawValue, default: 0] += 1 }
             unsavedStateEvents.removeAll()
             onEvents()
         } catch {

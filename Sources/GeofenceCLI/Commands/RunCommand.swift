@@ -102,6 +102,13 @@ enum RunCommand {
             guard n > 0 else { throw c.usage("invalid value for --max-regions: must be more than 0") }
             configuration.maxRegions = n
         }
+        if let text = c.arguments.value("--metrics") {
+            do {
+                configuration.metrics = try MetricsAddress(parsing: text)
+            } catch {
+                throw c.usage("invalid value for --metrics: \(error)")
+            }
+        }
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.usage(
@@ -121,6 +128,8 @@ enum RunCommand {
             throw CommandFailure(source.description, exitCode: .noInput)
         } catch let mqtt as MQTTError {
             throw CommandFailure(mqtt.description, exitCode: .unavailable)
+        } catch let metrics as MetricsServer.StartError {
+            throw CommandFailure(metrics.description, exitCode: .unavailable)
         }
     }
 

@@ -64,6 +64,7 @@ enum StatusCommand {
         let route = try c.route()
         let directory = route.engine?["stateDirectory"]?.stringValue ?? c.stateDirectory
         let engine: JSONValue? = route.socket != nil ? (try? c.call(.status)) : nil
+        let engineAnswer = engine
         // The store, when this user can read it: the engine's own notes (source, last fix) are there.
         let store: StateStore? =
             FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName)
@@ -271,6 +272,10 @@ enum StatusCommand {
                 f["age"] = .number((c.now.timeIntervalSince(last.recorded) * 10).rounded() / 10)
                 engine["lastFix"] = .object(f)
             }
+            // The engine's own counts since it started (what `/metrics` shows), from its answer.
+            for key in ["fixes", "eventsSinceStart", "vehicles", "health"] {
+                if let value = engineAnswer?[key] { engine[key] = value }
+            }
             o["engine"] = .object(engine)
             o["regions"] = .object(
                 JSONObject(
@@ -318,6 +323,20 @@ enum StatusCommand {
                 c.console.print(
                     indent + "source \(liveness)"
                         + (settings[DaemonSettings.livenessChanged].map { " since \($0)" } ?? ""))
+            }
+            if let fixes = engineAnswer?["fixes"], let accepted = fixes["accepted"]?.intValue {
+                var text = "fixes since start: \(accepted) accepted, \(fixes["refusedTotal"]?.intValue ?? 0) refused"
+                let reasons = (fixes["refused"]?.objectValue ?? [:]).compactMap { k, v in v.intValue.map { (k, $0) } }
+                if !reasons.isEmpty {
+                    text +=
+                        " ("
+                        + reasons.sorted { ($1.1, $0.0) < ($0.1, $1.0) }.map { "\($0.1) \($0.0)" }
+                        .joined(separator: ", ") + ")"
+                }
+                c.console.print(indent + text)
+            }
+            for problem in engineAnswer?["health"]?["problems"]?.arrayValue?.compactMap(\.stringValue) ?? [] {
+                c.console.print(indent + "unhealthy: " + problem)
             }
         } else {
             row("Engine", "stopped", "not running: start it with `geofence run` (or: sudo systemctl start geofence)")
