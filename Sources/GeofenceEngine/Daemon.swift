@@ -146,12 +146,17 @@ public final class Daemon: Sendable {
                 watchers.wake()
                 hooks.wake()
                 sinks.wake()
-            }, metrics: metrics)
+            }, metrics: metrics, liveness: c.liveness)
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))
         try store.settings.set(DaemonSettings.started, TimestampParser.format(started))
         try store.settings.set(DaemonSettings.sourceAddress, source.label)
+        if case .gpsd(let address) = c.source, given == nil {
+            try store.settings.set(DaemonSettings.gpsd, address.description)
+        } else {
+            try store.settings.set(DaemonSettings.gpsd, "")
+        }
         // Written now, so `status` never answers for the source of an earlier run.
         try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
@@ -264,6 +269,8 @@ public final class Daemon: Sendable {
         await service.shutdown()
         let stats = await service.statistics
         var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
+        let refusals = await service.refusalSummary
+        if !refusals.isEmpty { stopped += " (\(refusals))" }
         if let status = source.status {
             stopped += "; \(status.countText), \(status.usableFixes) usable fixes"
             if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }

@@ -109,3 +109,74 @@ struct MetricsUnitTests {
         #expect(metrics.health().ok)
     }
 }
+
+@Suite("fixes that arrive and are all refused")
+struct RefusalWatchTests {
+    static func stats(accepted: Int, _ refused: [FixRejection: Int]) -> FixFilterStatistics {
+        var s = FixFilterStatistics()
+        s.accepted = accepted
+        s.rejected = refused
+        return s
+    }
+
+    @Test("the advice names the main reason in an operator's words, with the age of a stale fix")
+    func advice() throws {
+        let stale = try #require(RefusalAdvice(refused: [.stale: 64], age: 15 * 86_400 + 3600))
+        #expect(
+            stale.text == "fixes arrive but are 15 days old: check the receiver's clock or gpsd's time (all 64 refused)"
+        )
+        let future = try #require(RefusalAdvice(refused: [.future: 3, .duplicate: 1], age: -7200))
+        #expect(future.reason == .future)
+        #expect(future.text.hasPrefix("fixes arrive dated 2 h ahead of this machine's clock"))
+        #expect(future.text.hasSuffix("(3 of 4 refused)"))
+        #expect(RefusalAdvice(refused: [:], age: nil) == nil)
+        #expect(RefusalAdvice(refused: [.stale: 0], age: nil) == nil)
+        // Any age, however absurd, gives words and no trap.
+        for age in [Double.infinity, -.infinity, .nan, 1e300, -1e300, 0] {
+            #expect(RefusalAdvice(refused: [.stale: 1], age: age) != nil)
+        }
+    }
+
+    @Test("silent at the first-fix deadline, not before; restored by the next accepted fix; lost after staleness")
+    func watch() throws {
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        var watch = RefusalWatch(liveness: .init(firstFixDeadline: 60, stalenessLimit: 10), startedAt: start)
+        watch.lastAge = 15 * 86_400
+        #expect(watch.advance(Self.stats(accepted: 0, [.stale: 5]), at: start.addingTimeInterval(59)) == .none)
+        guard
+            case .refusing(.silent, let advice) = watch.advance(
+                Self.stats(accepted: 0, [.stale: 9]), at: start.addingTimeInterval(60))
+        else {
+            Issue.record("not silent at the deadline")
+            return
+        }
+        #expect(advice.reason == .stale && advice.count == 9)
+        // Said once.
+        #expect(watch.advance(Self.stats(accepted: 0, [.stale: 20]), at: start.addingTimeInterval(70)) == .none)
+        #expect(watch.advance(Self.stats(accepted: 1, [.stale: 20]), at: start.addingTimeInterval(71)) == .accepting)
+        // Accepted fixes, then only refusals (counted from the last acceptance) for the staleness limit: lost.
+        #expect(watch.advance(Self.stats(accepted: 5, [.stale: 20]), at: start.addingTimeInterval(72)) == .none)
+        #expect(
+            watch.advance(Self.stats(accepted: 5, [.stale: 20, .implausibleJump: 4]), at: start.addingTimeInterval(81))
+                == .none)
+        guard
+            case .refusing(.lost, let jumps) = watch.advance(
+                Self.stats(accepted: 5, [.stale: 20, .implausibleJump: 6]), at: start.addingTimeInterval(82))
+        else {
+            Issue.record("not lost after the staleness limit")
+            return
+        }
+        #expect(jumps.reason == .implausibleJump && jumps.total == 6)
+    }
+
+    @Test("nothing refused, or a source that already said it is silent: no word")
+    func quiet() {
+        let start = Date(timeIntervalSince1970: 0)
+        var watch = RefusalWatch(liveness: .init(firstFixDeadline: 1, stalenessLimit: 1), startedAt: start)
+        #expect(watch.advance(Self.stats(accepted: 0, [:]), at: start.addingTimeInterval(5)) == .none)
+        #expect(
+            watch.advance(Self.stats(accepted: 0, [.noFix: 5]), at: start.addingTimeInterval(6), sourceQuiet: true)
+                == .none)
+        #expect(!watch.refusing)
+    }
+}

@@ -14,6 +14,8 @@ enum StatusCommand {
         var snapshot: CapabilitySnapshot?
         var fix: Fix?
         var accepted: WeightedFix?
+        /// Why the fixes gpsd sent were refused, when none was accepted.
+        var advice: RefusalAdvice?
     }
 
     static func ask(_ address: GPSDAddress, wait: Double) async -> Probe {
@@ -52,11 +54,15 @@ enum StatusCommand {
         }
         timer.cancel()
         await source.stop()
+        if probe.accepted == nil {
+            let age = probe.fix.flatMap { fix in fix.time.flatMap { time in fix.receivedAt?.timeIntervalSince(time) } }
+            probe.advice = RefusalAdvice(refused: filter.statistics.rejected, age: age)
+        }
         return probe
     }
 
     static func run(_ c: CommandContext) throws {
-        let address = try c.gpsdAddress()
+        var address = try c.gpsdAddress()
         let wait = try c.positiveDuration("--wait", default: 2)
 
         // The engine's view, through its socket (what this user may see of it), when it runs; then its state
@@ -81,7 +87,7 @@ enum StatusCommand {
             for key in [
                 DaemonSettings.pid, DaemonSettings.started, DaemonSettings.sourceAddress, DaemonSettings.connection,
                 DaemonSettings.connectionReason, DaemonSettings.liveness, DaemonSettings.livenessChanged,
-                DaemonSettings.sourceStatus,
+                DaemonSettings.sourceStatus, DaemonSettings.gpsd,
             ] {
                 settings[key] = try store.settings.value(key)
             }
@@ -123,7 +129,13 @@ enum StatusCommand {
             ?? engine?["source"].flatMap(SourceStatus.init(json:))
         // A user who cannot see the lock file still knows the engine runs when it answered.
         let engineRunning = daemonPID != nil || engine != nil
-        let probe = fleet == nil ? try waitFor { await ask(address, wait: wait) } : Probe()
+        // Without --gpsd (or GEOFENCE_GPSD), the gpsd the running engine reads is the one to ask.
+        if c.arguments.value("--gpsd") == nil, engineRunning, let text = settings[DaemonSettings.gpsd], !text.isEmpty,
+            let used = try? GPSDAddress(parsing: text)
+        {
+            address = used
+        }
+        let probe = fleet == nil ? try waitFor { [address] in await ask(address, wait: wait) } : Probe()
 
         // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])
@@ -200,6 +212,8 @@ enum StatusCommand {
                     format: "fixes arriving: %.6f, %.6f ±%.1f m (%@) from %@", w.coordinate.latitude,
                     w.coordinate.longitude, w.accuracy, w.fix.mode == FixMode.threeD ? "3D" : "2D", w.subject)
             )
+        } else if let advice = probe.advice {
+            data = (false, "gpsd sends reports but no usable fix: " + advice.text)
         } else if probe.fix != nil {
             data = (false, "gpsd sends reports but no usable fix yet: the receiver may have no view of the sky")
         } else if probe.reachable {
