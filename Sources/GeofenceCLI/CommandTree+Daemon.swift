@@ -45,6 +45,14 @@ extension CommandTree {
                     while it is down wait under it.
                     """, defaultDescription: "geofence- and a hash of the host name and state directory"),
             .value(
+                "--mqtt-vehicle", valueName: "payload|topic|level:N",
+                help: """
+                    What names a vehicle in an MQTT message: the payload (a TPV's `device`, else the topic; \
+                    OwnTracks' USER/DEVICE), the whole topic, or one level of it (level:2 of gpsfleet/truck-1 is \
+                    truck-1). Name by the topic when receivers share a device name (gpspipe's /dev/ttyACM0): \
+                    with payload naming, a name seen on two topics is warned about once and counted in status.
+                    """, default: "payload", environment: "GEOFENCE_MQTT_VEHICLE"),
+            .value(
                 "--mqtt-password-file", valueName: "file",
                 help: """
                     Read the MQTT password from this file (one line), keeping it out of `ps` as \

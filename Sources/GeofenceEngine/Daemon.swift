@@ -38,6 +38,8 @@ public struct DaemonConfiguration: Sendable {
     /// A vehicle not heard from for this long (seconds) is dropped from memory, its state kept in the store
     /// until its next fix (`FixPipeline.idleLimit`); nil keeps every vehicle in memory.
     public var idleLimit: Double? = 86_400
+    /// How an MQTT source's messages name their vehicles.
+    public var mqttVehicle = MQTTVehicleNaming.payload
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
 
@@ -61,7 +63,7 @@ extension DaemonConfiguration.Source {
             // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
             let mqtt = MQTTSource(
                 address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger)
+                liveness: c.liveness, logger: logger, naming: c.mqttVehicle)
             try mqtt.connect()
             logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
             return mqtt

@@ -180,3 +180,29 @@ struct RefusalWatchTests {
         #expect(!watch.refusing)
     }
 }
+
+@Suite("MQTT vehicle naming")
+struct MQTTVehicleNamingUnitTests {
+    @Test("payload keeps the fix's name; topic and level:N name it by the topic; a missing level is bad-device")
+    func rename() throws {
+        #expect(MQTTVehicleNaming(parsing: "payload") == .payload)
+        #expect(MQTTVehicleNaming(parsing: "topic") == .topic)
+        #expect(MQTTVehicleNaming(parsing: "level:2") == .level(2))
+        for bad in ["level:0", "level:-1", "level:x", "level:", "level:65", "name", ""] {
+            #expect(MQTTVehicleNaming(parsing: bad) == nil, "\(bad)")
+        }
+        let naming = try #require(MQTTVehicleNaming(parsing: "level:3"))
+        let fix = Fix(subject: "/dev/ttyACM0", time: Date(), mode: .threeD, latitude: 1, longitude: 1)
+        guard case .malformed(let problem) = naming.rename(fix, topic: "gpsfleet/truck-1") else {
+            Issue.record("a missing level gave a name")
+            return
+        }
+        #expect(problem.kind == MalformedLine.Kind.badDevice)
+        guard case .tpv(let named) = MQTTVehicleNaming.topic.rename(fix, topic: "a/b") else {
+            Issue.record("the topic gave no name")
+            return
+        }
+        #expect(named.subject == "a/b")
+        #expect(MQTTVehicleNaming.payload.rename(fix, topic: "a/b") == nil)
+    }
+}

@@ -102,6 +102,13 @@ enum RunCommand {
             guard n > 0 else { throw c.usage("invalid value for --max-regions: must be more than 0") }
             configuration.maxRegions = n
         }
+        if let text = c.arguments.value("--mqtt-vehicle") {
+            guard let naming = MQTTVehicleNaming(parsing: text) else {
+                throw c.usage(
+                    "invalid value for --mqtt-vehicle: \"\(text)\" is not payload, topic or level:N (N from 1)")
+            }
+            configuration.mqttVehicle = naming
+        }
         if let text = c.arguments.value("--metrics") {
             do {
                 configuration.metrics = try MetricsAddress(parsing: text)

@@ -193,6 +193,11 @@ enum StatusCommand {
         if let fleet {
             var counts = "\(fleet.countText), \(fleet.usableFixes) usable fixes"
             if fleet.unusableTotal > 0 { counts += ", \(fleet.unusableTotal) unusable (\(fleet.unusableSummary))" }
+            if fleet.sharedNames > 0 {
+                counts +=
+                    "; \(fleet.sharedNames) vehicle name(s) arrive on more than one topic (see the log; "
+                    + "--mqtt-vehicle topic names vehicles by topic)"
+            }
             if let read = fleet.lastFixRead {
                 counts +=
                     "; last fix " + (fleet.lastFixTime.map { TimestampParser.format($0) + ", " } ?? "") + "read "
@@ -258,7 +263,7 @@ enum StatusCommand {
             var d: JSONObject = ["ok": .bool(data.ok)]
             if let fleet {
                 // The stream's own counts, whatever the verdict.
-                for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime"] {
+                for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime", "sharedNames"] {
                     d[key] = fleet.json[key]
                 }
                 if fleet.kind == "mqtt" { d["messages"] = fleet.json["lines"] }
