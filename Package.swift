@@ -39,6 +39,12 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // An HTTP server for /metrics and /healthz (Debian's libmicrohttpd-dev).
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
 
         // systemd's notification socket (sd_notify: READY, STATUS, STOPPING, WATCHDOG) through Debian's
         // libsystemd-dev.
@@ -53,6 +59,7 @@ let package = Package(
             name: "GeofenceEngine",
             dependencies: [
                 "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto", "CSystemd",
+                "CMicroHTTPD",
             ]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.

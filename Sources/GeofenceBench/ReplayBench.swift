@@ -101,3 +101,80 @@ private func timestamp(secondsAfter2026 seconds: Int) -> String {
     let s = String(seconds % 60).leftPadded(to: 2)
     return "2026-01-01T\(h):\(m):\(s).000Z"
 }
+
+/// What `--metrics` adds to the fix path: the same fleet, decoded once, run through fresh pipelines with the
+/// commit-latency timing on and off, alternating (off/on, then on/off, ...) so both see the same machine.
+/// The monitor's publication of its counters (ten times a second, not per fix) is timed on its own.
+func runMetricsCost(lines: Int, subjects: Int, regions regionCount: Int, rounds: Int, report: Report) throws {
+    let section =
+        "metrics cost, \(sizeName(lines)) TPV lines, \(sizeName(subjects)) vehicles, \(sizeName(regionCount)) regions"
+    progress(section)
+    let directory = TemporaryDirectory("metrics")
+    defer { directory.remove() }
+    let path = directory.path + "/fleet.jsonl"
+    try writeFleet(path: path, lines: lines, subjects: subjects)
+    var fixes: [Fix] = []
+    fixes.reserveCapacity(lines)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw POSIXError(.ENOENT) }
+    var reader = LineReader(fd: fd)
+    while let line = try reader.next() {
+        if case .tpv(let fix) = GPSDJSON.decode(line, defaultSubject: "fleet") { fixes.append(fix) }
+    }
+    close(fd)
+    let regions = Country.regions(regionCount, seed: 3)
+
+    var cpu: [Bool: [Double]] = [false: [], true: []]
+    var accepted: [Bool: Int] = [:]
+    var timed = 0
+    for round in 0..<rounds {
+        for on in round % 2 == 0 ? [false, true] : [true, false] {
+            let store = try StateStore(directory: directory.path + "/state-\(round)-\(on)")
+            try store.regions.addAll(regions)
+            let pipeline = FixPipeline(store: store)
+            pipeline.measuresLatency = on
+            try pipeline.load()
+            var count = 0
+            let start = threadNanoseconds()
+            for fix in fixes {
+                for (_, verdict) in try pipeline.process(fix).decisions { if case .accepted = verdict { count += 1 } }
+            }
+            for (_, verdict) in try pipeline.finish().decisions { if case .accepted = verdict { count += 1 } }
+            cpu[on, default: []].append(Double(threadNanoseconds() - start) / Double(fixes.count))
+            accepted[on] = count
+            if on { timed = pipeline.commitLatency.count }
+            try? FileManager.default.removeItem(atPath: directory.path + "/state-\(round)-\(on)")
+        }
+    }
+    let off = median(cpu[false]!)
+    let on = median(cpu[true]!)
+    report.add(
+        section, "engine CPU per fix, metrics off (median of \(rounds))", "\(grouped(off / 1000, decimals: 2)) µs")
+    report.add(
+        section, "engine CPU per fix, metrics on (median of \(rounds))", "\(grouped(on / 1000, decimals: 2)) µs",
+        "\(grouped(Double(timed))) fixes timed to their commit; accepted \(accepted[true] ?? 0) = \(accepted[false] ?? 0)"
+    )
+    report.add(section, "on / off", String(format: "%.3f", on / off), "rounds alternated in one run")
+
+    // The publication, as the monitor's loop does it ten times a second.
+    let metrics = EngineMetrics()
+    var statistics = FixFilterStatistics()
+    for reason in FixRejection.allCases { statistics.rejected[reason] = 1 }
+    let histogram = LatencyHistogram()
+    let events = ["enter": 1, "exit": 1, "determined": 1, "dwell": 1, "source": 1]
+    let publish = medianNanosecondsPerOperation(rounds: 5) {
+        for _ in 0..<100_000 {
+            metrics.publish {
+                $0.fixes = statistics
+                $0.commitLatency = histogram
+                $0.events = events
+                $0.vehicles += 1
+            }
+            metrics.beat()
+        }
+        return 100_000
+    }
+    report.add(
+        section, "one publication of the counters (10 a second)", "\(grouped(publish, decimals: 0)) ns",
+        String(format: "%.4f %% of a core", publish * 10 / 1e9 * 100))
+}

@@ -4,7 +4,9 @@ import GeofenceCore
 // `swift run -c release geofence-bench [--quick] [--only NAME[,NAME…]]`: every comparison is measured in
 // the same run; the table (Markdown) goes to standard output, progress to standard error.
 
-let sections = ["fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox"]
+let sections = [
+    "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
+]
 // Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
 let extraSections = ["layouts"]
 var quick = false
@@ -72,6 +74,11 @@ do {
         try runReplay(
             lines: quick ? 100_000 : 1_000_000, subjects: quick ? 1000 : 10_000, regions: quick ? 10_000 : 100_000,
             report: report)
+    }
+    if only.contains("metrics") {
+        try runMetricsCost(
+            lines: quick ? 50_000 : 300_000, subjects: quick ? 500 : 3000, regions: quick ? 10_000 : 100_000,
+            rounds: quick ? 3 : 5, report: report)
     }
 } catch {
     progress("Error: \(error)")

@@ -73,6 +73,15 @@ extension CommandTree {
                         while it is down wait under it.
                         """, defaultDescription: "geofence- and a hash of the host name and state directory"),
                 .value(
+                    "--mqtt-vehicle", valueName: "payload|topic|level:N",
+                    help: """
+                        What names a vehicle in an MQTT message: the payload (a TPV's `device`, else the topic; \
+                        OwnTracks' USER/DEVICE), the whole topic, or one level of it (level:2 of gpsfleet/truck-1 \
+                        is truck-1). Name by the topic when receivers share a device name (gpspipe's \
+                        /dev/ttyACM0): with payload naming, a name seen on two topics is warned about once and \
+                        counted in status.
+                        """, default: "payload"),
+                .value(
                     "--mqtt-password-file", valueName: "file",
                     help: """
                         Read the MQTT password from this file (one line), keeping it out of `ps` as \
@@ -122,6 +131,14 @@ extension CommandTree {
                     "--max-regions", valueName: "n",
                     help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
                 .value(
+                    "--metrics", valueName: "address",
+                    help: """
+                        Serve Prometheus metrics at http://ADDRESS/metrics and a health check at /healthz (200 \
+                        while the monitor, the store and the source all work, else 503 and why): IP:PORT, \
+                        [IPV6]:PORT, or a port alone for 127.0.0.1. Off unless given; bind it to loopback or a \
+                        trusted network.
+                        """),
+                .value(
                     "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
                 .flag(
                     "--print-config",
@@ -142,6 +159,7 @@ extension CommandTree {
             Example(
                 "Settings from the environment, checked before a restart:",
                 "GEOFENCE_STALE_AFTER=30s geofence run --print-config"),
+            Example("With metrics for Prometheus on loopback:", "geofence run --metrics 127.0.0.1:9464"),
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 

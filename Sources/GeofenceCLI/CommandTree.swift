@@ -8,17 +8,17 @@ enum CommandTree {
     static let requestID = OptionSpec.value(
         "--request-id", valueName: "id",
         help: """
-            Make the change under this id (1 to 128 bytes; generated when not given). A running engine records             it: the same command again with the same id is answered from the record, not applied twice.
+            Make the change under this id (1 to 128 bytes; generated when not given). A running engine records it: the same command again with the same id is answered from the record, not applied twice.
             """)
 
     static let root = CommandSpec(
         name: "geofence",
-        abstract: "Geofencing and location monitoring for Linux, fed by gpsd.",
+        abstract: "Geofencing and location monitoring for Linux, fed by gpsd or a fleet's stream.",
         discussion: """
-            geofence watches circular regions and turns real boundary crossings into durable events. \
-            Regions live in a SQLite store in the state directory; `geofence run` monitors them with live \
-            fixes from gpsd, and `geofence replay` runs recorded gpsd output through exactly the same \
-            pipeline.
+            geofence watches regions (circles, and polygons with geodesic edges) and turns real boundary \
+            crossings into durable events. Regions live in a SQLite store in the state directory; \
+            `geofence run` monitors them with live fixes from gpsd, or from a fleet's JSON lines or MQTT \
+            topic, and `geofence replay` runs recorded gpsd output through exactly the same pipeline.
             """,
         options: [
             stateDir, json, socket,

@@ -44,6 +44,10 @@ public struct DaemonConfiguration: Sendable {
     public var stallMonitorWhile: String?
     /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
     public var subject: String?
+    /// How an MQTT source's messages name their vehicles.
+    public var mqttVehicle = MQTTVehicleNaming.payload
+    /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
+    package var metrics: MetricsAddress?
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -65,7 +69,7 @@ extension DaemonConfiguration.Source {
             // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
             let mqtt = MQTTSource(
                 address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger)
+                liveness: c.liveness, logger: logger, naming: c.mqttVehicle)
             try mqtt.connect()
             logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
             return mqtt
@@ -136,6 +140,8 @@ public final class Daemon: Sendable {
                 stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
+        pipeline.measuresLatency = c.metrics != nil
+        let metrics = EngineMetrics()
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -148,16 +154,41 @@ public final class Daemon: Sendable {
                 watchers.wake()
                 hooks.wake()
                 sinks.wake()
-            })
+            }, metrics: metrics, liveness: c.liveness)
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))
         try store.settings.set(DaemonSettings.started, TimestampParser.format(started))
         try store.settings.set(DaemonSettings.sourceAddress, source.label)
+        if case .gpsd(let address) = c.source, given == nil {
+            try store.settings.set(DaemonSettings.gpsd, address.description)
+        } else {
+            try store.settings.set(DaemonSettings.gpsd, "")
+        }
         // Written now, so `status` never answers for the source of an earlier run.
         try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
+        var metricsServer: MetricsServer?
+        if let address = c.metrics {
+            // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
+            // that hangs is what `/healthz` must be able to report), and cannot write.
+            let reader = try StateStore(
+                directory: c.stateDirectory, options: .init(readOnly: true, busyTimeout: .seconds(2)))
+            let s = MetricsServer(
+                address: address,
+                respond: MetricsEndpoints(
+                    store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
+                    started: started
+                ).respond)
+            try s.start()
+            metricsServer = s
+            logger.info("metrics at http://\(MetricsAddress(host: address.host, port: s.port))/metrics")
+        }
+        var identity = EngineIdentity(
+            stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
+            version: version, started: started, source: source.label)
+        identity.metrics = metrics
         var server: ControlServer?
         if let path = c.socketPath {
             let handler = ControlHandler(
@@ -172,9 +203,7 @@ public final class Daemon: Sendable {
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
-                engine: EngineIdentity(
-                    stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
-                    version: version, started: started, source: source.label))
+                engine: identity)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
@@ -197,6 +226,7 @@ public final class Daemon: Sendable {
         defer {
             watchers.stop()
             server?.stop()
+            metricsServer?.stop()
         }
 
         source.start()
@@ -263,6 +293,8 @@ public final class Daemon: Sendable {
         await service.shutdown()
         let stats = await service.statistics
         var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
+        let refusals = await service.refusalSummary
+        if !refusals.isEmpty { stopped += " (\(refusals))" }
         if let status = source.status {
             stopped += "; \(status.countText), \(status.usableFixes) usable fixes"
             if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }

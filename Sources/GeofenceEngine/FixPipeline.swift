@@ -252,7 +252,11 @@ public final class FixPipeline {
         }
         let verdict = filter.evaluate(fix)
         guard case .accepted(let weighted) = verdict else { return verdict }
-        queue(monitor.process(weighted, now: clock()))
+        let out = monitor.process(weighted, now: clock())
+        // A fleet's fix carries no receipt time (its filter judges it by its own time alone): it is timed from
+        // here, where the monitor takes it.
+        if measuresLatency, !out.isEmpty { pendingReceipts.append(fix.receivedAt ?? clock()) }
+        queue(out)
         return verdict
     }
 
@@ -287,6 +291,15 @@ public final class FixPipeline {
     /// Number of events made but not yet committed (non-zero only after a failed commit).
     public private(set) var pendingEvents = 0
 
+    /// Whether to time each live fix from its receipt to the commit of what it changed (`commitLatency`, for
+    /// `/metrics`). An append per fix and a few comparisons per commit; off, nothing at all.
+    package var measuresLatency = true
+    /// From a fix's receipt (`Fix.receivedAt`; for a fix without one, its judgement) to the commit that made
+    /// its decision durable.
+    package private(set) var commitLatency = LatencyHistogram()
+    /// The receipts of the fixes whose outputs wait in `pending`.
+    private var pendingReceipts: [Date] = []
+
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
         if let extra, !extra.isEmpty {
             pending.append(extra)
@@ -302,6 +315,10 @@ public final class FixPipeline {
         pendingEvents = 0
         urgent = false
         lastCommit = clock()
+        if !pendingReceipts.isEmpty {
+            for received in pendingReceipts { commitLatency.observe(lastCommit.timeIntervalSince(received)) }
+            pendingReceipts.removeAll(keepingCapacity: true)
+        }
         return events
     }
 }

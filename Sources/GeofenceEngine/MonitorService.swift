@@ -41,6 +41,12 @@ actor MonitorService {
     private(set) var health = SourceHealth()
     /// What `geofence status` reads of the engine, kept in the store's settings.
     private var recorder: StatusRecorder
+    /// Where the engine's counters and health are published for `/metrics`, `/healthz` and `status`.
+    let metrics: EngineMetrics
+    /// Events committed since start, by type (published with the rest, every tick of the loop).
+    private var eventsByType: [String: Int] = [:]
+    /// Fixes that arrive and are all refused, told apart from a silent source (`checkRefusals`).
+    private var refusals: RefusalWatch
     /// Whether usable fixes arrive (false once the source is `silent` or `lost`, true again when `restored`).
     private var locationAvailable = true
     /// Whether the last reconciliation held regions out of the monitor (a limit, denied owners).
@@ -62,9 +68,12 @@ actor MonitorService {
         sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
         onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        metrics: EngineMetrics = EngineMetrics(), liveness: SourceLiveness.Configuration = .init()
     ) {
         now = { clock.now() }
+        self.metrics = metrics
+        refusals = RefusalWatch(liveness: liveness, startedAt: clock.now())
         self.random = random
         recorder = StatusRecorder(store: store)
         self.sourceLabel = sourceLabel
@@ -148,6 +157,10 @@ actor MonitorService {
                     MonitorService.statusEvents($0, ids: lent, now: stamp)
                 }
             ids = lent.ids
+            if !changes.isEmpty {
+                eventsByType[StateEvent.Kind.regionStatus.rawValue, default: 0] +=
+                    changes.count <= 50 ? changes.count : 1
+            }
             mayHoldRegions = !inputs.allClear
             if inputs.allClear {
                 retryDue = nil
@@ -321,6 +334,30 @@ actor MonitorService {
                 lastBeat = ContinuousClock.now
                 heartbeat.watchdog()
             }
+            publishMetrics()
+            // From this loop, which runs on the monitor's own thread: a monitor stuck in a call stops the
+            // beats, and `/healthz` (and the systemd watchdog) see it.
+            metrics.beat()
+        }
+    }
+
+    /// Hands the counters to `metrics` (a copy of a few small values, ten times a second; nothing per fix).
+    func publishMetrics() {
+        let pipeline = self.pipeline
+        let (health, events, storeProblem, servicesOn) = (self.health, eventsByType, lastStoreError, self.servicesOn)
+        metrics.publish { m in
+            m.fixes = pipeline.filter.statistics
+            m.events = events
+            m.commitLatency = pipeline.commitLatency
+            m.vehicles = pipeline.monitor.subjectCount
+            m.monitoredRegions = pipeline.monitor.regionCount
+            m.uncommittedEvents = pipeline.pendingEvents
+            m.sourceConnected = health.connected
+            m.sourceProblem = health.reason
+            m.liveness = health.liveness
+            m.livenessReason = health.livenessReason
+            m.storeProblem = storeProblem
+            m.servicesOn = servicesOn
         }
     }
 
@@ -359,6 +396,9 @@ actor MonitorService {
         }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
         // and the fixes after it in the batch must still be judged, or their crossings would be lost.
+        if let last = fixes.last, let received = last.receivedAt, let time = last.time {
+            refusals.lastAge = received.timeIntervalSince(time)
+        }
         for fix in fixes {
             do {
                 committed(try pipeline.processForEvents(fix))
@@ -393,6 +433,7 @@ actor MonitorService {
                 if retries.counted > 0 { retryRound += 1 }
                 retryDue = retries.nextDue
             }
+            checkRefusals()
             committed(try pipeline.expire(now: now()))
             committed(try pipeline.flush())
             // Vehicles not heard from for long leave memory (their state is in the store), once a second at
@@ -426,9 +467,53 @@ actor MonitorService {
         }
         let time = now()
         recording { try $0.stopped(at: time) }
+        publishMetrics()
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
+
+    /// Fixes that arrive while none is accepted: the source is `receiving` by its own lights (gpsd sends
+    /// positions), yet nothing reaches the monitor. At the first-fix deadline (or, once fixes were used, the
+    /// staleness limit) that is said as the source's `silent` (`lost`) with the reason in an operator's words
+    /// (`fixes arrive but are 15 days old: ...`), as a state event; the next accepted fix restores it.
+    private func checkRefusals() {
+        let time = now()
+        // Only fixes the source itself calls usable (a position) and the filter refuses are this watch's to
+        // report; a source without them says so itself (`silent`: no sky, unusable lines, no gpsd).
+        let quiet = !refusals.refusing && health.liveness != "receiving"
+        switch refusals.advance(pipeline.filter.statistics, at: time, sourceQuiet: quiet) {
+        case .none:
+            return
+        case .refusing(let transition, let advice):
+            let reason =
+                (transition == .silent ? "no usable fix since the source started: " : "usable fixes stopped: ")
+                + advice.text
+            logger.warning("source \(transition.rawValue): \(reason)")
+            health.liveness = transition.rawValue
+            health.livenessReason = reason
+            appendState(
+                StateEvent(
+                    id: ids.next(now: time), type: .source, time: time, state: transition.rawValue, reason: reason))
+            setLocationAvailable(false)
+            recording { try $0.liveness(transition, at: time) }
+        case .accepting:
+            let reason = "usable fixes are arriving again"
+            logger.notice("source restored: \(reason)")
+            health.liveness = "receiving"
+            health.livenessReason = nil
+            appendState(
+                StateEvent(id: ids.next(now: time), type: .source, time: time, state: "restored", reason: reason))
+            setLocationAvailable(true)
+            recording { try $0.liveness(.restored, at: time) }
+        }
+    }
+
+    /// Why fixes were refused since the engine started, for the stop line ("64 refused (64 stale)").
+    var refusalSummary: String {
+        let rejected = pipeline.filter.statistics.rejected.filter { $0.value > 0 }
+        return rejected.sorted { ($1.value, $0.key.rawValue) < ($0.value, $1.key.rawValue) }
+            .map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ")
+    }
     var regionCount: Int { pipeline.monitor.regionCount }
 
     private func committed(_ events: [RegionEvent]) {
@@ -443,6 +528,7 @@ actor MonitorService {
             logger.notice(line)
         }
         eventCount += events.count
+        for e in events { eventsByType[e.type.rawValue, default: 0] += 1 }
         onEvents()
     }
 
@@ -459,6 +545,7 @@ actor MonitorService {
         guard !unsavedStateEvents.isEmpty else { return }
         do {
             try store.outbox.append(unsavedStateEvents)
+            for e in unsavedStateEvents { eventsByType[e.type.rawValue, default: 0] += 1 }
             unsavedStateEvents.removeAll()
             onEvents()
         } catch {
@@ -528,4 +615,52 @@ final class LentIDs: @unchecked Sendable {
     private(set) var ids: EventIDGenerator
     init(_ ids: EventIDGenerator) { self.ids = ids }
     func next(now: Date) -> String { ids.next(now: now) }
+}
+
+/// Watches the filter's verdicts for fixes that keep arriving while none is accepted (see
+/// `MonitorService.checkRefusals`): a pure state machine on the wall clock it is given.
+package struct RefusalWatch: Sendable {
+    package enum Change: Sendable, Equatable {
+        case none
+        /// None accepted for the deadline while fixes were refused: `silent` (none ever) or `lost`.
+        case refusing(SourceLiveness.Transition, RefusalAdvice)
+        /// A fix accepted again after `refusing`.
+        case accepting
+    }
+
+    package let liveness: SourceLiveness.Configuration
+    /// When the last fix was accepted (or the engine started, before the first).
+    private var since: Date
+    private var everAccepted = false
+    /// The verdicts when the last fix was accepted: what came after is `current - baseline`.
+    private var baseline = FixFilterStatistics()
+    package private(set) var refusing = false
+    /// The last fix's receipt minus its own time (for words like "15 days old").
+    package var lastAge: Double?
+
+    package init(liveness: SourceLiveness.Configuration, startedAt: Date) {
+        self.liveness = liveness
+        since = startedAt
+    }
+
+    package mutating func advance(_ current: FixFilterStatistics, at time: Date, sourceQuiet: Bool = false) -> Change {
+        if current.accepted != baseline.accepted {
+            since = time
+            everAccepted = true
+            baseline = current
+            if refusing {
+                refusing = false
+                return .accepting
+            }
+            return .none
+        }
+        guard !refusing, !sourceQuiet,
+            time.timeIntervalSince(since) >= (everAccepted ? liveness.stalenessLimit : liveness.firstFixDeadline)
+        else { return .none }
+        var refused: [FixRejection: Int] = [:]
+        for (reason, n) in current.rejected where n > baseline[reason] { refused[reason] = n - baseline[reason] }
+        guard let advice = RefusalAdvice(refused: refused, age: lastAge) else { return .none }
+        refusing = true
+        return .refusing(everAccepted ? .lost : .silent, advice)
+    }
 }

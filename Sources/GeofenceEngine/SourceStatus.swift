@@ -63,6 +63,8 @@ public struct SourceStatus: Sendable, Equatable {
     public var lastFixRead: Date?
     /// The watchdog's word: `awaiting-first-fix`, `receiving`, `silent` or `lost`.
     public var liveness = "awaiting-first-fix"
+    /// Vehicle names that arrived on more than one MQTT topic (two receivers taken as one vehicle).
+    public var sharedNames = 0
 
     public init(path: String) { self.path = path }
 
@@ -150,6 +152,7 @@ public struct SourceStatus: Sendable, Equatable {
                     })),
         ]
         if let problem { o["problem"] = .string(problem) }
+        if sharedNames > 0 { o["sharedNames"] = .number(Double(sharedNames)) }
         if let lastFixTime { o["lastFixTime"] = .string(TimestampParser.format(lastFixTime)) }
         if let lastFixRead { o["lastFixRead"] = .string(TimestampParser.format(lastFixRead)) }
         return o
@@ -168,6 +171,7 @@ public struct SourceStatus: Sendable, Equatable {
         usableFixes = value["usableFixes"]?.intValue ?? 0
         ignored = value["ignored"]?.intValue ?? 0
         liveness = value["liveness"]?.stringValue ?? "awaiting-first-fix"
+        sharedNames = value["sharedNames"]?.intValue ?? 0
         for (key, n) in value["unusable"]?.objectValue ?? [:] { unusable[key] = n.intValue ?? 0 }
         lastFixTime = value["lastFixTime"]?.stringValue.flatMap { try? TimestampParser.parse($0) }
         lastFixRead = value["lastFixRead"]?.stringValue.flatMap { try? TimestampParser.parse($0) }

@@ -8,6 +8,8 @@ public enum DaemonSettings {
     public static let started = "daemon.started"
     public static let stopped = "daemon.stopped"
     public static let sourceAddress = "source.address"
+    /// The gpsd the engine reads (`HOST:PORT[:DEVICE]`), for `status` without `--gpsd`; empty for other sources.
+    public static let gpsd = "source.gpsd"
     public static let connection = "source.connection"
     public static let connectionReason = "source.connection.reason"
     public static let liveness = "source.liveness"

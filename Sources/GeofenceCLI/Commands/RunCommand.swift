@@ -110,6 +110,20 @@ enum RunCommand {
             guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
         }
+        if let text = c.arguments.value("--mqtt-vehicle") {
+            guard let naming = MQTTVehicleNaming(parsing: text) else {
+                throw c.usage(
+                    "invalid value for --mqtt-vehicle: \"\(text)\" is not payload, topic or level:N (N from 1)")
+            }
+            configuration.mqttVehicle = naming
+        }
+        if let text = c.arguments.value("--metrics") {
+            do {
+                configuration.metrics = try MetricsAddress(parsing: text)
+            } catch {
+                throw c.usage("invalid value for --metrics: \(error)")
+            }
+        }
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.invalid("--log-level", "\"\(levelText)\" is not error, warning, notice, info or debug")
@@ -141,6 +155,8 @@ enum RunCommand {
             throw CommandFailure(source.description, exitCode: .noInput)
         } catch let mqtt as MQTTError {
             throw CommandFailure(mqtt.description, exitCode: .unavailable)
+        } catch let metrics as MetricsServer.StartError {
+            throw CommandFailure(metrics.description, exitCode: .unavailable)
         }
     }
 

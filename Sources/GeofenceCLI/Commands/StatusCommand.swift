@@ -14,6 +14,8 @@ enum StatusCommand {
         var snapshot: CapabilitySnapshot?
         var fix: Fix?
         var accepted: WeightedFix?
+        /// Why the fixes gpsd sent were refused, when none was accepted.
+        var advice: RefusalAdvice?
     }
 
     static func ask(_ address: GPSDAddress, wait: Double) async -> Probe {
@@ -52,11 +54,15 @@ enum StatusCommand {
         }
         timer.cancel()
         await source.stop()
+        if probe.accepted == nil {
+            let age = probe.fix.flatMap { fix in fix.time.flatMap { time in fix.receivedAt?.timeIntervalSince(time) } }
+            probe.advice = RefusalAdvice(refused: filter.statistics.rejected, age: age)
+        }
         return probe
     }
 
     static func run(_ c: CommandContext) throws {
-        let address = try c.gpsdAddress()
+        var address = try c.gpsdAddress()
         let wait = try c.positiveDuration("--wait", default: 2)
 
         // The engine's view, through its socket (what this user may see of it), when it runs; then its state
@@ -64,6 +70,7 @@ enum StatusCommand {
         let route = try c.route()
         let directory = route.engine?["stateDirectory"]?.stringValue ?? c.stateDirectory
         let engine: JSONValue? = route.socket != nil ? (try? c.call(.status)) : nil
+        let engineAnswer = engine
         // The store, when this user can read it: the engine's own notes (source, last fix) are there.
         let store: StateStore? =
             FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName)
@@ -80,7 +87,7 @@ enum StatusCommand {
             for key in [
                 DaemonSettings.pid, DaemonSettings.started, DaemonSettings.sourceAddress, DaemonSettings.connection,
                 DaemonSettings.connectionReason, DaemonSettings.liveness, DaemonSettings.livenessChanged,
-                DaemonSettings.sourceStatus,
+                DaemonSettings.sourceStatus, DaemonSettings.gpsd,
             ] {
                 settings[key] = try store.settings.value(key)
             }
@@ -122,7 +129,13 @@ enum StatusCommand {
             ?? engine?["source"].flatMap(SourceStatus.init(json:))
         // A user who cannot see the lock file still knows the engine runs when it answered.
         let engineRunning = daemonPID != nil || engine != nil
-        let probe = fleet == nil ? try waitFor { await ask(address, wait: wait) } : Probe()
+        // Without --gpsd (or GEOFENCE_GPSD), the gpsd the running engine reads is the one to ask.
+        if c.arguments.value("--gpsd") == nil, engineRunning, let text = settings[DaemonSettings.gpsd], !text.isEmpty,
+            let used = try? GPSDAddress(parsing: text)
+        {
+            address = used
+        }
+        let probe = fleet == nil ? try waitFor { [address] in await ask(address, wait: wait) } : Probe()
 
         // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])
@@ -180,6 +193,11 @@ enum StatusCommand {
         if let fleet {
             var counts = "\(fleet.countText), \(fleet.usableFixes) usable fixes"
             if fleet.unusableTotal > 0 { counts += ", \(fleet.unusableTotal) unusable (\(fleet.unusableSummary))" }
+            if fleet.sharedNames > 0 {
+                counts +=
+                    "; \(fleet.sharedNames) vehicle name(s) arrive on more than one topic (see the log; "
+                    + "--mqtt-vehicle topic names vehicles by topic)"
+            }
             if let read = fleet.lastFixRead {
                 counts +=
                     "; last fix " + (fleet.lastFixTime.map { TimestampParser.format($0) + ", " } ?? "") + "read "
@@ -199,6 +217,8 @@ enum StatusCommand {
                     format: "fixes arriving: %.6f, %.6f ±%.1f m (%@) from %@", w.coordinate.latitude,
                     w.coordinate.longitude, w.accuracy, w.fix.mode == FixMode.threeD ? "3D" : "2D", w.subject)
             )
+        } else if let advice = probe.advice {
+            data = (false, "gpsd sends reports but no usable fix: " + advice.text)
         } else if probe.fix != nil {
             data = (false, "gpsd sends reports but no usable fix yet: the receiver may have no view of the sky")
         } else if probe.reachable {
@@ -243,7 +263,7 @@ enum StatusCommand {
             var d: JSONObject = ["ok": .bool(data.ok)]
             if let fleet {
                 // The stream's own counts, whatever the verdict.
-                for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime"] {
+                for key in ["lines", "usableFixes", "ignored", "unusable", "liveness", "lastFixTime", "sharedNames"] {
                     d[key] = fleet.json[key]
                 }
                 if fleet.kind == "mqtt" { d["messages"] = fleet.json["lines"] }
@@ -270,6 +290,10 @@ enum StatusCommand {
                 if let t = last.time { f["time"] = .string(TimestampParser.format(t)) }
                 f["age"] = .number((c.now.timeIntervalSince(last.recorded) * 10).rounded() / 10)
                 engine["lastFix"] = .object(f)
+            }
+            // The engine's own counts since it started (what `/metrics` shows), from its answer.
+            for key in ["fixes", "eventsSinceStart", "vehicles", "health"] {
+                if let value = engineAnswer?[key] { engine[key] = value }
             }
             o["engine"] = .object(engine)
             o["regions"] = .object(
@@ -318,6 +342,20 @@ enum StatusCommand {
                 c.console.print(
                     indent + "source \(liveness)"
                         + (settings[DaemonSettings.livenessChanged].map { " since \($0)" } ?? ""))
+            }
+            if let fixes = engineAnswer?["fixes"], let accepted = fixes["accepted"]?.intValue {
+                var text = "fixes since start: \(accepted) accepted, \(fixes["refusedTotal"]?.intValue ?? 0) refused"
+                let reasons = (fixes["refused"]?.objectValue ?? [:]).compactMap { k, v in v.intValue.map { (k, $0) } }
+                if !reasons.isEmpty {
+                    text +=
+                        " ("
+                        + reasons.sorted { ($1.1, $0.0) < ($0.1, $1.0) }.map { "\($0.1) \($0.0)" }
+                        .joined(separator: ", ") + ")"
+                }
+                c.console.print(indent + text)
+            }
+            for problem in engineAnswer?["health"]?["problems"]?.arrayValue?.compactMap(\.stringValue) ?? [] {
+                c.console.print(indent + "unhealthy: " + problem)
             }
         } else {
             row("Engine", "stopped", "not running: start it with `geofence run` (or: sudo systemctl start geofence)")

@@ -667,6 +667,7 @@ public final class ControlHandler: Sendable {
             }
             o["regions"] = .object(counts)
             o["outbox"] = ["events": .number(Double(try store.outbox.count()))]
+            if let metrics = engine?.metrics { for (key, value) in metrics.statusJSON { o[key] = value } }
             let sinks = try sinkReports()
             if !sinks.isEmpty { o["sinks"] = .array(sinks.map { .object($0) }) }
             // A fleet source's own account, for a client that cannot read the store (`SourceStatus.json`).
@@ -810,6 +811,8 @@ public struct EngineIdentity: Sendable {
     public var version: String
     public var started: Date
     public var source: String
+    /// The engine's counters and health, for `status` (what `/metrics` shows too).
+    package var metrics: EngineMetrics?
 
     public init(stateDirectory: String, pid: Int32, version: String, started: Date, source: String) {
         self.stateDirectory = stateDirectory

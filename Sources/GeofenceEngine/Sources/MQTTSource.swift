@@ -17,6 +17,56 @@ import GeofenceSystem
 /// engine has room, so a busy engine gets fixes a batch at a time (one transaction each), an idle one at
 /// once. The loop thread waits while `maximumQueued` fixes are queued, so a broker faster than the engine
 /// holds its messages (its QoS 1 in-flight window) instead of the engine's memory filling.
+/// How an MQTT message names its vehicle (`run --mqtt-vehicle`).
+public enum MQTTVehicleNaming: Sendable, Equatable, CustomStringConvertible {
+    /// The payload's own name: a TPV's `device` (else the topic); OwnTracks' `USER/DEVICE` from its topic.
+    case payload
+    /// The whole topic (`gpsfleet/truck-1`).
+    case topic
+    /// One level of the topic, counted from 1 (`gpsfleet/truck-1`, level 2: `truck-1`).
+    case level(Int)
+
+    /// `payload`, `topic` or `level:N`.
+    public init?(parsing text: String) {
+        switch text {
+        case "payload", "device": self = .payload
+        case "topic": self = .topic
+        default:
+            guard text.hasPrefix("level:"), let n = Int(text.dropFirst(6)), n >= 1, n <= 64 else { return nil }
+            self = .level(n)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .payload: "payload"
+        case .topic: "topic"
+        case .level(let n): "level:\(n)"
+        }
+    }
+
+    /// The fix named by its topic, or why the topic gives no name; nil for `payload` (the fix keeps its name).
+    package func rename(_ fix: Fix, topic: String) -> GPSDJSONReport? {
+        let name: String
+        switch self {
+        case .payload: return nil
+        case .topic: name = topic
+        case .level(let n):
+            let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+            guard n <= levels.count, !levels[n - 1].isEmpty else {
+                return .malformed(MalformedLine(.badDevice, "the topic has no level \(n) to name the vehicle"))
+            }
+            name = String(levels[n - 1])
+        }
+        if let problem = SubjectName.problem(name) {
+            return .malformed(MalformedLine(.badDevice, "a vehicle name from the topic that \(problem)"))
+        }
+        var fix = fix
+        fix.subject = VisibleName.normalized(name)
+        return .tpv(fix)
+    }
+}
+
 public final class MQTTSource: LocationSource, @unchecked Sendable {
     // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
     public let address: MQTTAddress
@@ -37,13 +87,22 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// batches being judged and 512 queued).
     public static let maximumQueued = 512
     public static let maximumReports = 2
+    /// How messages name their vehicles.
+    public let naming: MQTTVehicleNaming
+    /// Under `payload` naming, the topic each vehicle name was first seen on (at most `maximumNamesTracked`),
+    /// and the names already said to arrive on several: two receivers that share a `device` (every
+    /// `gpspipe` says `/dev/ttyACM0`) become one vehicle, which is warned about once and counted.
+    private var topicOfName: [String: String] = [:]
+    private var sharedNames: Set<String> = []
+    static let maximumNamesTracked = 100_000
     /// How long the sender waits for a batch to fill once a fix is queued: the latency a fix may gain.
     static let gathering = 0.002
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil
+        logger: Logger? = nil, naming: MQTTVehicleNaming = .payload
     ) {
+        self.naming = naming
         self.address = address
         self.clientID = clientID
         self.logger = logger
@@ -163,8 +222,10 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
             break
         case .message(let topic, let payload):
             if let fix = intake.take(
-                Self.decode(topic: topic, payload: payload), context: " on " + JSONValue.string(topic).serialized())
+                Self.decode(topic: topic, payload: payload, naming: naming),
+                context: " on " + JSONValue.string(topic).serialized())
             {
+                if naming == .payload { noteName(fix.subject, topic: topic) }
                 enqueue(fix)
             }
         case .tooLong(let topic, let bytes):
@@ -172,11 +233,34 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         }
     }
 
+    /// On the client's thread: a vehicle name that arrives on a second topic is said once and counted.
+    private func noteName(_ name: String, topic: String) {
+        guard let first = topicOfName[name] else {
+            if topicOfName.count < Self.maximumNamesTracked { topicOfName[name] = topic }
+            return
+        }
+        guard first != topic, !sharedNames.contains(name) else { return }
+        sharedNames.insert(name)
+        intake.update { $0.sharedNames += 1 }
+        logger?.warning(
+            "\(label): vehicle \(JSONValue.string(name).serialized()) arrives on more than one topic "
+                + "(\(JSONValue.string(first).serialized()), \(JSONValue.string(topic).serialized())): their fixes "
+                + "are taken as one vehicle's; if they are different vehicles, name them by the topic "
+                + "(--mqtt-vehicle topic, or level:N)")
+    }
+
     static func tooLong(_ bytes: Int) -> GPSDJSONReport {
         .malformed(.init(.tooLong, "message of \(bytes) bytes is too long"))
     }
 
-    /// Decodes one message: gpsd TPV or OwnTracks location.
+    /// Decodes one message: gpsd TPV or OwnTracks location, named as `naming` says.
+    static func decode(topic: String, payload: [UInt8], naming: MQTTVehicleNaming) -> GPSDJSONReport {
+        let report = decode(topic: topic, payload: payload)
+        guard case .tpv(let fix) = report else { return report }
+        return naming.rename(fix, topic: topic) ?? report
+    }
+
+    /// Decodes one message: gpsd TPV or OwnTracks location, named by the payload.
     static func decode(topic: String, payload: [UInt8]) -> GPSDJSONReport {
         if payload.count > GPSDJSON.maximumLineLength { return tooLong(payload.count) }
         // OwnTracks says `_type`, gpsd `class`; only an object with `_type` is parsed whole.
