@@ -19,6 +19,8 @@ struct ControlSocketRaceTests {
         private let fd: Int32
         private let stopping = Atomic(false)
         let swaps = Atomic(0)
+        /// Creations of `name` seen (and answered with a swap, or a try).
+        let handled = Atomic(0)
         private let finished = DispatchSemaphore(value: 0)
 
         init(directory: String, name: String, target: String) {
@@ -36,6 +38,7 @@ struct ControlSocketRaceTests {
                     unlink(link)
                     symlink(target, link)
                     if rename(link, path) == 0 { swaps.add(1, ordering: .relaxed) }
+                    handled.add(1, ordering: .releasing)
                 }
                 finished.signal()
             }
@@ -60,12 +63,15 @@ struct ControlSocketRaceTests {
         let swapper = Swapper(directory: dir.path, name: "engine.sock", target: secret)
         defer { swapper.stop() }
         var info = stat()
-        for _ in 0..<30 {
+        for round in 1...30 {
             let server = ControlServer(path: dir.file("engine.sock"), logger: Logger(minimum: .error) { _ in }) {
                 request, _ in ControlResponse(id: request.id, result: .success(.null))
             }
             try server.start()
             server.stop()
+            // The swapper's answer to this start, before the path is cleared for the next one.
+            let deadline = Date().addingTimeInterval(5)
+            while swapper.handled.load(ordering: .acquiring) < round, Date() < deadline { usleep(1000) }
             unlink(dir.file("engine.sock"))
             #expect(stat(secret, &info) == 0)
             if info.st_mode & 0o777 != 0o600 { break }
