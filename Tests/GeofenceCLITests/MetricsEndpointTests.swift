@@ -203,6 +203,34 @@ struct MetricsEndpointTests {
         #expect(await daemon.stop() != nil)
     }
 
+    @Test("a monitor held stuck turns /healthz to 503 (monitor: its loop has not run), and 200 once it runs")
+    func healthFollowsTheMonitor() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let stall = cli.dir.file("stall")
+        let daemon = try DaemonProcess(
+            ["run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:0"],
+            logPath: cli.dir.file("run.log"),
+            environment: cli.environment.merging(["GEOFENCE_TEST_STALL_MONITOR": stall]) { $1 })
+        let feed = try FleetFeed(fifo: fifo)
+        defer { feed.close() }
+        feed.send(Array(DiskFaultTests.trips(1, from: Date().addingTimeInterval(-3600)).prefix(4)))
+        let port = try #require(await Self.port(daemon))
+        #expect(await Self.health(port: port, until: { $0.status == 200 }, timeout: 10)?.status == 200)
+        // The monitor's own thread blocks (debug builds' fault injection) while the file exists.
+        #expect(FileManager.default.createFile(atPath: stall, contents: nil))
+        let stuck = await Self.health(port: port, until: { $0.status == 503 }, timeout: 15)
+        #expect(stuck?.status == 503, "\(daemon.log)")
+        #expect(stuck?.body.contains("monitor: its loop has not run for") == true, "\(stuck?.body ?? "")")
+        try FileManager.default.removeItem(atPath: stall)
+        #expect(await Self.health(port: port, until: { $0.status == 200 }, timeout: 10)?.status == 200)
+        feed.close()
+        #expect(await daemon.stop() != nil)
+    }
+
     static func health(
         port: UInt16, until done: ((status: Int, body: String)) -> Bool, timeout: Double
     ) async -> (status: Int, body: String)? {
