@@ -39,6 +39,7 @@ struct DocExamplesTests {
         "geofence run": "the engine: needs gpsd, runs until stopped",
         "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0": "the engine: needs a remote gpsd, runs until stopped",
         "geofence run --subject truck-7": "the engine: needs gpsd, runs until stopped",
+        "geofence run --metrics 127.0.0.1:9464": "the engine: needs gpsd, runs until stopped (and a fixed port)",
         "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-": "needs Kafka (kcat), runs until stopped",
         "sudo systemctl enable --now geofence": "needs root and systemd",
         "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw":
