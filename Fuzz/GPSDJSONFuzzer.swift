@@ -6,7 +6,8 @@ import GeofenceCore
 
 /// gpsd reports into `GPSDJSON.decode`, whose streaming member walk is checked against a plain
 /// `JSON.parse` of the same line: they must agree on what is malformed, and a TPV's fix must hold
-/// exactly the finite values the line gave.
+/// exactly the finite values the line gave. Each fix then goes through `FixUsability` as the JSON-lines
+/// source's does (seeds with extreme numbers: `tpv-extreme-*`, `tpv-nan-spellings`, `tpv-overflow`).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzGPSDJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let line = fuzzInput(data, size)
@@ -28,7 +29,7 @@ public func fuzzGPSDJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         guard case .malformed(let reason) = report else {
             fatalError("JSON.parse refuses the line (or it is no object), decode gave \(report)")
         }
-        require(reason.hasPrefix("not a JSON object"), "unexpected reason for invalid JSON: \(reason)")
+        require(reason.kind == .notJSON, "unexpected reason for invalid JSON: \(reason)")
         return 0
     }
     let expected = expectedReport(object, received: received)
@@ -38,8 +39,27 @@ public func fuzzGPSDJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     default:
         require(report == expected, "decode gave \(report), the parsed object says \(expected)")
     }
-    if case .tpv(let fix) = report { checkFinite(fix) }
+    if case .tpv(let fix) = report {
+        checkFinite(fix)
+        classify(fix)
+    }
     return 0
+}
+
+/// What the JSON-lines source does with a decoded fix before the engine judges it: the future check against
+/// the engine's clock (now, and at the ends of the years the engine takes), the usability classification,
+/// and the time as `status` writes it. Extreme numbers must get there as refusals, never as a trap.
+private func classify(_ fix: Fix) {
+    for now in [1_796_000_000.25, 0, -62_167_219_200, Fix.representableTimes.upperBound - 0.001] {
+        if let (kind, _) = FixUsability.reason(fix, now: Date(timeIntervalSince1970: now)) {
+            require(kind == FixUsability.futureTime, "unexpected kind \(kind)")
+        }
+    }
+    require((FixUsability.reason(fix) == nil) == FixUsability.isUsable(fix), "classification disagrees: \(fix)")
+    if let time = fix.time {
+        require(Fix.representableTimes.contains(time.timeIntervalSince1970), "a time out of range: \(fix)")
+        require((try? TimestampParser.parse(TimestampParser.format(time))) != nil, "\(time) does not read back")
+    }
 }
 
 private func isMalformed(_ report: GPSDJSONReport) -> Bool {
@@ -50,7 +70,8 @@ private func isMalformed(_ report: GPSDJSONReport) -> Bool {
 /// What decode must return for `object`, worked out from the whole parsed object instead of the
 /// decoder's streaming walk. Reasons of `.malformed` are not compared.
 private func expectedReport(_ object: JSONObject, received: Date) -> GPSDJSONReport {
-    guard let klass = object["class"]?.stringValue else { return .malformed("") }
+    let refused = MalformedLine(.notJSON, "")
+    guard let klass = object["class"]?.stringValue else { return .malformed(refused) }
     guard klass == "TPV" else { return .other(klass) }
     let numeric = [
         "mode", "lat", "lon", "altHAE", "altMSL", "alt", "eph", "epx", "epy", "epv", "speed", "track",
@@ -58,26 +79,34 @@ private func expectedReport(_ object: JSONObject, received: Date) -> GPSDJSONRep
     for key in numeric {
         switch object[key] {
         case nil, .null?, .number?: continue
-        default: return .malformed("")
+        default: return .malformed(refused)
         }
     }
     var time: Date?
     switch object["time"] {
     case nil, .null?: break
     case .string(let text)?:
-        guard let parsed = try? TimestampParser.parse(text) else { return .malformed("") }
+        guard let parsed = try? TimestampParser.parse(text) else { return .malformed(refused) }
         time = parsed
-    default: return .malformed("")
+    default: return .malformed(refused)
     }
     func finite(_ key: String) -> Double? {
         guard let value = object[key]?.doubleValue, value.isFinite else { return nil }
         return value
     }
+    var subject = "default"
+    switch object["device"] {
+    case nil, .null?: break
+    case .string(let name)?:
+        guard SubjectName.problem(name) == nil else { return .malformed(refused) }
+        subject = VisibleName.normalized(name)
+    default: return .malformed(refused)
+    }
     let mode = object["mode"]?.intValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
     let msl = object["altMSL"]?.doubleValue ?? object["alt"]?.doubleValue
     return .tpv(
         Fix(
-            subject: object["device"]?.stringValue ?? "default", time: time, receivedAt: received, mode: mode,
+            subject: subject, time: time, receivedAt: received, mode: mode,
             latitude: finite("lat"), longitude: finite("lon"), altitudeHAE: finite("altHAE"),
             altitudeMSL: msl.flatMap { $0.isFinite ? $0 : nil },
             horizontalAccuracy: Fix.horizontalAccuracy(

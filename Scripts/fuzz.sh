@@ -11,8 +11,8 @@
 #   // fuzz-max-len: 1048576            largest input libFuzzer tries
 #   // fuzz-seeds: gpsd regions json    generated seed sets (see make_seeds) besides Fuzz/Seeds/<Name>/
 #   // fuzz-sources: path.swift ...     files compiled into the harness's own module (skipped if absent)
-# Every harness links GeofenceCore's JSON, Model and Values sources (FUZZ_CORE_DIRS), compiled once
-# with coverage and AddressSanitizer.
+# Every harness links GeofenceCore's sources (FUZZ_CORE_DIRS: all its folders), compiled once with
+# coverage and AddressSanitizer.
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per harness (600 for run, 10 for smoke)
@@ -29,11 +29,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 OUT="$ROOT/.build/fuzz"
 SWIFTC="${SWIFTC:-swiftc}"
-FUZZ_CORE_DIRS="${FUZZ_CORE_DIRS:-JSON Model Values}"
+# Every folder of GeofenceCore: Model reaches Geodesy (polygons), JSON the event types of Monitor, and the
+# MQTT payload harness the fix classification and filter.
+FUZZ_CORE_DIRS="${FUZZ_CORE_DIRS:-Access Collections Filter Geodesy Index JSON Model Monitor Source Values}"
 FUZZ_FIXTURES="${FUZZ_FIXTURES:-$ROOT/../shared/fixtures}"
 FUZZ_PARALLEL="${FUZZ_PARALLEL:-1}"
 FUZZ_NICE="${FUZZ_NICE:-10}"
-FLAGS=(-O -g -sanitize=fuzzer,address -swift-version 6 -parse-as-library -use-ld=lld)
+FLAGS=(-O -g -sanitize=fuzzer,address -swift-version 6 -parse-as-library -use-ld=lld -package-name geofence)
 
 die() { echo "fuzz: $*" >&2; exit 2; }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceCore
 import GeofenceSystem
 import Synchronization
 
@@ -57,14 +58,21 @@ public final class Console: @unchecked Sendable {
         (try? System.writeAll(fd, Array(text.utf8))) != nil
     }
 
+    // Everything written goes through `PrintableText.escaped`, the one escaping of outside text: a region name,
+    // a vehicle, a hook's output or an error quoting its input never writes ESC, CR or U+202E to an operator's
+    // terminal. Line breaks and tabs stay (blocks and tables); JSON output is unchanged in meaning, since the
+    // escapes are JSON's own.
+
     /// Writes `text` and a newline to stdout.
-    public func print(_ text: String) { writeOut(text + "\n") }
-    /// Writes `text` as is to stdout.
-    public func write(_ text: String) { writeOut(text) }
+    public func print(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
+    /// Writes `text` to stdout.
+    public func write(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true)) }
     /// Writes `text` and a newline to stderr.
-    public func message(_ text: String) { writeErr(text + "\n") }
-    /// Writes `text` as is to stderr.
-    public func writeError(_ text: String) { writeErr(text) }
+    public func message(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
+    /// Writes `text` to stderr.
+    public func writeError(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true)) }
+    /// Redraws a progress line on stderr: a carriage return, then `text` escaped.
+    public func progress(_ text: String) { writeErr("\r" + PrintableText.escaped(text)) }
 }
 
 /// A console that keeps what was written, for tests.

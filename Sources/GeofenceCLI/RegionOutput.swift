@@ -57,8 +57,8 @@ struct TextTable {
     init(_ header: [String]) { rows = [header] }
 
     mutating func add(_ row: [String]) {
-        // One line per row, whatever the data holds.
-        rows.append(row.map { $0.replacingOccurrences(of: "\n", with: "\\n") })
+        // One line per row, whatever the data holds, and nothing that steers a terminal (`PrintableText`).
+        rows.append(row.map { PrintableText.escaped($0) })
     }
 
     func render() -> String {
@@ -100,7 +100,7 @@ final class ProgressBar: @unchecked Sendable {
         let width = 30
         let filled = percent * width / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        console.writeError("\r\(label) [\(bar)] \(percent)% (\(done)/\(total))")
+        console.progress("\(label) [\(bar)] \(percent)% (\(done)/\(total))")
     }
 
     func finish() {

@@ -7,8 +7,8 @@ import GeofenceSystem
 
 /// Reads newline-separated lines from a file descriptor as they arrive (a file, a pipe, a FIFO, a socket).
 ///
-/// Lines longer than `maximumLength` are skipped whole and counted, so a hostile or broken producer can
-/// never make the reader hold more than one buffer and one maximum line.
+/// Lines longer than `maximumLength` are skipped whole, counted and said (`nextItem()`), so a hostile or broken
+/// producer can never make the reader hold more than one buffer and one maximum line, nor make a line vanish.
 public struct LineReader {
     public let fd: Int32
     public let maximumLength: Int
@@ -19,6 +19,8 @@ public struct LineReader {
     private var start = 0
     private var end = 0
     private var skipping = false
+    /// Bytes of the over-long line being skipped that were dropped so far.
+    private var skipped = 0
     private var eof = false
 
     /// Thrown by `next()` when `interrupt` became readable while it waited for input.
@@ -50,28 +52,59 @@ public struct LineReader {
         }
     }
 
+    /// What `nextItem()` read: a line, or the length of a line too long to keep (skipped, not held).
+    public enum Item {
+        /// A line without its newline (and without a `\r` before it).
+        case line(ArraySlice<UInt8>)
+        /// A line longer than `maximumLength`, skipped whole: its length in bytes without the newline.
+        case oversized(bytes: Int)
+    }
+
     /// The next line without its newline, or nil at end of input. A final line without a newline counts.
+    /// Over-long lines are passed over (counted in `oversizedLines`); `nextItem()` says each of them.
     public mutating func next() throws -> ArraySlice<UInt8>? {
+        while let item = try nextItem() {
+            if case .line(let line) = item { return line }
+        }
+        return nil
+    }
+
+    /// The next line, or the length of the next line too long to keep; nil at end of input.
+    ///
+    /// An over-long line is skipped as it arrives: at most one buffer of about `maximumLength` is held
+    /// whatever its length (a line of 200 MB costs what one of 70 KB does), and it is said once its end
+    /// (its newline, or the end of input) is read, so every line is counted by what became of it.
+    public mutating func nextItem() throws -> Item? {
         while true {
             if let newline = newline() {
                 let line = buffer[start..<newline]
                 start = newline + 1
                 if skipping {
                     skipping = false
-                    continue
+                    return .oversized(bytes: skipped + line.count)
                 }
-                return line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+                return .line(line.last == UInt8(ascii: "\r") ? line.dropLast() : line)
             }
             if eof {
-                guard start < end, !skipping else { return nil }
+                if skipping {
+                    skipping = false
+                    let bytes = skipped + (end - start)
+                    start = end
+                    return .oversized(bytes: bytes)
+                }
+                guard start < end else { return nil }
                 let line = buffer[start..<end]
                 start = end
-                return line
+                return .line(line)
             }
             if end - start > maximumLength {
-                // Too long: drop what we have and everything up to the next newline.
-                if !skipping { oversizedLines += 1 }
+                // Too long: drop what we have and everything up to the next newline, counting its bytes.
+                if !skipping {
+                    oversizedLines += 1
+                    skipped = 0
+                }
                 skipping = true
+                skipped += end - start
                 start = 0
                 end = 0
             }

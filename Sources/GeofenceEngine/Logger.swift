@@ -62,8 +62,9 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard level.rawValue <= minimum.rawValue else { return }
-        // Keep one line per record whatever the message holds.
-        let text = message().replacingOccurrences(of: "\n", with: "\\n")
+        // One line per record whatever the message holds, and nothing that steers a terminal (a refused
+        // vehicle name with U+202E, a topic with ESC): `PrintableText`, the one escaping of outside text.
+        let text = PrintableText.escaped(message())
         if journald {
             sink("<\(level.rawValue)>\(text)")
         } else {

@@ -9,39 +9,8 @@ import GeofenceGPSD
 /// The engine writes it to the store's settings (`source.status`) every tick, so `geofence status` can
 /// answer for that source instead of asking a gpsd the engine does not use.
 public struct SourceStatus: Sendable, Equatable {
-    /// Why a line gave no usable fix, beyond `MalformedLine.Kind`: a TPV that decodes but says no position.
-    public enum Unusable {
-        public static let noFix = "no-fix"
-        public static let noPosition = "no-position"
-        public static let badPosition = "bad-position"
-        public static let futureTime = "future-time"
-        /// How far ahead of the engine's clock a fleet fix's own time may be. A fleet's fixes are judged by
-        /// their own times (a backlog from a persistent session is rightly old), so a time far ahead (a
-        /// device whose clock is wrong, a payload that lies) would hold every true fix of that vehicle back
-        /// as out of order until the clock caught up with it, and could open its track with a false event.
-        public static let maximumLead: Double = 60
-
-        /// Why a decoded fix is no usable one (the kind to count, the words to log), or nil.
-        public static func reason(_ fix: Fix) -> (kind: String, why: String)? {
-            if fix.mode < .twoD { return (noFix, "a TPV with mode \(fix.mode.rawValue): no 2D or 3D fix") }
-            if fix.latitude == nil || fix.longitude == nil {
-                return (noPosition, "a TPV without \"lat\" and \"lon\"")
-            }
-            if !SourceLiveness.isUsable(fix) { return (badPosition, "a TPV whose position is out of range") }
-            return nil
-        }
-
-        /// A fix whose own time is more than `maximumLead` ahead of `now`: the kind and the words, or nil.
-        public static func reason(_ fix: Fix, now: Date) -> (kind: String, why: String)? {
-            guard let time = fix.time, time.timeIntervalSince(now) > maximumLead else { return nil }
-            let ahead = Int(time.timeIntervalSince(now).rounded())
-            return (
-                futureTime,
-                "a fix dated \(TimestampParser.format(time)), \(ahead) s ahead of this engine's clock "
-                    + "(more than \(Int(maximumLead)) s)"
-            )
-        }
-    }
+    /// Why a line gave no usable fix, beyond `MalformedLine.Kind`: `FixUsability`'s kinds and words.
+    public typealias Unusable = FixUsability
 
     /// `json` (a file, FIFO or standard input) or `mqtt` (a broker's topic filter).
     public var kind = "json"

@@ -117,3 +117,24 @@ struct FuzzRegressionTests {
         #expect(again == region, "\(text)", sourceLocation: sourceLocation)
     }
 }
+
+/// Regressions of `Fuzz/FleetPayloadFuzzer.swift` and of issue 23 (the seed `owntracks-tst-1e300`).
+@Suite("Fuzz regressions: fleet payloads")
+struct FleetPayloadFuzzRegressionTests {
+    /// One OwnTracks message with `"tst":1e300` reached `Int(time.timeIntervalSince(now).rounded())` in the
+    /// future check and trapped; it is now `bad-time`, and the check itself shows any lead without a trap.
+    @Test func ownTracksTimeOfTenToThe300IsBadTime() {
+        let payload = Array(#"{"_type":"location","lat":48.2,"lon":16.3,"tst":1e300}"#.utf8)
+        let report = FleetPayload.decode(topic: "in/a", payload: payload)
+        guard case .malformed(let problem) = report else {
+            Issue.record("not refused: \(report)")
+            return
+        }
+        #expect(problem.kind == .badTime)
+        let fix = Fix(
+            subject: "in/a", time: Date(timeIntervalSince1970: 1e300), mode: .twoD, latitude: 48.2, longitude: 16.3)
+        let reason = FixUsability.reason(fix, now: Date(timeIntervalSince1970: 1_796_000_000))
+        #expect(reason?.kind == FixUsability.futureTime)
+        #expect(reason?.why.contains("1000000000000000 s ahead") == true, "\(String(describing: reason))")
+    }
+}

@@ -19,7 +19,8 @@ struct HookRunnerTests {
         defer { f.remove() }
         let marker = f.dir.file("pwned")
         let id = "r$(touch \(marker))`touch \(marker)`'\";touch \(marker)"
-        let name = "n\nsecond line $(touch \(marker)) `touch \(marker)` '\"; touch \(marker) & \\ $HOME"
+        // (A line break in a name is refused now, as in an id: `VisibleName`.)
+        let name = "n second part $(touch \(marker)) `touch \(marker)` '\"; touch \(marker) & \\ $HOME"
         try f.addRegion(
             id, name: name,
             hooks: [

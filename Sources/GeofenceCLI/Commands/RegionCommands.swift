@@ -337,7 +337,9 @@ enum RegionCommands {
         }
         let width = lines.map(\.0.count).max() ?? 0
         for (key, value) in lines {
-            c.console.print(key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+            // One line per field: a name or a hook stored with a line break (before names refused them) shows it.
+            c.console.print(
+                key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + PrintableText.escaped(value))
         }
         c.console.print("")
         let states = r["states"]?.arrayValue ?? []

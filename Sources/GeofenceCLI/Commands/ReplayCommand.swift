@@ -77,7 +77,7 @@ enum ReplayCommand {
         guard c.arguments.flag("--stats") else { return }
         printStats(
             c, pipeline: pipeline, lines: lines.lineNumber, tpv: tpv, other: other,
-            malformed: malformed + lines.oversizedLines, events: events)
+            malformed: malformed, events: events)
     }
 
     /// One JSON line per TPV on stderr: what the filter made of it.

@@ -77,7 +77,8 @@ enum StatusCommand {
             ? try? StateStore(directory: directory) : nil
         // A user who cannot read the lock file learns from the engine itself that it runs.
         let daemonPID =
-            DaemonLock.holder(directory: directory) ?? engine?["engine"]?["pid"]?.intValue.map { Int32($0) }
+            DaemonLock.holder(directory: directory)
+            ?? engine?["engine"]?["pid"]?.intValue.flatMap { Int32(exactly: $0) }
         var settings: [String: String] = [:]
         var regionCounts: [String: Int] = [:]
         var eventCount: Int?

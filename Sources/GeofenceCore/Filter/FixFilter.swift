@@ -159,7 +159,10 @@ public struct FixFilter: Sendable {
         let coordinate = Coordinate(latitude: lat, longitude: lon)
         guard coordinate.isValid else { return .rejected(.invalidCoordinates) }
         if lat == 0 && lon == 0 { return .rejected(.nullIsland) }
-        guard let time = fix.time, time.timeIntervalSince1970.isFinite else { return .rejected(.noTime) }
+        // A time beyond the years 0000-9999 is no time (the decoders refuse it first; a library caller may not).
+        guard let time = fix.time, Fix.representableTimes.contains(time.timeIntervalSince1970) else {
+            return .rejected(.noTime)
+        }
         if let received = fix.receivedAt {
             let lead = time.timeIntervalSince(received)
             if lead > c.maxFutureSkew { return .rejected(.future) }

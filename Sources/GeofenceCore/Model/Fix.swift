@@ -64,6 +64,18 @@ public struct Fix: Sendable, Equatable {
         self.course = course
     }
 
+    /// The fix times (seconds since 1970) a decoder takes: the years 0000-9999 in UTC, which
+    /// `TimestampParser` reads and writes. A time beyond them (an OwnTracks `tst` of `1e300`) is refused as
+    /// `bad-time`, so every time difference the engine works out stays far inside what an `Int` holds.
+    public static let representableTimes = TimestampParser.representable
+
+    /// A number of seconds as a whole number for people (`61`), whatever the value: clamped to ±1e15 (no
+    /// conversion to an integer can trap), `nan` for NaN.
+    public static func seconds(_ value: Double) -> String {
+        guard !value.isNaN else { return "nan" }
+        return String(Int64(min(max(value.rounded(), -1e15), 1e15)))
+    }
+
     /// gpsd's horizontal error: `eph` when given, else the root sum of squares of `epx` and `epy`.
     /// Non-finite or negative inputs count as absent.
     public static func horizontalAccuracy(eph: Double?, epx: Double?, epy: Double?) -> Double? {

@@ -50,8 +50,11 @@ public enum OwnTracksJSON {
         }
         var time: Date?
         if let tst = numbers["tst"] {
-            guard tst.isFinite, tst > 0 else {
-                return .malformed(.init(.badTime, "OwnTracks \"tst\" \(tst) is not a Unix time"))
+            // Held to the years the engine reads and writes (before 10000): a `tst` of 1e300 once reached an
+            // `Int` conversion and ended the engine, at every restart since the broker offered it again.
+            guard tst.isFinite, tst > 0, Fix.representableTimes.contains(tst) else {
+                return .malformed(
+                    .init(.badTime, "OwnTracks \"tst\" \(tst) is not a Unix time between 1970 and the year 9999"))
             }
             time = Date(timeIntervalSince1970: tst)
         }

@@ -103,6 +103,11 @@ public struct Region: Sendable, Equatable {
                 throw RegionValidationError(field: "name", message: "is longer than \(limits.maxNameBytes) bytes")
             }
             if name.utf8.contains(0) { throw RegionValidationError(field: "name", message: "contains a NUL byte") }
+            // The rule of ids and vehicles: a name is printed by `list`, `show` and hooks, and ESC, CR or U+202E
+            // in it would steer the terminal that shows it.
+            if limits.checksNames, let problem = VisibleName.problem(name) {
+                throw RegionValidationError(field: "name", message: problem)
+            }
         }
         guard center.latitude.isFinite, abs(center.latitude) <= 90 else {
             throw RegionValidationError(

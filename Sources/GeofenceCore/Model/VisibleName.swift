@@ -1,13 +1,14 @@
 import Foundation
 
-/// The rule for names a person reads and compares: region ids and vehicle names (subjects).
+/// The rule for names a person reads and compares: region ids, region names and vehicle names (subjects).
 ///
 /// A name is compared in Unicode normalization form C, so "café" typed precomposed and "café" typed as
 /// `e` and a combining accent are one name, and a backup exported and imported again cannot hold both.
 /// Characters that change how a name looks without being seen are refused, not escaped: control
 /// characters (NUL, newline, ESC: a log line or terminal is not theirs to steer), bidi controls
-/// (U+202E makes "gpj.exe" read as "exe.jpg") and invisible format characters (U+200B makes two
-/// names that print alike differ).
+/// (U+202E makes "gpj.exe" read as "exe.jpg"), format characters and every Unicode
+/// `Default_Ignorable_Code_Point` (U+200B, U+034F, U+FE0F, U+3164, U+115F, U+FFA0, U+17B4, ...: each makes
+/// two names that print alike differ).
 public enum VisibleName {
     /// `text` in normalization form C (ASCII, the usual case, is returned as is without a look-up).
     public static func normalized(_ text: String) -> String {
@@ -31,7 +32,12 @@ public enum VisibleName {
                 return "contains a control character (\(code))"
             case .format, .lineSeparator, .paragraphSeparator:
                 return "contains an invisible character (\(code)), which can make it pass for another name"
-            default: break
+            default:
+                // Fillers (U+3164, U+115F, U+FFA0), variation selectors, U+034F, U+17B4, ...: letters and marks
+                // by category, yet shown as nothing.
+                if scalar.properties.isDefaultIgnorableCodePoint {
+                    return "contains an invisible character (\(code)), which can make it pass for another name"
+                }
             }
         }
         return nil
@@ -75,5 +81,57 @@ public enum SubjectName {
 extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// The one escaping of outside text for a terminal or a log line: whatever a name, a topic, a payload or a
+/// stored string holds, what reaches an operator's screen is printable text.
+///
+/// Control characters (ESC, BEL, CR, NUL, C1), bidi controls and other format characters, line and
+/// paragraph separators and every `Default_Ignorable_Code_Point` are written as JSON writes them: `\n`,
+/// `\r`, `\t`, else `\u001B` (a scalar beyond U+FFFF as its UTF-16 surrogate pair, `\uDB40\uDC01`). So a JSON
+/// line passed through it is the same JSON, and human output shows `\u202E` where the text would have turned
+/// the line around. Everything else, backslashes included, is left as it is.
+public enum PrintableText {
+    /// `text` with every character outside printable text escaped; with `keepingLineBreaks`, `\n` and `\t`
+    /// stay as they are (a block of several lines, a table).
+    public static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
+        let clean = text.utf8.allSatisfy { byte in
+            (byte >= 0x20 && byte < 0x7F)
+                || (keepingLineBreaks && (byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\t")))
+        }
+        if clean { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if keepingLineBreaks && (scalar == "\n" || scalar == "\t") {
+                out.append(scalar)
+                continue
+            }
+            guard needsEscape(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            switch scalar {
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case "\r": out.append(contentsOf: "\\r".unicodeScalars)
+            case "\t": out.append(contentsOf: "\\t".unicodeScalars)
+            default:
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16, uppercase: true)
+                    out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+                }
+            }
+        }
+        return String(out)
+    }
+
+    /// Whether `scalar` is escaped by `escaped(_:)`.
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value >= 0x20 && scalar.value < 0x7F { return false }
+        if scalar.value < 0xA0 { return true }  // C0, DEL, C1
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate: return true
+        default: return scalar.properties.isDefaultIgnorableCodePoint
+        }
     }
 }

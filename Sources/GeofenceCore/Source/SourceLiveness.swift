@@ -112,8 +112,5 @@ public struct SourceLiveness: Sendable, Equatable {
 
     /// Whether a fix counts as "data arriving": a 2D or 3D fix with a valid position.
     /// (Quality judgements, such as accuracy and duplicates, are the fix filter's.)
-    public static func isUsable(_ fix: Fix) -> Bool {
-        guard fix.mode >= .twoD, let latitude = fix.latitude, let longitude = fix.longitude else { return false }
-        return Coordinate(latitude: latitude, longitude: longitude).isValid
-    }
+    public static func isUsable(_ fix: Fix) -> Bool { FixUsability.isUsable(fix) }
 }

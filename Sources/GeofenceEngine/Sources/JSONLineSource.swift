@@ -25,13 +25,20 @@ package struct JSONLines {
     }
 
     /// The next line, decoded; nil at the end of the input.
+    /// A line too long for the reader is a `too-long` report like any line too long to decode, so it is counted
+    /// as a line and by what became of it, whatever its size.
     package mutating func next() throws -> GPSDJSONReport? {
-        while let line = try reader.next() {
+        while let item = try reader.nextItem() {
             lineNumber += 1
-            if skipsBlankLines && line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
-                continue
+            switch item {
+            case .oversized(let bytes):
+                return .malformed(.init(.tooLong, "line of \(bytes) bytes is too long"))
+            case .line(let line):
+                if skipsBlankLines && line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
+                    continue
+                }
+                return GPSDJSON.decode(line, defaultSubject: defaultSubject)
             }
-            return GPSDJSON.decode(line, defaultSubject: defaultSubject)
         }
         return nil
     }
@@ -53,7 +60,7 @@ package struct JSONLines {
     /// Whether a whole line is already read (a batch can grow without waiting for the producer).
     package var hasBufferedLine: Bool { reader.hasBufferedLine }
 
-    /// Lines cut off for being longer than the reader takes (each counted, none decoded).
+    /// Lines cut off for being longer than the reader takes (each also returned by `next()` as `too-long`).
     package var oversizedLines: Int { reader.oversizedLines }
 }
 

@@ -249,9 +249,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
                 + "(--mqtt-vehicle topic, or level:N)")
     }
 
-    static func tooLong(_ bytes: Int) -> GPSDJSONReport {
-        .malformed(.init(.tooLong, "message of \(bytes) bytes is too long"))
-    }
+    static func tooLong(_ bytes: Int) -> GPSDJSONReport { FleetPayload.tooLong(bytes) }
 
     /// Decodes one message: gpsd TPV or OwnTracks location, named as `naming` says.
     static func decode(topic: String, payload: [UInt8], naming: MQTTVehicleNaming) -> GPSDJSONReport {
@@ -260,24 +258,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         return naming.rename(fix, topic: topic) ?? report
     }
 
-    /// Decodes one message: gpsd TPV or OwnTracks location, named by the payload.
+    /// Decodes one message: gpsd TPV or OwnTracks location (`FleetPayload`), named by the payload.
     static func decode(topic: String, payload: [UInt8]) -> GPSDJSONReport {
-        if payload.count > GPSDJSON.maximumLineLength { return tooLong(payload.count) }
-        // OwnTracks says `_type`, gpsd `class`; only an object with `_type` is parsed whole.
-        if payload.contains(UInt8(ascii: "_")), let object = try? JSON.parse(payload),
-            OwnTracksJSON.isOwnTracks(object)
-        {
-            return OwnTracksJSON.decode(object, subject: OwnTracksJSON.subject(topic: topic) ?? topic)
-        }
-        let report = GPSDJSON.decode(payload, defaultSubject: topic)
-        // A TPV without `device` is named by its topic, which is held to the same naming rule.
-        if case .tpv(var fix) = report, fix.subject == topic {
-            if let problem = SubjectName.problem(topic) {
-                return .malformed(.init(.badDevice, "a TPV without \"device\" on a topic that \(problem)"))
-            }
-            fix.subject = VisibleName.normalized(topic)
-            return .tpv(fix)
-        }
-        return report
+        FleetPayload.decode(topic: topic, payload: payload)
     }
 }
