@@ -189,6 +189,12 @@ public final class FixPipeline {
         return try commitIfDue()
     }
 
+    /// Judges a fix and queues what it changes without trying to commit (the store refused the last commit:
+    /// the caller retries now and then rather than rewriting a growing queue at every fix).
+    package func judgeWithoutCommit(_ fix: Fix) {
+        offer(fix) { _, _ in }
+    }
+
     /// Runs one report through epoch assembly, the filter and the monitor; `decided` hears every report it
     /// settled, with its verdict, in order.
     @inline(__always)
@@ -253,6 +259,7 @@ public final class FixPipeline {
         let verdict = filter.evaluate(fix)
         guard case .accepted(let weighted) = verdict else { return verdict }
         queue(monitor.process(weighted, now: clock()))
+        uncommitted.add(subject: fix.subject, time: weighted.time)
         return verdict
     }
 
@@ -287,6 +294,9 @@ public final class FixPipeline {
     /// Number of events made but not yet committed (non-zero only after a failed commit).
     public private(set) var pendingEvents = 0
 
+    /// The accepted fixes whose effects are not yet committed, by vehicle.
+    public private(set) var uncommitted = UncommittedFixes()
+
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
         if let extra, !extra.isEmpty {
             pending.append(extra)
@@ -300,9 +310,29 @@ public final class FixPipeline {
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         pendingEvents = 0
+        uncommitted = UncommittedFixes()
         urgent = false
         lastCommit = clock()
         return events
+    }
+}
+
+/// The accepted fixes whose effects (state, events) are not yet committed: what a stop on a full disk must
+/// account for, vehicle by vehicle, so that the operator knows which fixes to send again.
+public struct UncommittedFixes: Sendable {
+    /// Per vehicle: how many, and the fix time of the first (the store holds everything before it).
+    public private(set) var vehicles: [String: (count: Int, first: Date)] = [:]
+    public private(set) var count = 0
+
+    public var isEmpty: Bool { count == 0 }
+
+    mutating func add(subject: String, time: Date) {
+        count += 1
+        if let known = vehicles[subject] {
+            vehicles[subject] = (known.count + 1, min(known.first, time))
+        } else {
+            vehicles[subject] = (1, time)
+        }
     }
 }
 

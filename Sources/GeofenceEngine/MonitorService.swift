@@ -56,14 +56,26 @@ actor MonitorService {
     /// When the next retry of a failed region is due (nil: no region is failed; unknown at start). Checked
     /// only then, rather than every tick (the store finds due retries by looking at every region).
     private var retryDue: Date? = .distantPast
+    /// The last commit of fixes failed (a full disk): fixes are judged and queued without a commit each, and
+    /// the commit is tried again every `storeRetryInterval` (and at every tick), after making room.
+    private var storeBlocked = false
+    private var storeRetryAt = Date.distantPast
+    private var lastReclaim = Date.distantPast
+    static let storeRetryInterval = 0.5
+    /// While the store refuses writes, the source is held back once this many accepted fixes wait for a
+    /// commit: memory stays bounded, and a producer that can wait (a FIFO, a broker) keeps the rest.
+    static let holdSourceAfter = 50_000
+    /// The reserve file and the WAL's truncation (nil: an embedder's store, left as it is).
+    private let space: StoreSpace?
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
         sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
         onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }, space: StoreSpace? = nil
     ) {
+        self.space = space
         now = { clock.now() }
         self.random = random
         recorder = StatusRecorder(store: store)
@@ -337,13 +349,36 @@ actor MonitorService {
             health.liveness = "receiving"
         }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
-        // and the fixes after it in the batch must still be judged, or their crossings would be lost.
+        // and the fixes after it in the batch must still be judged, or their crossings would be lost. While the
+        // store refuses, they are queued without a commit each (a failing commit rewrites the whole queue:
+        // at every fix, that is quadratic), and the commit is tried again every half second.
         for fix in fixes {
+            if storeBlocked {
+                pipeline.judgeWithoutCommit(fix)
+                continue
+            }
             do {
                 committed(try pipeline.processForEvents(fix))
             } catch {
+                storeBlocked = true
+                storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
                 storeFailed(error)
             }
+        }
+        if storeBlocked && now() >= storeRetryAt { retryStore() }
+    }
+
+    /// Whether the source must wait: the store refuses writes and `holdSourceAfter` fixes wait for it.
+    var holdsSource: Bool { storeBlocked && pipeline.uncommitted.count >= Self.holdSourceAfter }
+
+    /// Tries the queued commit again (room was made when it last failed for want of space).
+    func retryStore() {
+        storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
+        do {
+            committed(try pipeline.flush())
+            storeBlocked = false
+        } catch {
+            storeFailed(error)
         }
     }
 
@@ -374,6 +409,7 @@ actor MonitorService {
             }
             committed(try pipeline.expire(now: now()))
             committed(try pipeline.flush())
+            storeBlocked = false
             // Vehicles not heard from for long leave memory (their state is in the store), once a second at
             // most: a look at every vehicle's last fix time.
             if let limit = pipeline.idleLimit, now() >= nextEviction {
@@ -391,20 +427,42 @@ actor MonitorService {
                 logger.notice("the store accepts writes again")
                 lastStoreError = nil
             }
+            // Made again once there is room (a no-op while it is there).
+            space?.makeReserve()
         } catch {
             storeFailed(error)
         }
     }
 
-    /// Last commit before the daemon exits.
-    func shutdown() {
+    /// Last commit before the daemon exits. When the store still refuses after a few tries (room made before
+    /// each), returns what was not committed, for the operator: nil when everything is in the store.
+    func shutdown() -> StopShortfall? {
+        var failure: (any Error)?
         do {
             committed(try pipeline.finish().events)
         } catch {
+            failure = error
             storeFailed(error)
+            // A second or so in all, within the stop's promise.
+            for _ in 0..<4 {
+                Thread.sleep(forTimeInterval: 0.2)
+                do {
+                    committed(try pipeline.flush())
+                    failure = nil
+                    break
+                } catch {
+                    failure = error
+                    storeFailed(error)
+                }
+            }
         }
+        saveStateEvents()
         let time = now()
         recording { try $0.stopped(at: time) }
+        guard failure != nil || !unsavedStateEvents.isEmpty else { return nil }
+        return StopShortfall(
+            fixes: pipeline.uncommitted, regionEvents: pipeline.pendingEvents,
+            stateEvents: unsavedStateEvents.count, reason: lastStoreError ?? failure.map { "\($0)" } ?? "")
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
@@ -464,6 +522,14 @@ actor MonitorService {
     }
 
     private func storeFailed(_ error: any Error) {
+        // Out of space: the reserve goes back to the file system and the WAL is truncated into the room it
+        // made (at most twice a second: a checkpoint reads the whole WAL).
+        if let space, (error as? DatabaseError)?.isFull == true,
+            now().timeIntervalSince(lastReclaim) >= Self.storeRetryInterval
+        {
+            lastReclaim = now()
+            if space.reclaim() { logger.info("the file system is full: gave back the reserve and truncated the WAL") }
+        }
         let text = "\(error)"
         if text != lastStoreError {
             logger.error("cannot write to the store: \(text); nothing is lost, retrying")
@@ -507,4 +573,12 @@ final class LentIDs: @unchecked Sendable {
     private(set) var ids: EventIDGenerator
     init(_ ids: EventIDGenerator) { self.ids = ids }
     func next(now: Date) -> String { ids.next(now: now) }
+}
+
+/// What a stop could not commit: the store refused its last writes.
+struct StopShortfall: Sendable {
+    var fixes: UncommittedFixes
+    var regionEvents: Int
+    var stateEvents: Int
+    var reason: String
 }

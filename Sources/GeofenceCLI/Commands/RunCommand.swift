@@ -121,6 +121,8 @@ enum RunCommand {
             throw CommandFailure(source.description, exitCode: .noInput)
         } catch let mqtt as MQTTError {
             throw CommandFailure(mqtt.description, exitCode: .unavailable)
+        } catch let shortfall as UncommittedAtStop {
+            throw CommandFailure(shortfall.description, exitCode: .ioError)
         }
     }
 
