@@ -1,17 +1,25 @@
 import GeofenceCore
 import GeofenceGPSD
-import Synchronization
 
-/// gpsd as a `LocationSource`: the libgps session of `GPSDSource`, its reports mapped into the engine's terms
-/// by a task started with it. gpsd's own stream is unbounded (the socket is its flow control), so the mapping
-/// never waits.
+/// gpsd as a `LocationSource`: the libgps session of `GPSDSource`, its reports mapped into the engine's terms on
+/// the session's thread. A fix waits there while the engine has `LocationReports.BackPressure.standard` reports
+/// to judge, so a gpsd (or a peer on its port) faster than the engine is held back by the socket, not by memory;
+/// news of the connection and of liveness never waits.
 public final class GPSDLocationSource: LocationSource {
     private let gpsd: GPSDSource
-    public let reports = LocationReports(backPressure: .unbounded)
-    private let forwarding = Mutex<Task<Void, Never>?>(nil)
+    public let reports: LocationReports
 
     public init(configuration: GPSDSource.Configuration) {
-        gpsd = GPSDSource(configuration: configuration)
+        let reports = LocationReports(backPressure: .standard)
+        self.reports = reports
+        gpsd = GPSDSource(
+            configuration: configuration,
+            delivery: { report in
+                switch report {
+                case .fix, .fixes: reports.send(report.locationReport)
+                default: reports.sendNow(report.locationReport)
+                }
+            })
     }
 
     /// The gpsd address, deadlines and backoff it runs with.
@@ -20,19 +28,14 @@ public final class GPSDLocationSource: LocationSource {
     public var label: String { "gpsd at \(gpsd.configuration.address)" }
 
     public func start() {
-        let (gpsd, reports) = (self.gpsd, self.reports)
-        forwarding.withLock {
-            $0 = Task {
-                for await report in gpsd.reports { reports.sendNow(report.locationReport) }
-                reports.finish()
-            }
-        }
         gpsd.start()
     }
 
+    /// The session's thread, perhaps waiting for room, goes on at once and closes the connection; what it had
+    /// handed over is still judged.
     public func stop() async {
+        reports.stopWaiting()
         await gpsd.stop()
-        await forwarding.withLock { $0 }?.value
         reports.finish()
     }
 }
