@@ -218,6 +218,11 @@ public final class FixPipeline {
         return step
     }
 
+    /// `settle()` without the commit, while the store refuses writes (the caller retries the commit itself).
+    package func settleWithoutCommit() {
+        for fix in assembler.due(now: monotonic()) { _ = judge(fix) }
+    }
+
     /// The end of a recording: passes on every report still held, and commits.
     public func finish() throws -> Step {
         var step = Step()

@@ -336,9 +336,16 @@ actor MonitorService {
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.
     func settle() {
+        // While the store refuses, a commit here, ten times a second, would rewrite the whole queue each time.
+        guard !storeBlocked else {
+            pipeline.settleWithoutCommit()
+            return
+        }
         do {
             committed(try pipeline.settle().events)
         } catch {
+            storeBlocked = true
+            storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
             storeFailed(error)
         }
     }
