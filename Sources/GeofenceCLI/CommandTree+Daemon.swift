@@ -28,7 +28,9 @@ extension CommandTree {
             monitor, and stores state and events exactly as `replay` does. Regions added or removed with \
             the CLI while it runs are picked up within a second. One line per event and state change goes \
             to stderr (with syslog priority prefixes under systemd). SIGTERM or SIGINT stop it cleanly \
-            within two seconds. Only one engine may run on a state directory at a time.
+            within two seconds. A stop that cannot commit what it judged (a full disk) says so in one line \
+            naming each vehicle and the fix time from which to send its fixes again, and exits 74. Only one \
+            engine may run on a state directory at a time.
 
             When gpsd is absent, dies or restarts, the engine keeps retrying with backoff; a source (gpsd or \
             JSON lines) that gives no usable fix within the first-fix deadline is reported `silent`, one \

@@ -128,6 +128,10 @@ public final class Daemon: Sendable {
         let store = try StateStore(directory: c.stateDirectory)
         let lock = try DaemonLock(directory: c.stateDirectory)
         defer { withExtendedLifetime(lock) {} }
+        // Room for the store on a small disk: a reserve file to give back, a WAL kept small (`StoreSpace`).
+        let space = StoreSpace(store: store)
+        space.fitWAL()
+        space.makeReserve()
 
         let source = try given ?? c.source.makeSource(configuration: c, logger: logger)
         let executor = ThreadExecutor(name: "geofence.monitor")
@@ -154,7 +158,7 @@ public final class Daemon: Sendable {
                 watchers.wake()
                 hooks.wake()
                 sinks.wake()
-            }, metrics: metrics, liveness: c.liveness)
+            }, metrics: metrics, liveness: c.liveness, space: space)
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))
@@ -242,6 +246,7 @@ public final class Daemon: Sendable {
         let heartbeat = MonitorHeartbeat(
             watchdogInterval: manager.watchdogInterval, watchdog: { manager.watchdog() },
             status: { manager.status($0) }, stall: stall)
+        let stopping = Atomic(false)
         // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
         // judged), then the monitor's ticks, the sinks, and last the hook runner (running hooks get their grace).
         let group = ServiceGroup(
@@ -253,12 +258,23 @@ public final class Daemon: Sendable {
                 ClosureService(
                     "source",
                     run: {
-                        for await report in source.reports { await service.handle(report) }
+                        for await report in source.reports {
+                            await service.handle(report)
+                            // The store refuses writes and much waits for it: the producer waits (a FIFO, a
+                            // broker), not the engine's memory, until the store takes them or the engine stops.
+                            while await service.holdsSource, !stopping.load(ordering: .acquiring), !Task.isCancelled {
+                                try? await Task.sleep(for: .milliseconds(200))
+                                await service.retryStore()
+                            }
+                        }
                     },
                     // What the source handed over before it stopped is still judged, not dropped with the
                     // stream's buffer: an MQTT broker has been told those messages arrived. The stream is
                     // finished, so the consumer ends once its last report is handled.
-                    stop: { await source.stop() }),
+                    stop: {
+                        stopping.store(true, ordering: .releasing)
+                        await source.stop()
+                    }),
                 ClosureService("signals") {
                     for await number in signalStream {
                         signalled.set(
@@ -290,7 +306,7 @@ public final class Daemon: Sendable {
             logger.warning("did not stop in time, cancelled: \(ending.cancelled.joined(separator: ", "))")
         }
         await service.recordSourceStatus()
-        await service.shutdown()
+        let shortfall = await service.shutdown()
         let stats = await service.statistics
         var stopped = "stopped: \(stats.accepted) fixes accepted, \(stats.total - stats.accepted) refused"
         let refusals = await service.refusalSummary
@@ -299,7 +315,54 @@ public final class Daemon: Sendable {
             stopped += "; \(status.countText), \(status.usableFixes) usable fixes"
             if status.unusableTotal > 0 { stopped += ", \(status.unusableTotal) unusable (\(status.unusableSummary))" }
         }
+        if shortfall != nil { stopped += "; not everything was committed" }
         logger.notice(stopped)
         withExtendedLifetime(signals) {}
+        if let shortfall { throw UncommittedAtStop(shortfall, source: source.label) }
+    }
+}
+
+/// `geofence run` stopped with fixes judged but not committed: the store refused the writes (a full disk).
+/// Says exactly what was not committed and what to send again; `geofence run` exits 74 (EX_IOERR).
+public struct UncommittedAtStop: Error, CustomStringConvertible, Sendable {
+    /// Accepted fixes not committed, per vehicle: how many, and the fix time of the first.
+    public let vehicles: [(subject: String, count: Int, first: Date)]
+    public let fixes: Int
+    public let regionEvents: Int
+    public let stateEvents: Int
+    public let reason: String
+    let source: String
+
+    init(_ s: StopShortfall, source: String) {
+        vehicles = s.fixes.vehicles.map { ($0.key, $0.value.count, $0.value.first) }.sorted {
+            ($0.first, $0.subject) < ($1.first, $1.subject)
+        }
+        fixes = s.fixes.count
+        regionEvents = s.regionEvents
+        stateEvents = s.stateEvents
+        reason = s.reason
+        self.source = source
+    }
+
+    /// The vehicles named in the message, at most; the earliest first.
+    static let named = 20
+
+    public var description: String {
+        var text = "stopped without committing \(fixes) accepted fix(es) of \(vehicles.count) vehicle(s)"
+        text += " and the \(regionEvents) region event(s) they made"
+        if stateEvents > 0 { text += ", and \(stateEvents) state event(s)" }
+        text += " (\(reason))"
+        guard !vehicles.isEmpty else { return text + "; free space on the file system of the state directory" }
+        let shown = vehicles.prefix(Self.named).map {
+            "\(JSONValue.string($0.subject).serialized()) from \(TimestampParser.format($0.first)) (\($0.count))"
+        }
+        text += "; send these vehicles' fixes from \(source) again, from these fix times on: "
+        text += shown.joined(separator: ", ")
+        if vehicles.count > Self.named {
+            text +=
+                ", and \(vehicles.count - Self.named) more from \(TimestampParser.format(vehicles[Self.named].first)) on"
+        }
+        text += " (`geofence vehicles` shows each vehicle's last committed fix)"
+        return text
     }
 }

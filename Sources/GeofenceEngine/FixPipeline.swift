@@ -189,6 +189,12 @@ public final class FixPipeline {
         return try commitIfDue()
     }
 
+    /// Judges a fix and queues what it changes without trying to commit (the store refused the last commit:
+    /// the caller retries now and then rather than rewriting a growing queue at every fix).
+    package func judgeWithoutCommit(_ fix: Fix) {
+        offer(fix) { _, _ in }
+    }
+
     /// Runs one report through epoch assembly, the filter and the monitor; `decided` hears every report it
     /// settled, with its verdict, in order.
     @inline(__always)
@@ -210,6 +216,11 @@ public final class FixPipeline {
         for fix in assembler.due(now: monotonic()) { step.decisions.append((fix, judge(fix))) }
         step.events = try commitIfDue()
         return step
+    }
+
+    /// `settle()` without the commit, while the store refuses writes (the caller retries the commit itself).
+    package func settleWithoutCommit() {
+        for fix in assembler.due(now: monotonic()) { _ = judge(fix) }
     }
 
     /// The end of a recording: passes on every report still held, and commits.
@@ -257,6 +268,7 @@ public final class FixPipeline {
         // here, where the monitor takes it.
         if measuresLatency, !out.isEmpty { pendingReceipts.append(fix.receivedAt ?? clock()) }
         queue(out)
+        uncommitted.add(subject: fix.subject, time: weighted.time)
         return verdict
     }
 
@@ -299,6 +311,8 @@ public final class FixPipeline {
     package private(set) var commitLatency = LatencyHistogram()
     /// The receipts of the fixes whose outputs wait in `pending`.
     private var pendingReceipts: [Date] = []
+    /// The accepted fixes whose effects are not yet committed, by vehicle.
+    public private(set) var uncommitted = UncommittedFixes()
 
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
         if let extra, !extra.isEmpty {
@@ -313,6 +327,7 @@ public final class FixPipeline {
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         pendingEvents = 0
+        uncommitted = UncommittedFixes()
         urgent = false
         lastCommit = clock()
         if !pendingReceipts.isEmpty {
@@ -320,6 +335,25 @@ public final class FixPipeline {
             pendingReceipts.removeAll(keepingCapacity: true)
         }
         return events
+    }
+}
+
+/// The accepted fixes whose effects (state, events) are not yet committed: what a stop on a full disk must
+/// account for, vehicle by vehicle, so that the operator knows which fixes to send again.
+public struct UncommittedFixes: Sendable {
+    /// Per vehicle: how many, and the fix time of the first (the store holds everything before it).
+    public private(set) var vehicles: [String: (count: Int, first: Date)] = [:]
+    public private(set) var count = 0
+
+    public var isEmpty: Bool { count == 0 }
+
+    mutating func add(subject: String, time: Date) {
+        count += 1
+        if let known = vehicles[subject] {
+            vehicles[subject] = (known.count + 1, min(known.first, time))
+        } else {
+            vehicles[subject] = (1, time)
+        }
     }
 }
 

@@ -62,6 +62,17 @@ actor MonitorService {
     /// When the next retry of a failed region is due (nil: no region is failed; unknown at start). Checked
     /// only then, rather than every tick (the store finds due retries by looking at every region).
     private var retryDue: Date? = .distantPast
+    /// The last commit of fixes failed (a full disk): fixes are judged and queued without a commit each, and
+    /// the commit is tried again every `storeRetryInterval` (and at every tick), after making room.
+    private var storeBlocked = false
+    private var storeRetryAt = Date.distantPast
+    private var lastReclaim = Date.distantPast
+    static let storeRetryInterval = 0.5
+    /// While the store refuses writes, the source is held back once this many accepted fixes wait for a
+    /// commit: memory stays bounded, and a producer that can wait (a FIFO, a broker) keeps the rest.
+    static let holdSourceAfter = 50_000
+    /// The reserve file and the WAL's truncation (nil: an embedder's store, left as it is).
+    private let space: StoreSpace?
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
@@ -69,8 +80,10 @@ actor MonitorService {
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
         onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
-        metrics: EngineMetrics = EngineMetrics(), liveness: SourceLiveness.Configuration = .init()
+        metrics: EngineMetrics = EngineMetrics(), liveness: SourceLiveness.Configuration = .init(),
+        space: StoreSpace? = nil
     ) {
+        self.space = space
         now = { clock.now() }
         self.metrics = metrics
         refusals = RefusalWatch(liveness: liveness, startedAt: clock.now())
@@ -382,9 +395,16 @@ actor MonitorService {
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.
     func settle() {
+        // While the store refuses, a commit here, ten times a second, would rewrite the whole queue each time.
+        guard !storeBlocked else {
+            pipeline.settleWithoutCommit()
+            return
+        }
         do {
             committed(try pipeline.settle().events)
         } catch {
+            storeBlocked = true
+            storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
             storeFailed(error)
         }
     }
@@ -395,16 +415,39 @@ actor MonitorService {
             health.liveness = "receiving"
         }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
-        // and the fixes after it in the batch must still be judged, or their crossings would be lost.
+        // and the fixes after it in the batch must still be judged, or their crossings would be lost. While the
+        // store refuses, they are queued without a commit each (a failing commit rewrites the whole queue:
+        // at every fix, that is quadratic), and the commit is tried again every half second.
         if let last = fixes.last, let received = last.receivedAt, let time = last.time {
             refusals.lastAge = received.timeIntervalSince(time)
         }
         for fix in fixes {
+            if storeBlocked {
+                pipeline.judgeWithoutCommit(fix)
+                continue
+            }
             do {
                 committed(try pipeline.processForEvents(fix))
             } catch {
+                storeBlocked = true
+                storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
                 storeFailed(error)
             }
+        }
+        if storeBlocked && now() >= storeRetryAt { retryStore() }
+    }
+
+    /// Whether the source must wait: the store refuses writes and `holdSourceAfter` fixes wait for it.
+    var holdsSource: Bool { storeBlocked && pipeline.uncommitted.count >= Self.holdSourceAfter }
+
+    /// Tries the queued commit again (room was made when it last failed for want of space).
+    func retryStore() {
+        storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
+        do {
+            committed(try pipeline.flush())
+            storeBlocked = false
+        } catch {
+            storeFailed(error)
         }
     }
 
@@ -436,6 +479,7 @@ actor MonitorService {
             checkRefusals()
             committed(try pipeline.expire(now: now()))
             committed(try pipeline.flush())
+            storeBlocked = false
             // Vehicles not heard from for long leave memory (their state is in the store), once a second at
             // most: a look at every vehicle's last fix time.
             if let limit = pipeline.idleLimit, now() >= nextEviction {
@@ -453,21 +497,43 @@ actor MonitorService {
                 logger.notice("the store accepts writes again")
                 lastStoreError = nil
             }
+            // Made again once there is room (a no-op while it is there).
+            space?.makeReserve()
         } catch {
             storeFailed(error)
         }
     }
 
-    /// Last commit before the daemon exits.
-    func shutdown() {
+    /// Last commit before the daemon exits. When the store still refuses after a few tries (room made before
+    /// each), returns what was not committed, for the operator: nil when everything is in the store.
+    func shutdown() -> StopShortfall? {
+        var failure: (any Error)?
         do {
             committed(try pipeline.finish().events)
         } catch {
+            failure = error
             storeFailed(error)
+            // A second or so in all, within the stop's promise.
+            for _ in 0..<4 {
+                Thread.sleep(forTimeInterval: 0.2)
+                do {
+                    committed(try pipeline.flush())
+                    failure = nil
+                    break
+                } catch {
+                    failure = error
+                    storeFailed(error)
+                }
+            }
         }
+        saveStateEvents()
         let time = now()
         recording { try $0.stopped(at: time) }
         publishMetrics()
+        guard failure != nil || !unsavedStateEvents.isEmpty else { return nil }
+        return StopShortfall(
+            fixes: pipeline.uncommitted, regionEvents: pipeline.pendingEvents,
+            stateEvents: unsavedStateEvents.count, reason: lastStoreError ?? failure.map { "\($0)" } ?? "")
     }
 
     var statistics: FixFilterStatistics { pipeline.filter.statistics }
@@ -572,6 +638,14 @@ actor MonitorService {
     }
 
     private func storeFailed(_ error: any Error) {
+        // Out of space: the reserve goes back to the file system and the WAL is truncated into the room it
+        // made (at most twice a second: a checkpoint reads the whole WAL).
+        if let space, (error as? DatabaseError)?.isFull == true,
+            now().timeIntervalSince(lastReclaim) >= Self.storeRetryInterval
+        {
+            lastReclaim = now()
+            if space.reclaim() { logger.info("the file system is full: gave back the reserve and truncated the WAL") }
+        }
         let text = "\(error)"
         if text != lastStoreError {
             logger.error("cannot write to the store: \(text); nothing is lost, retrying")
@@ -663,4 +737,12 @@ package struct RefusalWatch: Sendable {
         refusing = true
         return .refusing(everAccepted ? .lost : .silent, advice)
     }
+}
+
+/// What a stop could not commit: the store refused its last writes.
+struct StopShortfall: Sendable {
+    var fixes: UncommittedFixes
+    var regionEvents: Int
+    var stateEvents: Int
+    var reason: String
 }

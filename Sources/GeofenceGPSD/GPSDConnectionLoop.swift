@@ -6,6 +6,7 @@ import GeofenceSystem
 struct GPSDConnectionLoop: Sendable {
     let configuration: GPSDSource.Configuration
     let continuation: AsyncStream<GPSDReport>.Continuation
+    let delivery: GPSDSource.Delivery?
     let control: SourceControl
     let random: @Sendable () -> Double
 
@@ -20,6 +21,7 @@ struct GPSDConnectionLoop: Sendable {
 private final class Runner {
     private let configuration: GPSDSource.Configuration
     private let continuation: AsyncStream<GPSDReport>.Continuation
+    private let delivery: GPSDSource.Delivery?
     private let control: SourceControl
     private let random: @Sendable () -> Double
     private let clock = MonotonicClock()
@@ -33,10 +35,22 @@ private final class Runner {
     private var lastFixTime: [String: Date] = [:]
     private var strangeCount = 0
     private var lastStrangeReport = -Double.infinity
+    /// The devices fixes came from, with when each was last heard (monotonic): at most `maximumDevices`, kept
+    /// across reconnections, so that a peer naming a new device in every line cannot grow the engine's state
+    /// (here, in the filter and in the monitor) without bound.
+    private var fixDevices: [String: Double] = [:]
+    private var refusedDevices = 0
+    private var lastDeviceWarning = -Double.infinity
+
+    /// gpsd serves a few receivers (its own build limit is 4 by default); more at once is not a gpsd.
+    static let maximumDevices = 32
+    /// A device silent this long (seconds) makes room for a new one.
+    static let deviceIdleLimit = 3600.0
 
     init(loop: GPSDConnectionLoop) {
         configuration = loop.configuration
         continuation = loop.continuation
+        delivery = loop.delivery
         control = loop.control
         random = loop.random
         session = GPSDSession(fallbackSubject: configuration.address.device ?? configuration.address.description)
@@ -153,7 +167,7 @@ private final class Runner {
             snapshot.daemon = daemon
         case .devices(let devices):
             var fresh = CapabilitySnapshot(daemon: snapshot.daemon)
-            for device in devices {
+            for device in devices.prefix(Self.maximumDevices) {
                 var device = device
                 if let known = snapshot.device(at: device.path) {
                     device.reports = known.reports
@@ -163,10 +177,15 @@ private final class Runner {
             }
             sendSnapshot(fresh)
         case .device(let device, let removed):
+            // A snapshot of at most `maximumDevices` devices: a peer that adds more is not heard.
+            if !removed && snapshot.devices.count >= Self.maximumDevices && snapshot.device(at: device.path) == nil {
+                return
+            }
             var updated = snapshot
             if removed { updated.removeDevice(at: device.path) } else { updated.update(device) }
             sendSnapshot(updated)
         case .fix(let fix):
+            guard admit(device: fix.subject) else { return }
             if SourceLiveness.isUsable(fix), let transition = liveness.usableFix(at: clock.now) {
                 emit(.liveness(transition))
             }
@@ -204,6 +223,31 @@ private final class Runner {
         strangeCount = 0
     }
 
+    /// Whether a fix from `device` is taken: a device already known is; a new one while `maximumDevices` are
+    /// known only in place of one silent for `deviceIdleLimit`. Refusals are said at most once a minute.
+    private func admit(device: String) -> Bool {
+        let now = clock.now
+        if fixDevices[device] != nil || fixDevices.count < Self.maximumDevices {
+            fixDevices[device] = now
+            return true
+        }
+        if let oldest = fixDevices.min(by: { $0.value < $1.value }), now - oldest.value >= Self.deviceIdleLimit {
+            fixDevices[oldest.key] = nil
+            lastFixTime[oldest.key] = nil
+            fixDevices[device] = now
+            return true
+        }
+        refusedDevices += 1
+        if now - lastDeviceWarning >= 60 {
+            lastDeviceWarning = now
+            emit(
+                .gpsdError(
+                    "the peer at \(configuration.address) sent fixes from more than \(Self.maximumDevices) devices at once; "
+                        + "\(refusedDevices) fix(es) from further devices dropped; is it really gpsd?"))
+        }
+        return false
+    }
+
     /// Sends a snapshot when it differs from the last one sent, and always the first of a session.
     private func sendSnapshot(_ updated: CapabilitySnapshot) {
         guard updated != snapshot || !snapshotSent else { return }
@@ -228,6 +272,10 @@ private final class Runner {
     }
 
     private func emit(_ report: GPSDReport) {
-        continuation.yield(report)
+        if let delivery {
+            delivery(report)
+        } else {
+            continuation.yield(report)
+        }
     }
 }

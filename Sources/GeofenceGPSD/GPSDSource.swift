@@ -48,10 +48,16 @@ public final class GPSDSource: Sendable {
         }
     }
 
+    /// Where the session's thread hands each report instead of `reports`: a function that may block that thread
+    /// while the consumer is behind, so that gpsd's socket, not memory, holds what is not yet read.
+    public typealias Delivery = @Sendable (GPSDReport) -> Void
+
     public let configuration: Configuration
     /// Everything the source has to say, in order; ends after `stop()`. One consumer.
-    /// Unbounded: the consumer is expected to keep up (a fix is a few hundred bytes).
+    /// Unbounded: the consumer is expected to keep up (a fix is a few hundred bytes). Empty when the source
+    /// was made with a `Delivery`.
     public let reports: AsyncStream<GPSDReport>
+    private let delivery: Delivery?
 
     private let continuation: AsyncStream<GPSDReport>.Continuation
     private let random: @Sendable () -> Double
@@ -59,11 +65,14 @@ public final class GPSDSource: Sendable {
     private let started = Mutex(false)
 
     /// - Parameter random: a random number in `[0, 1]` for the backoff's jitter; injectable for tests.
+    /// - Parameter delivery: where reports go instead of `reports` (see `Delivery`).
     public init(
         configuration: Configuration,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        delivery: Delivery? = nil
     ) {
         self.configuration = configuration
+        self.delivery = delivery
         self.random = random
         self.control = SourceControl()
         (reports, continuation) = AsyncStream.makeStream(of: GPSDReport.self)
@@ -86,6 +95,7 @@ public final class GPSDSource: Sendable {
         let loop = GPSDConnectionLoop(
             configuration: configuration,
             continuation: continuation,
+            delivery: delivery,
             control: control,
             random: random
         )

@@ -22,9 +22,20 @@ public final class HostileGPSD: @unchecked Sendable {
         case randomBytes, truncatedJSON, hugeLine, badNumbers, unknownClass, timeBackwards, incoherentTPV
     }
 
-    /// Listens on `port` (127.0.0.1); each client gets the VERSION/DEVICES greeting and then garbage.
-    public init(port: UInt16, seed: UInt64 = 1) throws {
-        self.port = port
+    /// A peer that sends well-formed TPVs as fast as the socket takes them, instead of garbage.
+    public enum Flood: Sendable {
+        /// All from one device.
+        case oneDevice
+        /// Each line from a device never named before.
+        case newDevicePerLine
+    }
+
+    private let flood: Flood?
+
+    /// Listens on `port` (127.0.0.1; 0 for a free one, then `port` says which); each client gets the
+    /// VERSION/DEVICES greeting and then garbage, or with `flood`, a flood of TPVs.
+    public init(port: UInt16, seed: UInt64 = 1, flood: Flood? = nil) throws {
+        self.flood = flood
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -41,6 +52,12 @@ public final class HostileGPSD: @unchecked Sendable {
             close(fd)
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EADDRINUSE)
         }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = UInt16(bigEndian: actual.sin_port)
         listener = fd
         let thread = Thread { self.acceptLoop(seed: seed) }
         thread.start()
@@ -93,6 +110,10 @@ public final class HostileGPSD: @unchecked Sendable {
                 #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/hostile","driver":"NMEA0183","activated":"2026-11-30T12:00:00.000Z"}]}"#
             )
         else { return }
+        if let flood {
+            floodLines(flood, send: send)
+            return
+        }
         var clock = Date().timeIntervalSince1970
         while !stopping.load(ordering: .relaxed) {
             // A megabyte line makes libgps drop the connection, so it comes rarely: the rest is worth seeing.
@@ -131,6 +152,30 @@ public final class HostileGPSD: @unchecked Sendable {
             if !ok { return }
             sent.add(1, ordering: .relaxed)
             usleep(UInt32.random(in: 2_000...20_000, using: &rng))
+        }
+    }
+
+    /// TPVs, 256 to a write, for as long as the client reads them: each a millisecond of fix time after the
+    /// last, starting now, at a standstill in Paris.
+    private func floodLines(_ flood: Flood, send: ([UInt8]) -> Bool) {
+        var milliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+        var n = 0
+        while !stopping.load(ordering: .relaxed) {
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(256 * 160)
+            for _ in 0..<256 {
+                milliseconds += 1
+                n += 1
+                let device = flood == .oneDevice ? "/dev/flood" : "/dev/flood\(n)"
+                let time = HostileGPSD.format(Date(timeIntervalSince1970: Double(milliseconds / 1000)))
+                    .replacingOccurrences(of: ".000Z", with: String(format: ".%03dZ", Int(milliseconds % 1000)))
+                let line =
+                    #"{"class":"TPV","device":"\#(device)","mode":3,"time":"\#(time)","lat":48.85,"lon":2.35,"eph":5}"#
+                    + "\n"
+                chunk.append(contentsOf: line.utf8)
+            }
+            guard send(chunk) else { return }
+            sent.add(256, ordering: .relaxed)
         }
     }
 

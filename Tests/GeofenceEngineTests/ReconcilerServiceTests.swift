@@ -119,7 +119,7 @@ final class Engine: Sendable {
         await e.service.apply(.regions)
         await e.service.tick()
         #expect(try e.statuses()["late"] == "monitoring")
-        await e.service.shutdown()
+        _ = await e.service.shutdown()
         // Stopped: what it monitored stays so; a region added now waits for the next start.
         try e.add("after", Coordinate(latitude: 43, longitude: 1))
         let s = try e.statuses()

@@ -157,6 +157,8 @@ enum RunCommand {
             throw CommandFailure(mqtt.description, exitCode: .unavailable)
         } catch let metrics as MetricsServer.StartError {
             throw CommandFailure(metrics.description, exitCode: .unavailable)
+        } catch let shortfall as UncommittedAtStop {
+            throw CommandFailure(shortfall.description, exitCode: .ioError)
         }
     }
 

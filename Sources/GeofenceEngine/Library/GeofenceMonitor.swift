@@ -276,11 +276,13 @@ public actor GeofenceMonitor {
         // pass yields what that commit (or any tick before it) added.
         ticking.cancel()
         await ticking.value
-        await service.shutdown()
+        let shortfall = await service.shutdown()
         waker.end()
         let drained = await draining.result
         await source.stop()
         try drained.get()
+        // The store refused the last commit: what was not committed, and what to send again.
+        if let shortfall { throw UncommittedAtStop(shortfall, source: source.label) }
     }
 }
 

@@ -2,20 +2,36 @@ import GeofenceCore
 import GeofenceGPSD
 import Synchronization
 
-/// gpsd as a `LocationSource`: the libgps session of `GPSDSource`, its reports mapped into the engine's terms
-/// by a task started with it. gpsd's own stream is unbounded (the socket is its flow control), so the mapping
-/// never waits.
+/// gpsd as a `LocationSource`: the libgps session of `GPSDSource`, its reports mapped into the engine's terms on
+/// the session's thread. A fix waits there while the engine has `LocationReports.BackPressure.standard` reports
+/// to judge, so a gpsd (or a peer on its port) faster than the engine is held back by the socket, not by memory;
+/// news of the connection and of liveness never waits.
 public final class GPSDLocationSource: LocationSource {
     private let gpsd: GPSDSource
-    public let reports = LocationReports(backPressure: .unbounded)
-    private let forwarding = Mutex<Task<Void, Never>?>(nil)
+    public let reports: LocationReports
     /// The box's own name for its receiver (`run --subject`): the subject of its fixes, and so of its events,
     /// instead of gpsd's device path. nil: the device path.
     public let subject: String?
 
     public init(configuration: GPSDSource.Configuration, subject: String? = nil) {
-        gpsd = GPSDSource(configuration: configuration)
+        let reports = LocationReports(backPressure: .standard)
+        self.reports = reports
         self.subject = subject
+        // Touched only on the session's thread, which delivers every report.
+        let naming = Mutex(subject.map { SubjectNaming(name: $0) })
+        gpsd = GPSDSource(
+            configuration: configuration,
+            delivery: { report in
+                let mapped = naming.withLock { n -> [LocationReport] in
+                    n == nil ? [report.locationReport] : n!.rename(report.locationReport)
+                }
+                for each in mapped {
+                    switch each {
+                    case .fix, .fixes: reports.send(each)
+                    default: reports.sendNow(each)
+                    }
+                }
+            })
     }
 
     /// The gpsd address, deadlines and backoff it runs with.
@@ -24,26 +40,14 @@ public final class GPSDLocationSource: LocationSource {
     public var label: String { "gpsd at \(gpsd.configuration.address)" }
 
     public func start() {
-        let (gpsd, reports, subject) = (self.gpsd, self.reports, self.subject)
-        forwarding.withLock {
-            $0 = Task {
-                var naming = subject.map { SubjectNaming(name: $0) }
-                for await report in gpsd.reports {
-                    guard naming != nil else {
-                        reports.sendNow(report.locationReport)
-                        continue
-                    }
-                    for renamed in naming!.rename(report.locationReport) { reports.sendNow(renamed) }
-                }
-                reports.finish()
-            }
-        }
         gpsd.start()
     }
 
+    /// The session's thread, perhaps waiting for room, goes on at once and closes the connection; what it had
+    /// handed over is still judged.
     public func stop() async {
+        reports.stopWaiting()
         await gpsd.stop()
-        await forwarding.withLock { $0 }?.value
         reports.finish()
     }
 }
