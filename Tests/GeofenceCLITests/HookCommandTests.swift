@@ -137,7 +137,8 @@ struct HookCommandTests {
         defer { cli.dir.remove() }
         let marker = cli.dir.file("pwned")
         let id = "d$(touch \(marker))`touch \(marker)`'\";touch \(marker)"
-        let name = "N $(touch \(marker))\n`touch \(marker)` \"'; touch \(marker) | \\"
+        // (No line break: names refuse control characters, issue 23.)
+        let name = "N $(touch \(marker)) `touch \(marker)` \"'; touch \(marker) | \\"
         let out = { (file: String) in "'" + cli.dir.file(file) + "'" }
         let centre = HookTrack.centres(1)[0]
         let added = try await cli.exec(

@@ -153,15 +153,17 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
         default:
             stop()
             let (logged, lost) = lock.withLock { (lastError, lostBeforeAnswer) }
+            // Without OpenSSL's word on certificates, the likeliest cause for a TLS broker that hangs up
+            // unanswered (libmosquitto then says "Protocol error" or nothing at all, depending on timing).
+            let hint =
+                options.tls && options.certificateFile == nil
+                ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
+                    + "give one: --mqtt-cert and --mqtt-key for a source, --cert and --key for a sink)" : ""
             if let logged {
-                throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged)")
+                let said = logged.contains("certificate") ? "" : hint
+                throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged)\(said)")
             }
             if let lost {
-                // Without OpenSSL's word, the likeliest cause for a TLS broker that hangs up unanswered.
-                let hint =
-                    options.tls && options.certificateFile == nil
-                    ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
-                        + "give one: --mqtt-cert and --mqtt-key for a source, --cert and --key for a sink)" : ""
                 throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(lost)\(hint)")
             }
             throw MQTTError(
