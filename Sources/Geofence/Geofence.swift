@@ -73,5 +73,7 @@ public typealias MQTTError = GeofenceEngine.MQTTError
 /// An MQTT subscription (QoS 1, persistent session).
 public typealias MQTTSource = GeofenceEngine.MQTTSource
 public typealias MQTTAddress = GeofenceEngine.MQTTAddress
+/// How an MQTT source names each message's vehicle: from the payload, the topic, or one topic level.
+public typealias MQTTVehicleNaming = GeofenceEngine.MQTTVehicleNaming
 /// Reports given by the program itself: for tests, simulators, fixes from elsewhere.
 public typealias ScriptedSource = GeofenceEngine.ScriptedSource
