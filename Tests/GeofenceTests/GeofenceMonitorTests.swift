@@ -333,6 +333,19 @@ import Testing
         #expect(GeofenceMonitor.seconds(.milliseconds(1500)) == 1.5 && GeofenceMonitor.seconds(.seconds(-3)) == 0)
     }
 
+    @Test func theLongestDurationsAreTakenAsAHundredYears() async throws {
+        #expect(GeofenceMonitor.seconds(.seconds(Int64.max)) == DurationParser.maximumSeconds)
+        var configuration = GeofenceMonitor.Configuration()
+        configuration.syncInterval = .seconds(Int64.max)
+        configuration.idleLimit = .seconds(Int64.max)
+        let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .inMemory, configuration: configuration)
+        for region in Self.drive.regions { try await monitor.add(region) }
+        var count = 0
+        for try await event in monitor.events() where event.isRegionEvent { count += 1 }
+        #expect(count == 1 + Self.drive.regions.count * 2, "a session runs, its ticks never due")
+    }
+
     /// Polls `condition` for up to `timeout` seconds.
     func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)

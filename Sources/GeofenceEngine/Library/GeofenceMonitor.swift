@@ -121,10 +121,11 @@ public actor GeofenceMonitor {
         executor.finish()
     }
 
-    /// A duration in seconds, for the engine's settings (which count in seconds); negative ones count as 0.
+    /// A duration in seconds, for the engine's settings (which count in seconds): negative ones count as 0,
+    /// and longer than 100 years (the longest duration the regions format takes) as 100 years.
     package static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
-        return max(0, Double(seconds) + Double(attoseconds) / 1e18)
+        return min(max(0, Double(seconds) + Double(attoseconds) / 1e18), DurationParser.maximumSeconds)
     }
 
     // MARK: Regions
