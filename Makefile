@@ -60,7 +60,8 @@ release: deps
 # deadlines, which two cores shared by every test at once would turn into flakes. The short versions of
 # the soak scenarios run here; `make soak` runs them at full length against the release binary.
 # Then the library's example (Examples/print-events), built against this package as an application would,
-# must print the events `geofence replay` prints on the same drive.
+# must print the events `geofence replay` prints on the same drive, typed; and every block of Swift in
+# Docs/library.md must be one of its files, which that build compiles (Scripts/example-check.sh).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel

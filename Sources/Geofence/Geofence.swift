@@ -11,8 +11,14 @@ import GeofenceGPSD
 
 /// The engine, embedded: regions, a source, committed events as an async sequence (`GeofenceEngine.GeofenceMonitor`).
 public typealias GeofenceMonitor = GeofenceEngine.GeofenceMonitor
-/// A committed event, with its JSON exactly as hooks and `geofence watch` see it.
+/// A committed event, typed, `Codable` as its JSON (exactly what hooks and `geofence watch` see).
 public typealias GeofenceEvent = GeofenceEngine.GeofenceEvent
+/// A state event's kind (`source`, `device`, `services`, `authorization`, `region-status`).
+public typealias StateEventKind = GeofenceEngine.StateEventKind
+/// A vehicle's state in a region: `unknown`, `inside`, `outside` (`GeofenceMonitor.state(of:subject:)`).
+public typealias RegionState = GeofenceCore.RegionState
+/// The fix a region event carries.
+public typealias EventFix = GeofenceCore.EventFix
 /// The four questions, answered for a monitor's source.
 public typealias MonitorStatus = GeofenceEngine.MonitorStatus
 /// The wall and monotonic clocks the engine reads; `SystemClock` is the system's.
@@ -67,5 +73,7 @@ public typealias MQTTError = GeofenceEngine.MQTTError
 /// An MQTT subscription (QoS 1, persistent session).
 public typealias MQTTSource = GeofenceEngine.MQTTSource
 public typealias MQTTAddress = GeofenceEngine.MQTTAddress
+/// How an MQTT source names each message's vehicle: from the payload, the topic, or one topic level.
+public typealias MQTTVehicleNaming = GeofenceEngine.MQTTVehicleNaming
 /// Reports given by the program itself: for tests, simulators, fixes from elsewhere.
 public typealias ScriptedSource = GeofenceEngine.ScriptedSource

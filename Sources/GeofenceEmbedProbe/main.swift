@@ -38,7 +38,7 @@ do {
     }
     say("ready")
     for try await event in monitor.events(after: options["after"]) {
-        say("\(event.id) \(event.type)")
+        say("\(event.id) \(event.type?.rawValue ?? event.stateType?.rawValue ?? "")")
     }
     say("end")
 } catch {

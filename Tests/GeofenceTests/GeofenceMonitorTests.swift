@@ -44,17 +44,17 @@ import Testing
         _ = await consumer.result
         #expect(await eventually { source.stops >= 1 }, "cancelling the consumer stopped the source")
         #expect(await eventually { (try? await monitor.status().monitoring) == false })
-        #expect(try await monitor.status().liveness == .notStarted)
+        #expect(try await monitor.status().liveness == .ended, "the session is over, not yet to start")
 
         let events = received.withLock { $0 }.filter(\.isRegionEvent)
-        #expect(events.count == expected, "\(events.map(\.type))")
+        #expect(events.count == expected, "\(events.map(\.json))")
         #expect(events.map(\.id) == events.map(\.id).sorted(), "ids are time-ordered, and yielded in order")
         for (k, region) in Self.drive.regions.enumerated() {
             let own = events.filter { $0.region == region.id }.map(\.type)
-            #expect(own == (k == 0 ? ["determined"] : []) + ["enter", "exit"], "gate \(k): \(own)")
+            #expect(own == (k == 0 ? [.determined] : []) + [.enter, .exit], "gate \(k): \(own)")
         }
         // In the order they happened, gate after gate.
-        let crossings = events.filter { $0.type != "determined" }.map { "\($0.region ?? "") \($0.type)" }
+        let crossings = events.filter { $0.type != .determined }.map { "\($0.region ?? "") \($0.type?.rawValue ?? "")" }
         #expect(crossings == Self.drive.regions.flatMap { ["\($0.id) enter", "\($0.id) exit"] })
         // One session per monitor: the source cannot be started again.
         await #expect(throws: GeofenceMonitor.MonitorError.sessionEnded) {
@@ -151,7 +151,7 @@ import Testing
             source: ScriptedSource(fixes: [], endsWithScript: true), store: .sqlite(directory: dir.path))
         var after: [GeofenceEvent] = []
         for try await event in again.events(after: last.id) { after.append(event) }
-        #expect(after.filter(\.isRegionEvent).isEmpty, "resumed after the handled event: \(after.map(\.type))")
+        #expect(after.filter(\.isRegionEvent).isEmpty, "resumed after the handled event: \(after.map(\.json))")
     }
 
     @Test func resumingFromAnUnknownIdIsRefusedAndLeavesTheSessionUnused() async throws {
@@ -225,6 +225,125 @@ import Testing
         #expect(try await monitor.status().connected == true)
         consumer.cancel()
         _ = await consumer.result
+    }
+
+    @Test func typedFieldsAreTheStoredJSONsAndCodableIsThatJSON() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // The source silent, then restored: state events beside the region events.
+        let source = ScriptedSource(
+            script: [.up, .liveness(.silent), .liveness(.restored)] + Self.drive.fixes.map { .fix($0) },
+            endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .sqlite(directory: dir.path))
+        for region in Self.drive.regions { try await monitor.add(region) }
+        var events: [GeofenceEvent] = []
+        for try await event in monitor.events() { events.append(event) }
+        let stored = try StateStore(directory: dir.path).outbox.events(after: 0, limit: 10_000)
+        #expect(events.map(\.json) == stored.map(\.body), "the JSON is the outbox's, as hooks get it")
+        #expect(events.contains { $0.stateType == .source }, "the source's state events: \(events.map(\.json))")
+
+        let decoder = JSONDecoder()
+        for event in events {
+            let object = try #require(try JSON.parse(event.json).objectValue)
+            #expect(event.id == object["id"]?.stringValue)
+            #expect(event.type?.rawValue ?? event.stateType?.rawValue == object["type"]?.stringValue)
+            #expect((event.type == nil) != (event.stateType == nil), "a region event or a state event")
+            #expect(event.region == object["region"]?.stringValue && event.subject == object["subject"]?.stringValue)
+            #expect(TimestampParser.format(event.time) == object["time"]?.stringValue)
+            #expect(event.reason == object["reason"]?.stringValue)
+            if event.isRegionEvent {
+                let decoded = try #require(RegionEvent(json: object))
+                #expect(event.state == decoded.state && event.previous == decoded.previous)
+                #expect(event.distance == decoded.distance && event.radius == decoded.radius)
+                #expect(event.fix == decoded.fix && event.inferred == decoded.inferred)
+                #expect(event.state != nil && event.fix != nil && event.distance != nil, "\(event.json)")
+                #expect(event.status == nil)
+            } else {
+                #expect(event.status == object["state"]?.stringValue && event.status != nil)
+                #expect(event.state == nil && event.fix == nil && event.distance == nil)
+            }
+            // Codable is the hooks' JSON: encoded, it is the same object; decoded back, the same event.
+            let encoded = try JSONEncoder().encode(event)
+            #expect(try JSON.parse(encoded) == JSON.parse(event.json), "\(String(decoding: encoded, as: UTF8.self))")
+            let back = try decoder.decode(GeofenceEvent.self, from: encoded)
+            #expect(back == event)
+            if event.isRegionEvent { #expect(back.json == event.json, "the engine's member order, exactly") }
+            // And an event a hook received (its stdin) decodes as the event.
+            #expect(try decoder.decode(GeofenceEvent.self, from: Data(event.json.utf8)) == event)
+        }
+        #expect(throws: DecodingError.self) {
+            try decoder.decode(GeofenceEvent.self, from: Data(#"{"id":"x","type":"teleport","time":"2026"}"#.utf8))
+        }
+    }
+
+    @Test func stateOfARegionIsTheCommittedOneAsCLMonitorsRecord() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // The gates, passed and left, and a region around where the drive ends: the vehicle is in it.
+        let last = try #require(Self.drive.fixes.last)
+        let end = try Region(
+            id: "end",
+            center: Coordinate(latitude: try #require(last.latitude), longitude: try #require(last.longitude)),
+            radius: 200)
+        let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .sqlite(directory: dir.path))
+        for region in Self.drive.regions + [end] { try await monitor.add(region) }
+        #expect(try await monitor.state(of: "end", subject: last.subject) == .unknown, "no fix yet")
+
+        var entered: [String] = []
+        for try await event in monitor.events() where event.type == .enter || event.type == .determined {
+            // Each event is committed with the state it reports: by the time it is yielded the pair is known
+            // (the drive may have gone on since: the answer is the last commit's).
+            if let region = event.region, let subject = event.subject {
+                #expect(try await monitor.state(of: region, subject: subject) != .unknown, "\(event.json)")
+            }
+            entered.append(event.region ?? "")
+        }
+        #expect(entered.contains("end"))
+        #expect(try await monitor.state(of: "end", subject: last.subject) == .inside)
+        for gate in Self.drive.regions {
+            #expect(try await monitor.state(of: gate.id, subject: last.subject) == .outside, "\(gate.id): passed")
+        }
+        #expect(try await monitor.state(of: "end", subject: "someone-else") == .unknown)
+        #expect(try await monitor.state(of: "nowhere", subject: last.subject) == nil, "no such region")
+        // From the store alone, as a new monitor on it reads it.
+        let later = try GeofenceMonitor(source: ScriptedSource(), store: .sqlite(directory: dir.path))
+        #expect(try await later.state(of: "end", subject: last.subject) == .inside)
+    }
+
+    @Test func dwellIsADurationAndTheSettingsAreDurations() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let centre = Coordinate(latitude: 51.5, longitude: -0.12)
+        let bay = try Region(id: "bay", center: centre, radius: 50, dwell: .seconds(90) + .milliseconds(250))
+        #expect(bay.dwell == 90.25 && bay.dwellDuration == .milliseconds(90_250))
+        #expect(bay.notify == [.enter, .exit, .dwell], "a dwell time asks for dwell events")
+        #expect(bay.hooks.isEmpty && bay.createdBy == nil, "an embedder's region has none of the daemon's fields")
+        #expect(try Region(id: "plain", center: centre, radius: 50).dwellDuration == nil)
+        for bad: Duration in [.zero, .seconds(-1), .seconds(36_526 * 86_400)] {
+            #expect(throws: RegionValidationError.self) { try Region(id: "x", center: centre, radius: 5, dwell: bad) }
+        }
+        var configuration = GeofenceMonitor.Configuration()
+        configuration.syncInterval = .milliseconds(50)
+        configuration.idleLimit = .seconds(3600)
+        let monitor = try GeofenceMonitor(
+            source: ScriptedSource(), store: .sqlite(directory: dir.path), configuration: configuration)
+        try await monitor.add(bay)
+        #expect(try await monitor.regions().first?.dwellDuration == .milliseconds(90_250), "stored and read back")
+        #expect(GeofenceMonitor.seconds(.milliseconds(1500)) == 1.5 && GeofenceMonitor.seconds(.seconds(-3)) == 0)
+    }
+
+    @Test func theLongestDurationsAreTakenAsAHundredYears() async throws {
+        #expect(GeofenceMonitor.seconds(.seconds(Int64.max)) == DurationParser.maximumSeconds)
+        var configuration = GeofenceMonitor.Configuration()
+        configuration.syncInterval = .seconds(Int64.max)
+        configuration.idleLimit = .seconds(Int64.max)
+        let source = ScriptedSource(fixes: Self.drive.fixes, endsWithScript: true)
+        let monitor = try GeofenceMonitor(source: source, store: .inMemory, configuration: configuration)
+        for region in Self.drive.regions { try await monitor.add(region) }
+        var count = 0
+        for try await event in monitor.events() where event.isRegionEvent { count += 1 }
+        #expect(count == 1 + Self.drive.regions.count * 2, "a session runs, its ticks never due")
     }
 
     /// Polls `condition` for up to `timeout` seconds.

@@ -76,7 +76,9 @@ public struct Region: Sendable, Equatable {
     public let createdBy: UInt32?
     public let createdAt: Date?
 
-    public init(
+    /// The engine's own initialiser, with the daemon's fields (hooks, who created it, limits); a library's
+    /// program uses the public one, `init(id:name:center:radius:notify:dwell:expires:subjects:polygon:)`.
+    package init(
         id: String,
         name: String? = nil,
         center: Coordinate,
@@ -180,6 +182,31 @@ public struct Region: Sendable, Equatable {
         self.createdBy = createdBy
         self.createdAt = createdAt
     }
+
+    /// A region, validated: a circle of `radius` metres around `center`, or a `polygon` (its bounding cap then
+    /// stands for `center` and `radius`). `notify` defaults to enter and exit (and dwell, given a `dwell`
+    /// time: how long inside, continuously, before `dwell` fires, held to the microsecond); `expires` ends
+    /// its monitoring; `subjects`, when set, are the only vehicles monitored against it.
+    public init(
+        id: String,
+        name: String? = nil,
+        center: Coordinate,
+        radius: Double,
+        notify: Set<NotifyKind>? = nil,
+        dwell: Duration? = nil,
+        expires: Date? = nil,
+        subjects: [String]? = nil,
+        polygon: RegionPolygon? = nil
+    ) throws(RegionValidationError) {
+        try self.init(
+            id: id, name: name, center: center, radius: radius, notify: notify,
+            dwell: dwell.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 },
+            expires: expires, hooks: [:], subjects: subjects, createdBy: nil, createdAt: nil, polygon: polygon,
+            limits: .default)
+    }
+
+    /// The dwell time as a `Duration` (`dwell` in seconds).
+    public var dwellDuration: Duration? { dwell.map { .microseconds(Int64(($0 * 1_000_000).rounded())) } }
 
     /// Checks a region id: 1 to `maxIDBytes` bytes of UTF-8 with no control, bidi control or invisible
     /// characters (`VisibleName`). Ids are compared in NFC: check `VisibleName.normalized(id)`.

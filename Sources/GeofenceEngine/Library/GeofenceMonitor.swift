@@ -41,12 +41,12 @@ public actor GeofenceMonitor {
     public struct Configuration: Sendable {
         public var filter = FixFilterConfiguration()
         public var monitor = MonitorConfiguration()
-        /// A vehicle not heard from for this long (seconds) leaves memory, its state kept in the store until
-        /// its next fix; nil keeps every vehicle in memory.
-        public var idleLimit: Double? = 86_400
+        /// A vehicle not heard from for this long leaves memory, its state kept in the store until its next
+        /// fix; nil keeps every vehicle in memory.
+        public var idleLimit: Duration? = .seconds(86_400)
         /// How often regions changed by another process on the same store (the `geofence` CLI) are followed,
-        /// and expiry is looked at, seconds.
-        public var syncInterval: Double = 0.5
+        /// and expiry is looked at.
+        public var syncInterval: Duration = .milliseconds(500)
         /// Where the engine's log lines go (nil: nowhere).
         public var logger: Logger?
 
@@ -108,7 +108,7 @@ public actor GeofenceMonitor {
         let pipeline = FixPipeline(
             store: self.store, filter: configuration.filter, monitor: configuration.monitor,
             clock: { clock.now() }, monotonic: { clock.uptime() })
-        pipeline.idleLimit = configuration.idleLimit
+        pipeline.idleLimit = configuration.idleLimit.map(Self.seconds)
         let waker = self.waker
         service = MonitorService(
             store: self.store, pipeline: pipeline, logger: configuration.logger ?? Logger(minimum: .error) { _ in },
@@ -119,6 +119,13 @@ public actor GeofenceMonitor {
 
     deinit {
         executor.finish()
+    }
+
+    /// A duration in seconds, for the engine's settings (which count in seconds): negative ones count as 0,
+    /// and longer than 100 years (the longest duration the regions format takes) as 100 years.
+    package static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return min(max(0, Double(seconds) + Double(attoseconds) / 1e18), DurationParser.maximumSeconds)
     }
 
     // MARK: Regions
@@ -143,6 +150,16 @@ public actor GeofenceMonitor {
         try await service.storedRegions()
     }
 
+    /// The state of `subject` in the region `regionID` as of the last commit, as Core Location's
+    /// `CLMonitor.record(for:)` answers: `inside` or `outside`, `unknown` while no fix of the subject has
+    /// been conclusive about the region; nil when there is no such region. Every event already yielded is
+    /// reflected (it was committed with the state it reports); works with or without a session.
+    public func state(of regionID: String, subject: String) throws -> RegionState? {
+        guard let stored = try store.regions.find(id: VisibleName.normalized(regionID)) else { return nil }
+        let states = try store.monitorState.states(regionSeq: stored.seq)
+        return states.first(where: { $0.subject == subject })?.record.state ?? .unknown
+    }
+
     // MARK: Status
 
     /// The four questions, answered for this monitor's source: what the hardware is, whether Location
@@ -157,10 +174,18 @@ public actor GeofenceMonitor {
         return MonitorStatus(
             capabilities: await service.capabilities, servicesOn: servicesOn, authorization: authorization,
             source: source.label, connected: health.connected, reason: health.reason,
-            liveness: state == .running
-                ? MonitorStatus.Liveness(rawValue: health.liveness) ?? .awaitingFirstFix : .notStarted,
+            liveness: liveness(health.liveness),
             livenessReason: health.livenessReason, sourceStatus: source.status,
             regions: try store.regions.count(), monitoring: state == .running)
+    }
+
+    /// The session's liveness: the source's while it runs, `notStarted` before and `ended` after.
+    private func liveness(_ reported: String) -> MonitorStatus.Liveness {
+        switch state {
+        case .idle: .notStarted
+        case .running: MonitorStatus.Liveness(rawValue: reported) ?? .awaitingFirstFix
+        case .ended: .ended
+        }
     }
 
     // MARK: Events
@@ -228,7 +253,7 @@ public actor GeofenceMonitor {
         }
         let wakes = waker.begin()
         let (service, source) = (self.service, self.source)
-        let interval = configuration.syncInterval
+        let interval = Self.seconds(configuration.syncInterval)
         source.start()
         // Not children of this task: cancelling the consumer must not cut the source's consumer short. Every
         // report the source handed over is judged, as the daemon does at a stop; the source is stopped first.
@@ -302,38 +327,11 @@ private final class Waker: Sendable {
     func end() { continuation.withLock { $0 }?.finish() }
 }
 
-/// An event from the outbox: a region event (`determined`, `enter`, `exit`, `dwell`, `expired`) or a state
-/// event (`services`, `authorization`, `source`, `device`, `region-status`).
-public struct GeofenceEvent: Sendable, Equatable {
-    /// Unique and time-ordered: a receiver de-duplicates by it, and `events(after:)` resumes from it.
-    public var id: String
-    public var type: String
-    /// The region, for region events and a region's status.
-    public var region: String?
-    /// The vehicle (gpsd device, fleet subject), where one applies.
-    public var subject: String?
-    public var time: Date
-    /// The event as JSON, exactly as hooks, `geofence watch` and `geofence replay` show it (Docs/events.md).
-    public var json: String
-
-    package init(_ stored: StoredEvent) {
-        id = stored.id
-        type = stored.type
-        region = stored.region
-        subject = stored.subject
-        time = stored.time
-        json = stored.body
-    }
-
-    /// Whether it is a region event (a vehicle and a region), not a state event.
-    public var isRegionEvent: Bool { RegionEventType(rawValue: type) != nil }
-}
-
 /// The four questions, answered for a monitor's source.
 public struct MonitorStatus: Sendable, Equatable {
     /// Whether usable fixes arrive (fourth question).
     public enum Liveness: String, Sendable {
-        /// No session is running.
+        /// No session has started.
         case notStarted = "not-started"
         /// Started; the first usable fix has not come (yet: the deadline has not passed).
         case awaitingFirstFix = "awaiting-first-fix"
@@ -342,6 +340,8 @@ public struct MonitorStatus: Sendable, Equatable {
         case silent
         /// Usable fixes stopped arriving for longer than the staleness limit.
         case lost
+        /// The session is over (its consumer left, or the source ended): nothing is read any more.
+        case ended
     }
 
     /// What the hardware is and can report (first question); nil when the source has not said (fleet sources

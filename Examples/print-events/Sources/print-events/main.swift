@@ -2,15 +2,18 @@
 //
 //   print-events DRIVE.jsonl [--state-dir DIR]
 //
-// Prints each region event's JSON, one a line, exactly as `geofence replay` does; with `--state-dir` the
-// regions, the monitor's state and the events are kept in SQLite there (else in memory).
+// Prints each region event's JSON on standard output, one a line, exactly as `geofence replay` does, and on
+// standard error what the typed event says and, at the end, the vehicle's state in the region; with
+// `--state-dir` the regions, the monitor's state and the events are kept in SQLite there (else in memory).
 
 import Foundation
 import Geofence
 
-var arguments = Array(CommandLine.arguments.dropFirst())
+func say(_ line: String) { FileHandle.standardError.write(Data("print-events: \(line)\n".utf8)) }
+
+let arguments = Array(CommandLine.arguments.dropFirst())
 guard let path = arguments.first else {
-    FileHandle.standardError.write(Data("usage: print-events DRIVE.jsonl [--state-dir DIR]\n".utf8))
+    say("usage: print-events DRIVE.jsonl [--state-dir DIR]")
     exit(64)
 }
 let store: GeofenceMonitor.Store =
@@ -28,14 +31,25 @@ do {
     if try await !monitor.regions().contains(where: { $0.id == bay.id }) { try await monitor.add(bay) }
 
     // Each event is yielded once it is committed; the sequence ends at the end of the file.
-    for try await event in monitor.events() where event.isRegionEvent {
+    var vehicle = "gpsd"
+    for try await event in monitor.events() {
+        guard let type = event.type else { continue }  // a state event (the source, a device, ...)
         print(event.json)
+        vehicle = event.subject ?? vehicle
+        switch type {
+        case .enter, .exit, .determined:
+            let distance = event.distance.map { "\($0) m from the centre" } ?? "no distance"
+            say("\(type) \(event.region ?? "") by \(event.subject ?? ""): \(event.state?.rawValue ?? ""), \(distance)")
+        case .dwell, .expired:
+            say("\(type) \(event.region ?? "")")
+        }
     }
 
+    // The state now, as of the last commit (Core Location's CLMonitor record(for:)).
+    let state = try await monitor.state(of: bay.id, subject: vehicle)
     let status = try await monitor.status()
-    FileHandle.standardError.write(
-        Data("print-events: \(status.source): \(status.sourceStatus?.usableFixes ?? 0) usable fixes\n".utf8))
+    say("\(vehicle) is \(state?.rawValue ?? "not monitored") in \(bay.id); the session has \(status.liveness)")
 } catch {
-    FileHandle.standardError.write(Data("print-events: \(error)\n".utf8))
+    say("\(error)")
     exit(1)
 }
