@@ -56,6 +56,10 @@ public enum GeofenceCommand {
     }
 
     static func dispatch(_ path: [String], _ c: CommandContext) throws {
+        if let command = CommandTree.command(at: path) {
+            try command.init(parsing: c.arguments, context: c).run(c)
+            return
+        }
         switch path {
         case []:
             if c.arguments.flag("--version") {
@@ -63,20 +67,10 @@ public enum GeofenceCommand {
             } else {
                 c.console.write(c.parser.helpText(for: []))
             }
-        case ["add"]: try RegionCommands.add(c)
-        case ["remove"]: try RegionCommands.remove(c)
-        case ["list"]: try RegionCommands.list(c)
-        case ["show"]: try RegionCommands.show(c)
-        case ["import"]: try RegionCommands.importRegions(c)
-        case ["export"]: try RegionCommands.export(c)
         case ["replay"]: try ReplayCommand.run(c)
         case ["run"]: try RunCommand.run(c)
         case ["locate"]: try LocateCommand.run(c)
         case ["status"]: try StatusCommand.run(c)
-        case ["watch"]: try ControlCommands.watch(c)
-        case ["vehicles"]: try VehiclesCommand.run(c)
-        case ["services"]: try ControlCommands.services(c)
-        case let p where p.first == "permission": try ControlCommands.permission(p, c)
         case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
         case let p where p.first == "sink": try SinkCommands.run(p, c)
         default:
