@@ -31,7 +31,9 @@ enum CommandTree {
                 PermissionDenyCommand.self,
                 PermissionResetCommand.self,
             ]),
-        .spec(hook), .spec(sink), .spec(events),
+        .group(hook, [HookAddCommand.self, HookListCommand.self, HookRemoveCommand.self]),
+        .group(sink, [SinkAddCommand.self, SinkListCommand.self, SinkRemoveCommand.self]),
+        .parent(EventsCommand.self, [EventsRetryCommand.self, EventsPruneCommand.self]),
         .command(VehiclesCommand.self),
     ]
 

@@ -71,8 +71,6 @@ public enum GeofenceCommand {
         case ["run"]: try RunCommand.run(c)
         case ["locate"]: try LocateCommand.run(c)
         case ["status"]: try StatusCommand.run(c)
-        case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
-        case let p where p.first == "sink": try SinkCommands.run(p, c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
         }
@@ -139,6 +137,11 @@ extension CommandFailure {
             return CommandFailure(e.description, exitCode: .config)
         case let e as RegionValidationError:
             return CommandFailure(e.description, exitCode: .dataError)
+        case let e as HookStoreError:
+            switch e {
+            case .duplicateHook, .nothingToRetry: return CommandFailure(e.description, exitCode: .dataError)
+            case .hookNotFound, .deliveryNotFound: return CommandFailure(e.description, exitCode: .noInput)
+            }
         default:
             return CommandFailure("\(error)", exitCode: .software)
         }

@@ -13,11 +13,13 @@ protocol GeofenceSubcommand: Sendable {
 }
 
 /// One entry of the command tree: a command that is one type; a group (a name and its help) whose
-/// subcommands are types; or (until it is moved to a type) a spec whose command `GeofenceCommand.dispatch`
+/// subcommands are types; a command with subcommands; or (until it is moved to a type) a spec whose command `GeofenceCommand.dispatch`
 /// still runs by its path.
 enum CommandEntry: Sendable {
     case command(any GeofenceSubcommand.Type)
     case group(CommandSpec, [any GeofenceSubcommand.Type])
+    /// A command that runs by itself and has subcommands too (`events`, `events retry`).
+    case parent(any GeofenceSubcommand.Type, [any GeofenceSubcommand.Type])
     case spec(CommandSpec)
 
     /// The node the parser and the help see.
@@ -26,6 +28,10 @@ enum CommandEntry: Sendable {
         case .command(let type):
             return type.spec
         case .group(var spec, let types):
+            spec.subcommands = types.map { $0.spec }
+            return spec
+        case .parent(let type, let types):
+            var spec = type.spec
             spec.subcommands = types.map { $0.spec }
             return spec
         case .spec(let spec):
@@ -41,6 +47,9 @@ enum CommandEntry: Sendable {
         case .group(let spec, let types):
             guard path.count == 2, path.first == spec.name else { return nil }
             return types.first { $0.spec.name == path.last }
+        case .parent(let type, let types):
+            guard path.first == type.spec.name else { return nil }
+            return path.count == 1 ? type : path.count == 2 ? types.first { $0.spec.name == path.last } : nil
         case .spec:
             return nil
         }
