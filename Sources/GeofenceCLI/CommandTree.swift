@@ -19,7 +19,10 @@ enum CommandTree {
         .command(ShowCommand.self),
         .command(ImportCommand.self),
         .command(ExportCommand.self),
-        .spec(replay), .spec(run), .spec(locate), .spec(status),
+        .command(ReplayCommand.self),
+        .spec(run),
+        .command(LocateCommand.self),
+        .command(StatusCommand.self),
         .command(WatchCommand.self),
         .command(ServicesCommand.self),
         .group(
@@ -68,34 +71,4 @@ enum CommandTree {
             Example("Run a recorded drive through the regions:", "gpspipe -w | geofence replay -"),
         ])
 
-    static let replay = CommandSpec(
-        name: "replay",
-        abstract: "Run recorded gpsd JSON reports through the filter and the monitor.",
-        discussion: """
-            Reads the lines `gpspipe -w` prints (one JSON report per line; non-TPV reports are skipped), \
-            runs every TPV through the fix filter and the region monitor against the stored regions, and \
-            stores state and events exactly as `geofence run` does. Each event is printed as one JSON \
-            line on stdout once it is stored. Decisions use the fixes' own time, so a recording behaves \
-            as it did live.
-            """,
-        options: [
-            .flag(
-                "--stats", help: "Print the filter's counts (accepted, duplicate, no fix, ...) on stderr at the end."),
-            .flag("--trace", help: "Print the filter's verdict on every TPV as a JSON line on stderr."),
-            .value(
-                "--subject", valueName: "name",
-                help: "Subject for reports that name no device.", default: "gpsd"),
-            .flag(
-                "--hooks",
-                help: """
-                    Run the hooks of the events in the outbox (these, as they are stored, and any earlier ones \
-                    waiting); at the end, wait for them, retrying failures for up to a minute, and report on \
-                    stderr (see Docs/hooks.md).
-                    """),
-        ] + hookOptions,
-        arguments: [.required("file", help: "The recording, or - for standard input.")],
-        examples: [
-            Example("A recording:", "geofence replay --stats drive.json"),
-            Example("Live from gpsd:", "gpspipe -w | geofence replay -"),
-        ])
 }

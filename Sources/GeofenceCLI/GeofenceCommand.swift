@@ -67,10 +67,7 @@ public enum GeofenceCommand {
             } else {
                 c.console.write(c.parser.helpText(for: []))
             }
-        case ["replay"]: try ReplayCommand.run(c)
         case ["run"]: try RunCommand.run(c)
-        case ["locate"]: try LocateCommand.run(c)
-        case ["status"]: try StatusCommand.run(c)
         default:
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
         }

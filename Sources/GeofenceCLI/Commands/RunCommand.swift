@@ -105,7 +105,7 @@ enum RunCommand {
         configuration.socketPath = ControlSocket.listenPath(
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)
-        configuration.hooks = try HookOptions.configuration(c)
+        configuration.hooks = try HookOptions.configuration(c.arguments, c)
         if let n = try c.arguments.integer("--max-regions") {
             guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
