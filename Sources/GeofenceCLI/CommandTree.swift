@@ -20,7 +20,7 @@ enum CommandTree {
         .command(ImportCommand.self),
         .command(ExportCommand.self),
         .command(ReplayCommand.self),
-        .spec(run),
+        .command(RunCommand.self),
         .command(LocateCommand.self),
         .command(StatusCommand.self),
         .command(WatchCommand.self),
@@ -40,8 +40,9 @@ enum CommandTree {
         .command(VehiclesCommand.self),
     ]
 
-    /// The command type at `path`, if that command is one.
+    /// The command type at `path` (`[]`: `geofence` itself).
     static func command(at path: [String]) -> (any GeofenceSubcommand.Type)? {
+        if path.isEmpty { return RootCommand.self }
         for entry in commands {
             if let type = entry.command(at: path[...]) { return type }
         }

@@ -55,21 +55,30 @@ public enum GeofenceCommand {
         return error.exitCode.rawValue
     }
 
+    /// Runs the command at `path`: the type the command tree registers there reads its options, then runs.
     static func dispatch(_ path: [String], _ c: CommandContext) throws {
-        if let command = CommandTree.command(at: path) {
-            try command.init(parsing: c.arguments, context: c).run(c)
-            return
-        }
-        switch path {
-        case []:
-            if c.arguments.flag("--version") {
-                c.console.print("geofence \(version)")
-            } else {
-                c.console.write(c.parser.helpText(for: []))
-            }
-        case ["run"]: try RunCommand.run(c)
-        default:
+        guard let command = CommandTree.command(at: path) else {
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
+        }
+        try command.init(parsing: c.arguments, context: c).run(c)
+    }
+}
+
+/// `geofence` alone: the help, or `--version`.
+struct RootCommand: GeofenceSubcommand {
+    static var spec: CommandSpec { CommandTree.root }
+
+    let version: Bool
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        version = a.flag("--version")
+    }
+
+    func run(_ c: CommandContext) throws {
+        if version {
+            c.console.print("geofence \(GeofenceCommand.version)")
+        } else {
+            c.console.write(c.parser.helpText(for: []))
         }
     }
 }

@@ -39,12 +39,8 @@ enum RegionCommands {
         return text
     }
 
-    /// `--request-id`, checked, else a new one: the id under which the engine records the change.
-    static func requestID(_ c: CommandContext) throws -> String {
-        try requestID(c.arguments.value("--request-id"), c)
-    }
-
-    /// `--request-id` as given (nil when it was not), checked, else a new one.
+    /// `--request-id` as given (nil when it was not), checked, else a new one: the id under which the engine
+    /// records the change.
     static func requestID(_ given: String?, _ c: CommandContext) throws -> String {
         guard let given else {
             return "req-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)

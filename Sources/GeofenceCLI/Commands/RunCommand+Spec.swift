@@ -19,7 +19,11 @@ extension CommandTree {
         help: "The gpsd to use, as gpsd's own clients take it; a device limits it to one receiver.",
         defaultDescription: "localhost:2947", environment: "GEOFENCE_GPSD")
 
-    static let run = CommandSpec(
+}
+
+/// `geofence run`'s help and options (its parsing and work: RunCommand.swift).
+extension RunCommand {
+    static let spec = CommandSpec(
         name: "run",
         abstract: "Run the engine: monitor the stored regions with live fixes.",
         discussion: """
@@ -51,9 +55,9 @@ extension CommandTree {
             exits. Under systemd (Type=notify) the engine says when it is ready, what it does, when it stops, \
             and that its monitor is alive (the unit's WatchdogSec=); see Docs/operations.md.
             """,
-        options: fromEnvironment(
+        options: CommandTree.fromEnvironment(
             [
-                gpsd,
+                CommandTree.gpsd,
                 .value(
                     "--subject", valueName: "name",
                     help: """
@@ -147,7 +151,7 @@ extension CommandTree {
                     help:
                         "Print the settings that would take effect and where each came from, and exit (no engine starts)."
                 ),
-            ] + hookOptions),
+            ] + CommandTree.hookOptions),
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),
