@@ -12,15 +12,13 @@ protocol GeofenceSubcommand: Sendable {
     func run(_ context: CommandContext) throws
 }
 
-/// One entry of the command tree: a command that is one type; a group (a name and its help) whose
-/// subcommands are types; a command with subcommands; or (until it is moved to a type) a spec whose command `GeofenceCommand.dispatch`
-/// still runs by its path.
+/// One entry of `CommandTree.commands`: a command that is one type; a group (a name and its help) whose
+/// subcommands are types; or a command that runs by itself and has subcommands too.
 enum CommandEntry: Sendable {
     case command(any GeofenceSubcommand.Type)
     case group(CommandSpec, [any GeofenceSubcommand.Type])
     /// A command that runs by itself and has subcommands too (`events`, `events retry`).
     case parent(any GeofenceSubcommand.Type, [any GeofenceSubcommand.Type])
-    case spec(CommandSpec)
 
     /// The node the parser and the help see.
     var spec: CommandSpec {
@@ -33,8 +31,6 @@ enum CommandEntry: Sendable {
         case .parent(let type, let types):
             var spec = type.spec
             spec.subcommands = types.map { $0.spec }
-            return spec
-        case .spec(let spec):
             return spec
         }
     }
@@ -50,8 +46,6 @@ enum CommandEntry: Sendable {
         case .parent(let type, let types):
             guard path.first == type.spec.name else { return nil }
             return path.count == 1 ? type : path.count == 2 ? types.first { $0.spec.name == path.last } : nil
-        case .spec:
-            return nil
         }
     }
 }
