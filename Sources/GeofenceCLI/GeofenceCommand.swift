@@ -55,32 +55,30 @@ public enum GeofenceCommand {
         return error.exitCode.rawValue
     }
 
+    /// Runs the command at `path`: the type the command tree registers there reads its options, then runs.
     static func dispatch(_ path: [String], _ c: CommandContext) throws {
-        switch path {
-        case []:
-            if c.arguments.flag("--version") {
-                c.console.print("geofence \(version)")
-            } else {
-                c.console.write(c.parser.helpText(for: []))
-            }
-        case ["add"]: try RegionCommands.add(c)
-        case ["remove"]: try RegionCommands.remove(c)
-        case ["list"]: try RegionCommands.list(c)
-        case ["show"]: try RegionCommands.show(c)
-        case ["import"]: try RegionCommands.importRegions(c)
-        case ["export"]: try RegionCommands.export(c)
-        case ["replay"]: try ReplayCommand.run(c)
-        case ["run"]: try RunCommand.run(c)
-        case ["locate"]: try LocateCommand.run(c)
-        case ["status"]: try StatusCommand.run(c)
-        case ["watch"]: try ControlCommands.watch(c)
-        case ["vehicles"]: try VehiclesCommand.run(c)
-        case ["services"]: try ControlCommands.services(c)
-        case let p where p.first == "permission": try ControlCommands.permission(p, c)
-        case let p where p.first == "hook" || p.first == "events": try HookCommands.run(p, c)
-        case let p where p.first == "sink": try SinkCommands.run(p, c)
-        default:
+        guard let command = CommandTree.command(at: path) else {
             throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
+        }
+        try command.init(parsing: c.arguments, context: c).run(c)
+    }
+}
+
+/// `geofence` alone: the help, or `--version`.
+struct RootCommand: GeofenceSubcommand {
+    static var spec: CommandSpec { CommandTree.root }
+
+    let version: Bool
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        version = a.flag("--version")
+    }
+
+    func run(_ c: CommandContext) throws {
+        if version {
+            c.console.print("geofence \(GeofenceCommand.version)")
+        } else {
+            c.console.write(c.parser.helpText(for: []))
         }
     }
 }
@@ -145,6 +143,11 @@ extension CommandFailure {
             return CommandFailure(e.description, exitCode: .config)
         case let e as RegionValidationError:
             return CommandFailure(e.description, exitCode: .dataError)
+        case let e as HookStoreError:
+            switch e {
+            case .duplicateHook, .nothingToRetry: return CommandFailure(e.description, exitCode: .dataError)
+            case .hookNotFound, .deliveryNotFound: return CommandFailure(e.description, exitCode: .noInput)
+            }
         default:
             return CommandFailure("\(error)", exitCode: .software)
         }

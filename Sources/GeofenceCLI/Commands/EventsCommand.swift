@@ -7,23 +7,78 @@ import GeofenceStore
     import Glibc
 #endif
 
-/// `geofence events`, `events retry`, `events prune`: the outbox and its deliveries.
-enum EventsCommand {
-    // MARK: events
+/// `geofence events`: the outbox and its deliveries (`events retry` and `events prune` below).
+struct EventsCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "events", abstract: "Show events and their hook deliveries.",
+        discussion: """
+            Every event the engine stored, newest last, with one line per delivery (an event given to a \
+            hook): its status (pending, running, done, dead), attempts, when the next attempt is due, the last \
+            exit status and the start of the hook's output. A delivery is retried with backoff until it \
+            succeeds, or it is dead after the maximum attempts or age (see Docs/hooks.md); dead ones are kept \
+            until pruned, and can be retried with `geofence events retry`.
 
-    static func list(_ c: CommandContext) throws {
-        let a = c.arguments
+            --pending shows deliveries waiting or running, and events whose deliveries the engine has not made \
+            yet (`dispatched: false`): everything still owed, so a script can wait for it to be empty. --failed \
+            shows deliveries waiting for a retry after a failed attempt, --dead those given up. With --json, one array of events, each with its deliveries and \
+            their attempt history; with --follow --json, one JSON object per line.
+            """,
+        options: [
+            .flag(
+                "--pending", help: "Only what is still owed: deliveries waiting or running, events not dispatched yet."),
+            .flag("--failed", help: "Only deliveries waiting for a retry after a failed attempt."),
+            .flag("--dead", help: "Only deliveries given up."),
+            .flag("--follow", short: "-f", help: "Keep printing new events and delivery changes until interrupted."),
+            .value(
+                "--limit", short: "-n", valueName: "n", help: "Show at most this many events (the newest).",
+                default: "50"),
+            .value("--region", valueName: "id", help: "Only events of this region."),
+            .value("--subject", valueName: "name", help: "Only events of this subject (a gpsd device or vehicle)."),
+            .value(
+                "--type", valueName: "types",
+                help: """
+                    Only events of these comma-separated types: determined, enter, exit, dwell, expired, source, \
+                    device, services, authorization, region-status.
+                    """),
+            .value(
+                "--since", valueName: "duration|timestamp",
+                help: "Only events that happened this long ago or later (e.g. 1h), or at or after this time."),
+        ],
+        runsWithoutSubcommand: true,
+        examples: [
+            Example("The latest events and how their hooks did:", "geofence events"),
+            Example("What failed and gave up:", "geofence events --dead"),
+            Example(
+                "One vehicle's crossings of the last day:",
+                "geofence events --subject truck-17 --type enter,exit --since 1d"),
+            Example("Watch deliveries as they happen:", "geofence events --follow"),
+            Example("Retry everything that gave up, once the receiver is back:", "geofence events retry --all-dead"),
+        ])
+
+    let filter: DeliveryFilter
+    /// The filter's option without its dashes (`failed`), when one was given.
+    let filterName: String?
+    let limit: Int
+    let query: EventQuery
+    let follow: Bool
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
         let chosen = [("--pending", DeliveryFilter.pending), ("--failed", .failed), ("--dead", .dead)].filter {
             a.flag($0.0)
         }
         guard chosen.count <= 1 else {
             throw c.usage("\(chosen.map(\.0).joined(separator: " and ")) cannot be combined: choose one")
         }
-        let filter = chosen.first?.1 ?? .all
-        let limit = try a.integer("--limit") ?? 50
+        filter = chosen.first?.1 ?? .all
+        filterName = chosen.first.map { String($0.0.dropFirst(2)) }
+        limit = try a.integer("--limit") ?? 50
         guard limit >= 1 else { throw c.usage("invalid value for --limit: must be 1 or more") }
-        let query = try eventQuery(c)
-        let follow = a.flag("--follow")
+        query = try Self.eventQuery(a, c)
+        follow = a.flag("--follow")
+    }
+
+    func run(_ c: CommandContext) throws {
+        let (filter, limit, query, follow) = (self.filter, self.limit, self.query, self.follow)
         let route = try c.route()
         let directory = route.engine?["stateDirectory"]?.stringValue ?? c.stateDirectory
         if route.socket != nil, !FileManager.default.isReadableFile(atPath: directory + "/" + StateStore.fileName) {
@@ -33,8 +88,7 @@ enum EventsCommand {
                     "--region, --subject, --type and --since read the store, and \(ControlHandler.userName(getuid())) "
                         + "cannot read the engine's", exitCode: .noPermission)
             }
-            return try listThroughEngine(
-                c, filter: chosen.first.map { String($0.0.dropFirst(2)) } ?? "all", limit: limit)
+            return try Self.listThroughEngine(c, filter: filterName ?? "all", limit: limit, follow: follow)
         }
         let store = try StateStore(directory: directory)
         // Take the follow positions before listing, so nothing that happens in between is missed (at worst a
@@ -42,24 +96,25 @@ enum EventsCommand {
         let startChange = follow ? try store.deliveries.latestChange() : 0
         let listed = try store.deliveries.eventDeliveries(filter: filter, matching: query, limit: limit)
         if c.json && !follow {
-            c.console.print(JSONValue.array(listed.map { .object(json($0)) }).serialized())
+            c.console.print(JSONValue.array(listed.map { .object(Self.json($0)) }).serialized())
             return
         }
         if c.json {
-            for item in listed { c.console.print(JSONValue.object(["kind": "event"] + json(item)).serialized()) }
+            for item in listed { c.console.print(JSONValue.object(["kind": "event"] + Self.json(item)).serialized()) }
         } else if listed.isEmpty && !follow {
             c.console.message(
                 !query.isEmpty
                     ? "No events match."
                     : filter == .all
                         ? "No events yet."
-                        : "No \(a.flag("--failed") ? "failed" : chosen[0].0.dropFirst(2)) deliveries.")
+                        : "No \(filterName ?? "") deliveries.")
         } else if !listed.isEmpty {
-            c.console.write(table(listed))
+            c.console.write(Self.table(listed))
         }
         if follow {
-            try self.follow(
-                c, store: store, filter: filter, query: query, afterEvent: listed.last?.event.seq ?? latestSeq(store),
+            try Self.follow(
+                c, store: store, filter: filter, query: query,
+                afterEvent: listed.last?.event.seq ?? Self.latestSeq(store),
                 changeSeq: startChange)
         }
     }
@@ -71,8 +126,7 @@ enum EventsCommand {
     ]
 
     /// `--region`, `--subject`, `--type` and `--since`, checked.
-    static func eventQuery(_ c: CommandContext) throws -> EventQuery {
-        let a = c.arguments
+    static func eventQuery(_ a: ParsedArguments, _ c: CommandContext) throws -> EventQuery {
         var types: [String] = []
         if let text = a.value("--type") {
             for part in text.split(separator: ",", omittingEmptySubsequences: false) {
@@ -100,8 +154,8 @@ enum EventsCommand {
     }
 
     /// `events` through the engine's socket, for a user who may see them but cannot read the store.
-    private static func listThroughEngine(_ c: CommandContext, filter: String, limit: Int) throws {
-        if c.arguments.flag("--follow") {
+    private static func listThroughEngine(_ c: CommandContext, filter: String, limit: Int, follow: Bool) throws {
+        if follow {
             throw CommandFailure(
                 "--follow reads the store, and \(ControlHandler.userName(getuid())) cannot read the engine's: "
                     + "follow live events with `geofence watch`", exitCode: .noPermission)
@@ -325,17 +379,40 @@ enum EventsCommand {
         var p = pollfd(fd: 1, events: 0, revents: 0)
         return poll(&p, 1, 0) > 0 && p.revents & Int16(POLLERR | POLLHUP) != 0
     }
+}
 
-    // MARK: events retry
+/// `geofence events retry`: dead (or waiting) deliveries again.
+struct EventsRetryCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "retry",
+        abstract: "Retry dead (or waiting) deliveries now, with a fresh budget of attempts.",
+        discussion: """
+            ID is a delivery id (the number in `geofence events`) or an event id (then all its dead and \
+            waiting deliveries). A running engine starts them within a second, in their order: a retried \
+            delivery goes before the later deliveries of its region. Delivered ones are not run again.
+            """,
+        options: [.flag("--all-dead", help: "Retry every dead delivery.")],
+        arguments: [.optional("id", help: "A delivery id or an event id.")],
+        examples: [
+            Example("One delivery:", "geofence events retry 42"),
+            Example("All deliveries of one event:", "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d"),
+            Example("Everything that gave up:", "geofence events retry --all-dead"),
+        ])
 
-    static func retry(_ c: CommandContext) throws {
-        let a = c.arguments
+    /// A delivery or event id; nil with `--all-dead`.
+    let reference: String?
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
         let reference = a.value("id")
         let all = a.flag("--all-dead")
         guard (reference != nil) != all else {
             throw c.usage(
                 all ? "give either an id or --all-dead, not both" : "give a delivery or event id, or --all-dead")
         }
+        self.reference = reference
+    }
+
+    func run(_ c: CommandContext) throws {
         let store = try c.openStore()
         let retried: [Int64]
         var count: Int
@@ -367,11 +444,32 @@ enum EventsCommand {
             ? " when the engine next runs (geofence run, or geofence replay --hooks)" : " now"
         c.console.print("Retrying \(what)\(engine).")
     }
+}
 
-    // MARK: events prune
+/// `geofence events prune`: old events whose deliveries are all done or dead.
+struct EventsPruneCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "prune",
+        abstract: "Delete old events whose deliveries are all done or dead.",
+        discussion: """
+            Deletes the events stored more than DURATION ago, with their deliveries, when none of those is \
+            still pending or running. An event still waiting for a hook, or for a sink (`geofence sink list`), \
+            is never deleted.
+            """,
+        options: [
+            .value(
+                "--older-than", valueName: "duration", help: "Age of the events to delete (e.g. 30d, 12h).",
+                required: true)
+        ],
+        examples: [Example("Keep a month:", "geofence events prune --older-than 30d")])
 
-    static func prune(_ c: CommandContext) throws {
-        let age = try c.arguments.required("--older-than", as: DurationParser.parse)
+    let age: Double
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        age = try a.required("--older-than", as: DurationParser.parse)
+    }
+
+    func run(_ c: CommandContext) throws {
         let (events, deliveries) = try c.openStore().outbox.prune(before: c.now.addingTimeInterval(-age))
         if c.json {
             c.console.print(

@@ -7,57 +7,8 @@ import GeofenceStore
     import Glibc
 #endif
 
-/// `geofence hook ...` and `geofence events ...`.
+/// What `hook` and `sink` share: the event types of `--on`.
 enum HookCommands {
-    static func run(_ path: [String], _ c: CommandContext) throws {
-        do {
-            switch path {
-            case ["hook", "add"]: try add(c)
-            case ["hook", "list"]: try list(c)
-            case ["hook", "remove"]: try remove(c)
-            case ["events"]: try EventsCommand.list(c)
-            case ["events", "retry"]: try EventsCommand.retry(c)
-            case ["events", "prune"]: try EventsCommand.prune(c)
-            default:
-                throw CommandFailure("'\(path.joined(separator: " "))' is not implemented", exitCode: .software)
-            }
-        } catch let error as HookStoreError {
-            switch error {
-            case .duplicateHook: throw CommandFailure(error.description, exitCode: .dataError)
-            case .hookNotFound, .deliveryNotFound: throw CommandFailure(error.description, exitCode: .noInput)
-            case .nothingToRetry: throw CommandFailure(error.description, exitCode: .dataError)
-            }
-        }
-    }
-
-    // MARK: hook add
-
-    static func add(_ c: CommandContext) throws {
-        let a = c.arguments
-        let events = try eventTypes(try a.required("--on"), c)
-        let command = try a.required("--command")
-        if let problem = GlobalHook.problem(withCommand: command) {
-            throw c.usage("invalid value for --command: \(problem)")
-        }
-        var params: JSONObject = ["on": .array(events.map { .string($0) }), "command": .string(command)]
-        if let id = a.value("--id") {
-            if let problem = GlobalHook.problem(withID: id) { throw c.usage("invalid value for --id: \(problem)") }
-            params["id"] = .string(id)
-        }
-        let requestID = try RegionCommands.requestID(c)
-        params["requestId"] = .string(requestID)
-        let hook = try c.interruptible(requestID: requestID, check: "geofence hook list") {
-            try c.call(.hookAdd, params)
-        }
-        if c.json {
-            c.console.print(hook.serialized())
-        } else {
-            c.console.print(
-                "Added hook \(RegionCommands.quoted(hook["id"]?.stringValue ?? "?")): on \(describe(events)) runs: \(command)"
-            )
-        }
-    }
-
     /// `enter,exit` → the types in canonical order; `all` → [] (every type).
     static func eventTypes(_ text: String, _ c: CommandContext) throws -> [String] {
         var chosen = Set<String>()
@@ -77,10 +28,92 @@ enum HookCommands {
     static func describe(_ events: [String]) -> String {
         events.isEmpty ? "all events" : events.joined(separator: ",")
     }
+}
 
-    // MARK: hook list
+/// `geofence hook add`: a global hook.
+struct HookAddCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "add",
+        abstract: "Register a shell command to run for events of some types.",
+        discussion: """
+            The hook applies to events the engine has not yet handed to hooks: in practice, from now on. \
+            Event types: \(CommandTree.hookEventTypes). Use `all` for every type, including future ones.
+            """,
+        options: [
+            .value(
+                "--on", valueName: "types", help: "Comma-separated event types, or all.", required: true),
+            .value(
+                "--command", valueName: "command",
+                help: "The shell command. Quote it once, for your shell; read event data from $GEOFENCE_* or stdin.",
+                required: true),
+            .value(
+                "--id", valueName: "name",
+                help: "A name for the hook: letters, digits, '.', '_', '-'. Generated when not given."),
+            CommandTree.requestID,
+        ],
+        examples: [
+            Example(
+                "Append every event to a file, one JSON line each:",
+                #"geofence hook add --id journal --on all --command 'flock /var/log/geofence.jsonl.lock sh -c "cat >> /var/log/geofence.jsonl"'"#
+            ),
+            Example(
+                "Publish enters and exits to MQTT:",
+                #"geofence hook add --on enter,exit --command 'mosquitto_pub -h broker -q 1 -t "fleet/$GEOFENCE_SUBJECT/$GEOFENCE_REGION" -s'"#
+            ),
+            Example(
+                "Tell someone when the receiver goes quiet:",
+                #"geofence hook add --on source --command 'logger -t geofence "location $GEOFENCE_STATE"'"#),
+        ])
 
-    static func list(_ c: CommandContext) throws {
+    let events: [String]
+    let command: String
+    /// The request's parameters, every one checked.
+    let params: JSONObject
+    let requestID: String
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        let events = try HookCommands.eventTypes(try a.required("--on"), c)
+        let command = try a.required("--command")
+        if let problem = GlobalHook.problem(withCommand: command) {
+            throw c.usage("invalid value for --command: \(problem)")
+        }
+        var params: JSONObject = ["on": .array(events.map { .string($0) }), "command": .string(command)]
+        if let id = a.value("--id") {
+            if let problem = GlobalHook.problem(withID: id) { throw c.usage("invalid value for --id: \(problem)") }
+            params["id"] = .string(id)
+        }
+        let requestID = try RegionCommands.requestID(a.value("--request-id"), c)
+        params["requestId"] = .string(requestID)
+        self.events = events
+        self.command = command
+        self.params = params
+        self.requestID = requestID
+    }
+
+    func run(_ c: CommandContext) throws {
+        let hook = try c.interruptible(requestID: requestID, check: "geofence hook list") {
+            try c.call(.hookAdd, params)
+        }
+        if c.json {
+            c.console.print(hook.serialized())
+        } else {
+            c.console.print(
+                "Added hook \(RegionCommands.quoted(hook["id"]?.stringValue ?? "?")): on \(HookCommands.describe(events)) runs: \(command)"
+            )
+        }
+    }
+}
+
+/// `geofence hook list`.
+struct HookListCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "list",
+        abstract: "List the global hooks, with their deliveries by status.",
+        examples: [Example("", "geofence hook list"), Example("For scripts:", "geofence hook list --json")])
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {}
+
+    func run(_ c: CommandContext) throws {
         let result = try c.call(.hookList)
         let hooks = result["hooks"]?.arrayValue ?? []
         if c.json {
@@ -110,12 +143,31 @@ enum HookCommands {
         }
         c.console.write(table.render())
     }
+}
 
-    // MARK: hook remove
+/// `geofence hook remove`.
+struct HookRemoveCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "remove",
+        abstract: "Remove global hooks by id.",
+        discussion: """
+            All or nothing: if any id does not exist, nothing is removed. Deliveries of a removed hook that \
+            were still waiting become dead (reason: hook removed): they stay visible in \
+            `geofence events --dead` and can be retried by hand. A delivery running at that moment finishes.
+            """,
+        options: [CommandTree.requestID],
+        arguments: [.repeating("id", help: "Ids of the hooks to remove.", atLeastOne: true)],
+        examples: [Example("", "geofence hook remove journal")])
 
-    static func remove(_ c: CommandContext) throws {
-        let ids = c.arguments.values("id")
-        let requestID = try RegionCommands.requestID(c)
+    let ids: [String]
+    let requestID: String
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        ids = a.values("id")
+        requestID = try RegionCommands.requestID(a.value("--request-id"), c)
+    }
+
+    func run(_ c: CommandContext) throws {
         let result = try c.interruptible(requestID: requestID, check: "geofence hook list") {
             try c.call(.hookRemove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
         }

@@ -4,8 +4,7 @@ import GeofenceEngine
 /// Reads `CommandTree.hookOptions` (`--hook-timeout`, ...) into a `HookConfiguration`: for `run` and
 /// `replay --hooks`.
 enum HookOptions {
-    static func configuration(_ c: CommandContext) throws -> HookConfiguration {
-        let a = c.arguments
+    static func configuration(_ a: ParsedArguments, _ c: CommandContext) throws -> HookConfiguration {
         var config = HookConfiguration(environment: c.environment)
         if let timeout = try a.duration("--hook-timeout") {
             guard timeout > 0 else { throw c.invalid("--hook-timeout", "must be more than 0") }

@@ -10,20 +10,51 @@ import Synchronization
 #endif
 
 /// `geofence locate`: one location within an accuracy-and-time budget (`LocationBudget`).
-enum LocateCommand {
+struct LocateCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "locate",
+        abstract: "Get one location within an accuracy and time budget.",
+        discussion: """
+            Waits for the first fix at least as accurate as --accuracy and prints it (exit 0). If none comes \
+            before --timeout, prints the best fix seen, labelled coarse (exit 2). If no usable fix came at \
+            all (gpsd unreachable, no receiver, no sky view), says so (exit 3). Fixes older than --max-age \
+            when received do not count.
+            """,
+        options: [
+            CommandTree.gpsd,
+            .value("--accuracy", valueName: "metres", help: "Target horizontal accuracy.", default: "50"),
+            .value("--timeout", valueName: "duration", help: "How long to wait at most.", default: "30s"),
+            .value("--max-age", valueName: "duration", help: "Oldest usable fix, at receipt.", default: "5s"),
+        ],
+        examples: [
+            Example("Where am I, to 10 m, within 20 s:", "geofence locate --accuracy 10 --timeout 20s"),
+            Example("For a script:", "geofence locate --json || echo \"no location: exit $?\""),
+        ])
+
     struct Outcome: Sendable {
         var outcome: LocationBudget.Outcome
         var waited: Double
         var reason: String?
     }
 
-    static func run(_ c: CommandContext) throws {
-        let address = try c.gpsdAddress()
-        let target = try c.positiveNumber("--accuracy", default: 50)
-        let timeout = try c.positiveDuration("--timeout", default: 30)
-        let maxAge = try c.positiveDuration("--max-age", default: 5)
-        let result = try waitFor { await locate(address: address, target: target, timeout: timeout, maxAge: maxAge) }
-        try report(c, result, target: target, timeout: timeout)
+    let address: GPSDAddress
+    let target: Double
+    let timeout: Double
+    let maxAge: Double
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        address = try c.gpsdAddress()
+        target = try c.positiveNumber("--accuracy", default: 50)
+        timeout = try c.positiveDuration("--timeout", default: 30)
+        maxAge = try c.positiveDuration("--max-age", default: 5)
+    }
+
+    func run(_ c: CommandContext) throws {
+        let (address, target, timeout, maxAge) = (self.address, self.target, self.timeout, self.maxAge)
+        let result = try waitFor {
+            await Self.locate(address: address, target: target, timeout: timeout, maxAge: maxAge)
+        }
+        try Self.report(c, result, target: target, timeout: timeout)
     }
 
     static func locate(address: GPSDAddress, target: Double, timeout: Double, maxAge: Double) async -> Outcome {

@@ -8,12 +8,55 @@ import GeofenceStore
 #endif
 
 /// `geofence replay`: recorded gpsd JSON through the same pipeline as the daemon.
-enum ReplayCommand {
-    static func run(_ c: CommandContext) throws {
-        let file = try c.arguments.required("file")
-        let subject = c.arguments.value("--subject") ?? "gpsd"
+struct ReplayCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "replay",
+        abstract: "Run recorded gpsd JSON reports through the filter and the monitor.",
+        discussion: """
+            Reads the lines `gpspipe -w` prints (one JSON report per line; non-TPV reports are skipped), \
+            runs every TPV through the fix filter and the region monitor against the stored regions, and \
+            stores state and events exactly as `geofence run` does. Each event is printed as one JSON \
+            line on stdout once it is stored. Decisions use the fixes' own time, so a recording behaves \
+            as it did live.
+            """,
+        options: [
+            .flag(
+                "--stats", help: "Print the filter's counts (accepted, duplicate, no fix, ...) on stderr at the end."),
+            .flag("--trace", help: "Print the filter's verdict on every TPV as a JSON line on stderr."),
+            .value(
+                "--subject", valueName: "name",
+                help: "Subject for reports that name no device.", default: "gpsd"),
+            .flag(
+                "--hooks",
+                help: """
+                    Run the hooks of the events in the outbox (these, as they are stored, and any earlier ones \
+                    waiting); at the end, wait for them, retrying failures for up to a minute, and report on \
+                    stderr (see Docs/hooks.md).
+                    """),
+        ] + CommandTree.hookOptions,
+        arguments: [.required("file", help: "The recording, or - for standard input.")],
+        examples: [
+            Example("A recording:", "geofence replay --stats drive.json"),
+            Example("Live from gpsd:", "gpspipe -w | geofence replay -"),
+        ])
+
+    let file: String
+    let subject: String
+    /// How hooks run, with `--hooks`; nil without.
+    let hooks: HookConfiguration?
+    let trace: Bool
+    let stats: Bool
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        file = try a.required("file")
+        subject = a.value("--subject") ?? "gpsd"
         // Read before anything is stored, so a bad option changes nothing.
-        let hooks = c.arguments.flag("--hooks") ? try HookOptions.configuration(c) : nil
+        hooks = a.flag("--hooks") ? try HookOptions.configuration(a, c) : nil
+        trace = a.flag("--trace")
+        stats = a.flag("--stats")
+    }
+
+    func run(_ c: CommandContext) throws {
         let fd: Int32
         switch JSONLines.open(file) {
         case .success(let opened): fd = opened
@@ -36,7 +79,6 @@ enum ReplayCommand {
         var malformed = 0
         var events = 0
         let name = file == "-" ? "stdin" : file
-        let trace = c.arguments.flag("--trace")
 
         func emit(_ committed: [RegionEvent]) {
             for event in committed {
@@ -52,7 +94,7 @@ enum ReplayCommand {
                 tpv += 1
                 if trace {
                     let step = try pipeline.process(fix)
-                    for d in step.decisions { c.console.message(traceLine(d.fix, d.verdict)) }
+                    for d in step.decisions { c.console.message(Self.traceLine(d.fix, d.verdict)) }
                     emit(step.events)
                 } else {
                     emit(try pipeline.processForEvents(fix))
@@ -69,13 +111,13 @@ enum ReplayCommand {
             }
         }
         let last = try pipeline.finish()
-        if trace { for d in last.decisions { c.console.message(traceLine(d.fix, d.verdict)) } }
+        if trace { for d in last.decisions { c.console.message(Self.traceLine(d.fix, d.verdict)) } }
         emit(last.events)
         replayHooks?.finish()
         hooksFinished = true
 
-        guard c.arguments.flag("--stats") else { return }
-        printStats(
+        guard stats else { return }
+        Self.printStats(
             c, pipeline: pipeline, lines: lines.lineNumber, tpv: tpv, other: other,
             malformed: malformed, events: events)
     }

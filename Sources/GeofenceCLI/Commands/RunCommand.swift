@@ -52,8 +52,15 @@ extension CommandContext {
     }
 }
 
-/// `geofence run`: the daemon.
-enum RunCommand {
+/// `geofence run`: the daemon. Its spec: RunCommand+Spec.swift.
+struct RunCommand: GeofenceSubcommand {
+    /// The engine's settings, every option checked.
+    let configuration: DaemonConfiguration
+    let level: LogLevel
+    /// `--source` as given, whose password is hidden from `ps` before the engine starts.
+    let sourceText: String
+    let printConfig: Bool
+
     /// The engine's memory is mostly a few large arrays (region records and the spatial index) read at
     /// random; with glibc's malloc asking for transparent huge pages, far fewer TLB misses cost each fix
     /// (Docs/benchmarks.md). The tunable is read at process start, so the engine re-executes itself once
@@ -68,7 +75,7 @@ enum RunCommand {
         unsetenv("GLIBC_TUNABLES")
     }
 
-    static func run(_ c: CommandContext) throws {
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
         var configuration = DaemonConfiguration(stateDirectory: c.stateDirectory)
         let sourceText = c.arguments.value("--source") ?? "gpsd"
         if sourceText == "gpsd" {
@@ -76,7 +83,7 @@ enum RunCommand {
         } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
             configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
         } else if sourceText.hasPrefix("mqtt://") || sourceText.hasPrefix("mqtts://") {
-            configuration.source = try mqttSource(c, sourceText)
+            configuration.source = try Self.mqttSource(c, sourceText)
         } else {
             throw c.invalid("--source", "\"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
         }
@@ -105,7 +112,7 @@ enum RunCommand {
         configuration.socketPath = ControlSocket.listenPath(
             option: c.arguments.value("--socket"), environment: c.environment)
         configuration.restricted = try PolicyFile.restricted(environment: c.environment)
-        configuration.hooks = try HookOptions.configuration(c)
+        configuration.hooks = try HookOptions.configuration(c.arguments, c)
         if let n = try c.arguments.integer("--max-regions") {
             guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
@@ -128,12 +135,20 @@ enum RunCommand {
         guard let level = LogLevel(name: levelText) else {
             throw c.invalid("--log-level", "\"\(levelText)\" is not error, warning, notice, info or debug")
         }
-        if c.arguments.flag("--print-config") {
+        self.configuration = configuration
+        self.level = level
+        self.sourceText = sourceText
+        printConfig = a.flag("--print-config")
+    }
+
+    func run(_ c: CommandContext) throws {
+        if printConfig {
             RunSettings.print(c, configuration: configuration)
             return
         }
         #if DEBUG
             // Fault injection for the systemd watchdog's test (Docs/operations.md); not in release builds.
+            var configuration = self.configuration
             configuration.stallMonitorWhile = c.environment["GEOFENCE_TEST_STALL_MONITOR"]
         #endif
         if configuration.socketPath == ControlSocket.systemPath {
@@ -141,7 +156,7 @@ enum RunCommand {
             // by hand. Nothing else is put there.
             mkdir(ControlSocket.systemDirectory, 0o755)
         }
-        useHugePages(c.environment, arguments: hidingPassword(sourceText))
+        Self.useHugePages(c.environment, arguments: Self.hidingPassword(sourceText))
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)

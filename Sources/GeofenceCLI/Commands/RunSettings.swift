@@ -32,7 +32,7 @@ enum RunSettings {
     /// The options `run --print-config` lists: the state directory, the socket and every valued option of
     /// `run`, in the help's order.
     static var options: [OptionSpec] {
-        [CommandTree.stateDir, CommandTree.socket] + CommandTree.run.options.filter { $0.kind != .flag }
+        [CommandTree.stateDir, CommandTree.socket] + RunCommand.spec.options.filter { $0.kind != .flag }
     }
 
     static func rows(_ c: CommandContext, configuration: DaemonConfiguration) -> [Row] {

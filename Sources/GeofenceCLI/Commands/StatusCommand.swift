@@ -6,7 +6,35 @@ import GeofenceStore
 import GeofenceSystem
 
 /// `geofence status`: what works, what does not, and how to fix it. Works without the daemon.
-enum StatusCommand {
+struct StatusCommand: GeofenceSubcommand {
+    static let spec = CommandSpec(
+        name: "status",
+        abstract: "Is gpsd there, has it a receiver, are fixes arriving; the engine; the regions.",
+        discussion: """
+            Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
+            answer): is it reachable, which devices does it have and what can they report, is data \
+            arriving. Then what the engine (if running) sees, and the regions by status. Each problem comes \
+            with the command that fixes it. When the engine reads JSON lines (--source json:PATH) or an \
+            MQTT topic (--source mqtt://...), the answers are that source's own, as the engine last \
+            recorded them (every half second): open (or, for MQTT, the broker connected) or not and why, \
+            lines (messages) received, usable fixes, unusable ones by reason, the last fix and its age; gpsd \
+            is not asked.
+
+            The exit status says whether the engine is ready, after the report either way: 0 when the \
+            engine runs and all four answers are ok, 3 (not ready) when it runs but an answer is a problem \
+            or Location Services are off, 69 when no engine is running.
+            """,
+        options: [
+            CommandTree.gpsd,
+            .value(
+                "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
+        ],
+        examples: [
+            Example("", "geofence status"),
+            Example("For monitoring:", "geofence status --json"),
+            Example("In a script:", "geofence status >/dev/null || echo \"not ready: exit $?\""),
+        ])
+
     /// What gpsd itself said within the wait.
     struct Probe: Sendable {
         var reachable = false
@@ -61,9 +89,20 @@ enum StatusCommand {
         return probe
     }
 
-    static func run(_ c: CommandContext) throws {
-        var address = try c.gpsdAddress()
-        let wait = try c.positiveDuration("--wait", default: 2)
+    let gpsdAddress: GPSDAddress
+    /// Whether `--gpsd` (or `GEOFENCE_GPSD`) was given: else the running engine's gpsd is asked.
+    let gpsdGiven: Bool
+    let wait: Double
+
+    init(parsing a: ParsedArguments, context c: CommandContext) throws {
+        gpsdAddress = try c.gpsdAddress()
+        gpsdGiven = a.value("--gpsd") != nil
+        wait = try c.positiveDuration("--wait", default: 2)
+    }
+
+    func run(_ c: CommandContext) throws {
+        var address = gpsdAddress
+        let wait = self.wait
 
         // The engine's view, through its socket (what this user may see of it), when it runs; then its state
         // directory is the one reported.
@@ -131,12 +170,12 @@ enum StatusCommand {
         // A user who cannot see the lock file still knows the engine runs when it answered.
         let engineRunning = daemonPID != nil || engine != nil
         // Without --gpsd (or GEOFENCE_GPSD), the gpsd the running engine reads is the one to ask.
-        if c.arguments.value("--gpsd") == nil, engineRunning, let text = settings[DaemonSettings.gpsd], !text.isEmpty,
+        if !gpsdGiven, engineRunning, let text = settings[DaemonSettings.gpsd], !text.isEmpty,
             let used = try? GPSDAddress(parsing: text)
         {
             address = used
         }
-        let probe = fleet == nil ? try waitFor { [address] in await ask(address, wait: wait) } : Probe()
+        let probe = fleet == nil ? try waitFor { [address] in await Self.ask(address, wait: wait) } : Probe()
 
         // The four questions, cheapest first, each with its fix.
         var hardware: (ok: Bool, text: String, detail: [String])

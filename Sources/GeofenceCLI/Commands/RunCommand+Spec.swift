@@ -19,7 +19,11 @@ extension CommandTree {
         help: "The gpsd to use, as gpsd's own clients take it; a device limits it to one receiver.",
         defaultDescription: "localhost:2947", environment: "GEOFENCE_GPSD")
 
-    static let run = CommandSpec(
+}
+
+/// `geofence run`'s help and options (its parsing and work: RunCommand.swift).
+extension RunCommand {
+    static let spec = CommandSpec(
         name: "run",
         abstract: "Run the engine: monitor the stored regions with live fixes.",
         discussion: """
@@ -51,9 +55,9 @@ extension CommandTree {
             exits. Under systemd (Type=notify) the engine says when it is ready, what it does, when it stops, \
             and that its monitor is alive (the unit's WatchdogSec=); see Docs/operations.md.
             """,
-        options: fromEnvironment(
+        options: CommandTree.fromEnvironment(
             [
-                gpsd,
+                CommandTree.gpsd,
                 .value(
                     "--subject", valueName: "name",
                     help: """
@@ -147,7 +151,7 @@ extension CommandTree {
                     help:
                         "Print the settings that would take effect and where each came from, and exit (no engine starts)."
                 ),
-            ] + hookOptions),
+            ] + CommandTree.hookOptions),
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),
@@ -165,51 +169,4 @@ extension CommandTree {
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 
-    static let locate = CommandSpec(
-        name: "locate",
-        abstract: "Get one location within an accuracy and time budget.",
-        discussion: """
-            Waits for the first fix at least as accurate as --accuracy and prints it (exit 0). If none comes \
-            before --timeout, prints the best fix seen, labelled coarse (exit 2). If no usable fix came at \
-            all (gpsd unreachable, no receiver, no sky view), says so (exit 3). Fixes older than --max-age \
-            when received do not count.
-            """,
-        options: [
-            gpsd,
-            .value("--accuracy", valueName: "metres", help: "Target horizontal accuracy.", default: "50"),
-            .value("--timeout", valueName: "duration", help: "How long to wait at most.", default: "30s"),
-            .value("--max-age", valueName: "duration", help: "Oldest usable fix, at receipt.", default: "5s"),
-        ],
-        examples: [
-            Example("Where am I, to 10 m, within 20 s:", "geofence locate --accuracy 10 --timeout 20s"),
-            Example("For a script:", "geofence locate --json || echo \"no location: exit $?\""),
-        ])
-
-    static let status = CommandSpec(
-        name: "status",
-        abstract: "Is gpsd there, has it a receiver, are fixes arriving; the engine; the regions.",
-        discussion: """
-            Works with or without a running engine. It asks gpsd directly (waiting up to --wait for its \
-            answer): is it reachable, which devices does it have and what can they report, is data \
-            arriving. Then what the engine (if running) sees, and the regions by status. Each problem comes \
-            with the command that fixes it. When the engine reads JSON lines (--source json:PATH) or an \
-            MQTT topic (--source mqtt://...), the answers are that source's own, as the engine last \
-            recorded them (every half second): open (or, for MQTT, the broker connected) or not and why, \
-            lines (messages) received, usable fixes, unusable ones by reason, the last fix and its age; gpsd \
-            is not asked.
-
-            The exit status says whether the engine is ready, after the report either way: 0 when the \
-            engine runs and all four answers are ok, 3 (not ready) when it runs but an answer is a problem \
-            or Location Services are off, 69 when no engine is running.
-            """,
-        options: [
-            gpsd,
-            .value(
-                "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
-        ],
-        examples: [
-            Example("", "geofence status"),
-            Example("For monitoring:", "geofence status --json"),
-            Example("In a script:", "geofence status >/dev/null || echo \"not ready: exit $?\""),
-        ])
 }
