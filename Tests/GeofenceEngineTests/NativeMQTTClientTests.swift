@@ -112,8 +112,8 @@ struct NativeMQTTClientTests {
             case .connected: text = "connected"
             case .refused(let why): text = "refused: \(why)"
             case .disconnected(let why): text = "disconnected: \(why)"
-            case .message(let topic, let payload): text = "message \(topic) \(payload.count)"
-            case .tooLong(let topic, let bytes): text = "too long \(topic) \(bytes)"
+            case .message(let topic, let payload, _): text = "message \(topic) \(payload.count)"
+            case .tooLong(let topic, let bytes, _): text = "too long \(topic) \(bytes)"
             case .published(let id): text = "published \(id)"
             }
             seen.withLock { $0.append(text) }

@@ -117,6 +117,12 @@ enum RunCommand {
             }
             configuration.mqttVehicle = naming
         }
+        if let text = c.arguments.value("--mqtt-ack") {
+            guard let mode = MQTTAcknowledgement(rawValue: text) else {
+                throw c.usage("invalid value for --mqtt-ack: \"\(text)\" is not commit or receipt")
+            }
+            configuration.mqttAcknowledgement = mode
+        }
         if let text = c.arguments.value("--metrics") {
             do {
                 configuration.metrics = try MetricsAddress(parsing: text)
