@@ -77,7 +77,8 @@ struct MQTTAckKillTests {
         for arguments in regions { #expect(try offline.run(arguments).status == 0) }
         // From a file: thousands of events on its standard output would fill a pipe the test writes to.
         let recording = offline.dir.file("fleet.jsonl")
-        try (lines.flatMap { $0 }.joined(separator: "\n") + "\n").write(toFile: recording, atomically: true, encoding: .utf8)
+        let text = lines.flatMap { $0 }.joined(separator: "\n") + "\n"
+        try text.write(toFile: recording, atomically: true, encoding: .utf8)
         let replay = try offline.run(["replay", recording])
         #expect(replay.status == 0, "\(replay.stderr)")
         let replayed = try MQTTSourceTests.bodies(offline.stateDir)
@@ -127,6 +128,7 @@ struct MQTTAckKillTests {
         let account =
             "\(result.kills) kills; \(missing.count) of \(result.replayed.count) events missing or different: "
             + "\(missing.prefix(5)); extra: \(extra.prefix(5))"
+        print("mqtt ack \(ack): \(account)")
         #expect(missing.isEmpty && extra.isEmpty && result.live.count == result.replayed.count, "\(account)")
     }
 }

@@ -21,7 +21,8 @@ import GeofenceSystem
 /// already awake and about to write). Unacknowledged messages are kept and sent again, with DUP set,
 /// after a reconnection, until the broker's PUBACK; at most `sendMaximum` are in flight, the rest wait in
 /// order. An incoming QoS 1 message is acknowledged once the handler has returned: a handler that waits
-/// holds the broker back (its in-flight window) rather than filling memory.
+/// holds the broker back (its in-flight window) rather than filling memory. With `deferAcknowledgements`,
+/// only when `acknowledge` is called with its receipt (the MQTT source, once its fix is committed).
 final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`, but for `socketState`, the I/O thread's own.
     private let options: MQTTOptions

@@ -93,9 +93,9 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     private var senderDone = false
     private let queue = NSCondition()
     public static let maximumBatch = 512
-    /// Few, since the client acknowledges a message to the broker once its fix is queued here (libmosquitto,
-    /// for TLS, when it arrives), not when the fix is committed: a kill loses what waits here (at most 2
-    /// batches being judged and 512 queued).
+    /// Few: acknowledging on receipt (`--mqtt-ack receipt`, or libmosquitto for TLS), the client acknowledges
+    /// a message once its fix is queued here, and a kill loses what waits (at most 2 batches being judged and
+    /// 512 queued). After commit (the default), the broker's in-flight window bounds it too.
     public static let maximumQueued = 512
     public static let maximumReports = 2
     /// How messages name their vehicles.
