@@ -256,7 +256,7 @@ if "hooks" in PHASES:
 # The sources: the same fixes (a fleet driving 2 km from every region: no event, the fixes' own cost)
 # through a JSON-lines FIFO, then through MQTT, a backlog published while the engine was down.
 vehicles = max(1, SOURCE_FIXES // STEPS)
-lines = list(drive(vehicles, north=2000)) if {"json", "source", "source-lib"} & set(PHASES) else []
+lines = list(drive(vehicles, north=2000)) if {"json", "source", "source-lib", "source-commit", "source-receipt"} & set(PHASES) else []
 fixes = len(lines)
 
 if "json" in PHASES:
