@@ -119,7 +119,7 @@ enum RunCommand {
         }
         if let text = c.arguments.value("--mqtt-ack") {
             guard let mode = MQTTAcknowledgement(rawValue: text) else {
-                throw c.usage("invalid value for --mqtt-ack: \"\(text)\" is not commit or receipt")
+                throw c.invalid("--mqtt-ack", "\"\(text)\" is not commit or receipt")
             }
             configuration.mqttAcknowledgement = mode
         }
