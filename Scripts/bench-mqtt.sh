@@ -21,7 +21,10 @@
 #        GEOFENCE_BIN=path/to/geofence Scripts/bench-mqtt.sh    (an existing binary; nothing is built)
 #        BENCH_PHASES=sink,nostate,hooks,json,source (the default: all) to run some of them; add
 #        sink-lib and source-lib for the same sink and source phases through libmosquitto
-#        (GEOFENCE_MQTT_CLIENT=libmosquitto: the client geofence uses for TLS), in the same run
+#        (GEOFENCE_MQTT_CLIENT=libmosquitto: the client geofence uses for TLS), in the same run;
+#        source-commit and source-receipt for the source phase with --mqtt-ack commit and receipt,
+#        alternated BENCH_ACK_RUNS times (1 by default), with their medians. BENCH_INFLIGHT sets the
+#        broker's max_inflight_messages (its window towards the engine; 1000 by default, mosquitto's own 20)
 set -eu
 cd "$(dirname "$0")/.."
 if [ -z "${GEOFENCE_BIN:-}" ]; then
@@ -45,11 +48,12 @@ def free_port():
         return s.getsockname()[1]
 
 PORT = free_port()
+INFLIGHT = int(os.environ.get("BENCH_INFLIGHT", "1000"))
 conf = os.path.join(WORK, "mosquitto.conf")
 with open(conf, "w") as f:
     # max_inflight_messages: the broker's window towards the engine's subscription (20 by default).
     f.write(f"listener {PORT} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-            "max_queued_messages 0\nmax_inflight_messages 1000\n" + ("user root\n" if os.getuid() == 0 else ""))
+            f"max_queued_messages 0\nmax_inflight_messages {INFLIGHT}\n" + ("user root\n" if os.getuid() == 0 else ""))
 broker = subprocess.Popen(["mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 for _ in range(100):
     try:
@@ -105,10 +109,12 @@ def drain_rate(db, fixes, pids=(), threads_of=None):
     threads = threads_note(start[3], end[3], end[1] - start[1]) if threads_of else ""
     return end[1] - start[1], end[0] - start[0], len(samples), spent, threads
 
-def engine(state, source, log, client=None):
+def engine(state, source, log, client=None, ack=None):
     env = {**os.environ, "GEOFENCE_SOCKET": state + ".sock"}
     if client:
         env["GEOFENCE_MQTT_CLIENT"] = client
+    if ack:
+        env["GEOFENCE_MQTT_ACK"] = ack
     return subprocess.Popen([BIN, "run", "--source", source, "--state-dir", state], env=env,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
@@ -250,7 +256,7 @@ if "hooks" in PHASES:
 # The sources: the same fixes (a fleet driving 2 km from every region: no event, the fixes' own cost)
 # through a JSON-lines FIFO, then through MQTT, a backlog published while the engine was down.
 vehicles = max(1, SOURCE_FIXES // STEPS)
-lines = list(drive(vehicles, north=2000)) if {"json", "source", "source-lib"} & set(PHASES) else []
+lines = list(drive(vehicles, north=2000)) if {"json", "source", "source-lib", "source-commit", "source-receipt"} & set(PHASES) else []
 fixes = len(lines)
 
 if "json" in PHASES:
@@ -274,11 +280,11 @@ if "json" in PHASES:
     results.append(f"source (JSON lines, for comparison): {count} fixes in {seconds:.2f} s: {rates['json']:,.0f} "
                    f"fixes/s ({n} status samples)" + cpu_note(zip(("engine",), spent), count) + threads)
 
-def source_phase(name, client=None):
+def source_phase(name, client=None, ack=None):
     state = setup(name)
     source = f"mqtt://127.0.0.1:{PORT}/fleet/#"
     log = os.path.join(WORK, name + ".log")
-    run = engine(state, source, log, client)
+    run = engine(state, source, log, client, ack)
     wait_log(log, "running:")
     stop(run)
     progress(f"{name}: publishing the backlog")
@@ -289,7 +295,7 @@ def source_phase(name, client=None):
                        input="\n".join(lines[part:part + 5000]) + "\n", text=True, check=True)
     db = sqlite3.connect(os.path.join(state, "geofence.db"))
     progress(f"{name}: draining it")
-    run = engine(state, source, log, client)
+    run = engine(state, source, log, client, ack)
     count, seconds, n, spent, threads = drain_rate(db, fixes, (run.pid, broker.pid), run.pid)
     stop(run)
     results.append(f"{name} (MQTT, QoS 1): {count} fixes in {seconds:.2f} s: {count / seconds:,.0f} fixes/s "
@@ -298,6 +304,12 @@ def source_phase(name, client=None):
 
 if "source" in PHASES:
     rates["source"] = source_phase("source")
+# Both acknowledgement modes, alternated (--mqtt-ack; BENCH_ACK_RUNS pairs, 1 by default).
+for run_number in range(int(os.environ.get("BENCH_ACK_RUNS", "1"))):
+    for ack in ("commit", "receipt"):
+        if "source-" + ack in PHASES:
+            rate = source_phase(f"source --mqtt-ack {ack} #{run_number + 1}", ack=ack)
+            rates.setdefault("source-" + ack, []).append(rate)
 if "source-lib" in PHASES:
     rates["source-lib"] = source_phase("source through libmosquitto", client="libmosquitto")
 
@@ -307,6 +319,11 @@ if "sink" in rates and "hooks" in rates:
     print(f"sink / hooks: {rates['sink'] / rates['hooks']:,.0f} times as many events per second")
 if "source" in rates and "json" in rates:
     print(f"MQTT source / JSON lines: {rates['source'] / rates['json']:.2f}")
+for ack in ("commit", "receipt"):
+    if "source-" + ack in rates:
+        runs = sorted(rates["source-" + ack])
+        print(f"source --mqtt-ack {ack}: median {runs[len(runs) // 2]:,.0f} fixes/s of "
+              + "; ".join(f"{r:,.0f}" for r in rates["source-" + ack]) + f" (max_inflight_messages {INFLIGHT})")
 if "source" in rates and "source-lib" in rates:
     print(f"MQTT source, own client / libmosquitto: {rates['source'] / rates['source-lib']:.2f}")
 if "sink" in rates and "sink-lib" in rates:

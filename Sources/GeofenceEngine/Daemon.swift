@@ -46,6 +46,9 @@ public struct DaemonConfiguration: Sendable {
     public var subject: String?
     /// How an MQTT source's messages name their vehicles.
     public var mqttVehicle = MQTTVehicleNaming.payload
+    /// When an MQTT source acknowledges a message to the broker: once its fix is committed (the default,
+    /// nothing lost at a kill), or on receipt.
+    public var mqttAcknowledgement = MQTTAcknowledgement.commit
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
 
@@ -69,9 +72,15 @@ extension DaemonConfiguration.Source {
             // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
             let mqtt = MQTTSource(
                 address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger, naming: c.mqttVehicle)
+                liveness: c.liveness, logger: logger, naming: c.mqttVehicle, acknowledgement: c.mqttAcknowledgement)
             try mqtt.connect()
-            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session)")
+            let ack =
+                mqtt.acknowledgesAfterCommit
+                ? "acknowledged once committed"
+                : c.mqttAcknowledgement == .commit
+                    ? "acknowledged on receipt: libmosquitto, for TLS, cannot wait for the commit"
+                    : "acknowledged on receipt"
+            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack))")
             return mqtt
         }
     }
@@ -146,6 +155,11 @@ public final class Daemon: Sendable {
         pipeline.idleLimit = c.idleLimit
         pipeline.measuresLatency = c.metrics != nil
         let metrics = EngineMetrics()
+        // An MQTT source acknowledging after commit hears how far its fixes are committed.
+        var commitMark: (@Sendable (Int64) -> Void)?
+        if let mqtt = source as? MQTTSource, mqtt.acknowledgesAfterCommit {
+            commitMark = { mark in mqtt.committed(through: mark) }
+        }
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -158,7 +172,8 @@ public final class Daemon: Sendable {
                 watchers.wake()
                 hooks.wake()
                 sinks.wake()
-            }, metrics: metrics, liveness: c.liveness, space: space)
+            }, metrics: metrics, liveness: c.liveness, space: space,
+            commitMark: commitMark)
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))

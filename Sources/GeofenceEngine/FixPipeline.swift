@@ -197,36 +197,107 @@ public final class FixPipeline {
 
     /// Runs one report through epoch assembly, the filter and the monitor; `decided` hears every report it
     /// settled, with its verdict, in order.
+    ///
+    /// Each report offered is numbered (`offered`), for `committedThrough`: the assembler holds at most one
+    /// report per vehicle, and hands back the one it held before the one offered.
     @inline(__always)
     private func offer(_ fix: Fix, _ decided: (Fix, FixVerdict) -> Void) {
-        for outcome in assembler.offer(fix, now: monotonic()) {
+        offered += 1
+        let number = offered
+        let outcomes = assembler.offer(fix, now: monotonic())
+        // The usual report (complete, none of its vehicle's held) goes straight on.
+        if outcomes.count == 1, heldNumbers.isEmpty, case .ready(let ready) = outcomes[0] {
+            decided(ready, judge(ready, number: number))
+            return
+        }
+        let heldBefore = heldNumbers[fix.subject]
+        var newHeld = true
+        for (index, outcome) in outcomes.enumerated() {
+            // Which report an outcome is: the one held before comes first; the one offered, when it goes on,
+            // last. A single `ready` with the offered report's time is the offered one (a report of an epoch
+            // already passed on, or one without a time, leaves the held one where it is).
+            let isOffered: Bool
+            if heldBefore == nil || index == 1 {
+                isOffered = true
+            } else if outcomes.count == 2 {
+                isOffered = false
+            } else if case .ready(let ready) = outcome, ready.time == fix.time {
+                isOffered = true
+            } else {
+                isOffered = false
+            }
+            let reportNumber: Int64
+            if isOffered {
+                newHeld = false
+                reportNumber = number
+            } else {
+                heldNumbers[fix.subject] = nil
+                reportNumber = heldBefore ?? number
+            }
             switch outcome {
             case .superseded(let old):
                 filter.count(.duplicate)
                 decided(old, .rejected(.duplicate))
             case .ready(let ready):
-                decided(ready, judge(ready))
+                decided(ready, judge(ready, number: reportNumber))
             }
+        }
+        if newHeld { heldNumbers[fix.subject] = number }
+    }
+
+    /// Reports offered so far, counted from 1 in the order offered (`skip` counts too).
+    public private(set) var offered: Int64 = 0
+    /// The numbers of the reports the epoch assembler holds, by vehicle.
+    private var heldNumbers: [String: Int64] = [:]
+    /// The lowest number of an accepted report whose outputs wait in `pending` (nil: none wait).
+    private var lowestPending: Int64?
+
+    /// Counts reports that are not offered (Location Services off): they need no commit.
+    public func skip(_ count: Int) {
+        offered += Int64(count)
+    }
+
+    /// The highest report number up to which every report offered is committed or needs no commit: refused
+    /// (a duplicate, a bad fix) or changing nothing to store. A report the epoch assembler holds, or whose
+    /// outputs wait for a commit (a batch of bookkeeping, a commit that failed), holds the mark below it.
+    /// What a source may now tell its own source is safe (an MQTT broker's acknowledgement).
+    public var committedThrough: Int64 {
+        var mark = offered
+        if let lowestPending { mark = min(mark, lowestPending - 1) }
+        for number in heldNumbers.values { mark = min(mark, number - 1) }
+        return mark
+    }
+
+    /// Whether a commit now would move `committedThrough`: accepted reports wait in `pending`.
+    public var holdsMark: Bool { lowestPending != nil }
+
+    /// The reports held released, with their numbers, in the assembler's order.
+    private func released(_ fixes: [Fix]) -> [(Fix, Int64)] {
+        fixes.map { fix in
+            let number = heldNumbers.removeValue(forKey: fix.subject) ?? offered
+            return (fix, number)
         }
     }
 
     /// Passes on reports that waited long enough for the rest of their epoch (the daemon calls this often).
     public func settle() throws -> Step {
         var step = Step()
-        for fix in assembler.due(now: monotonic()) { step.decisions.append((fix, judge(fix))) }
+        for (fix, number) in released(assembler.due(now: monotonic())) {
+            step.decisions.append((fix, judge(fix, number: number)))
+        }
         step.events = try commitIfDue()
         return step
     }
 
     /// `settle()` without the commit, while the store refuses writes (the caller retries the commit itself).
     package func settleWithoutCommit() {
-        for fix in assembler.due(now: monotonic()) { _ = judge(fix) }
+        for (fix, number) in released(assembler.due(now: monotonic())) { _ = judge(fix, number: number) }
     }
 
     /// The end of a recording: passes on every report still held, and commits.
     public func finish() throws -> Step {
         var step = Step()
-        for fix in assembler.flush() { step.decisions.append((fix, judge(fix))) }
+        for (fix, number) in released(assembler.flush()) { step.decisions.append((fix, judge(fix, number: number))) }
         step.events = try flush()
         return step
     }
@@ -245,6 +316,7 @@ public final class FixPipeline {
         let gone = monitor.evict(lastFixBefore: now.addingTimeInterval(-idleLimit))
         filter.forget(gone)
         assembler.forget(gone)
+        for subject in gone { heldNumbers[subject] = nil }
         return gone.count
     }
 
@@ -253,7 +325,7 @@ public final class FixPipeline {
         monitor.restore(subject: subject.subject, record: subject.record, pairs: subject.pairs)
     }
 
-    private func judge(_ fix: Fix) -> FixVerdict {
+    private func judge(_ fix: Fix, number: Int64) -> FixVerdict {
         // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
         // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
         if idleLimit != nil, !monitor.knows(subject: fix.subject),
@@ -268,6 +340,7 @@ public final class FixPipeline {
         // here, where the monitor takes it.
         if measuresLatency, !out.isEmpty { pendingReceipts.append(fix.receivedAt ?? clock()) }
         queue(out)
+        if !out.isEmpty { lowestPending = min(lowestPending ?? number, number) }
         uncommitted.add(subject: fix.subject, time: weighted.time)
         return verdict
     }
@@ -327,6 +400,7 @@ public final class FixPipeline {
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         pendingEvents = 0
+        lowestPending = nil
         uncommitted = UncommittedFixes()
         urgent = false
         lastCommit = clock()

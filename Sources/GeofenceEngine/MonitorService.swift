@@ -73,6 +73,11 @@ actor MonitorService {
     static let holdSourceAfter = 50_000
     /// The reserve file and the WAL's truncation (nil: an embedder's store, left as it is).
     private let space: StoreSpace?
+    /// Told the number of the source's fixes (counted from 1 in the order handed over) up to which all are
+    /// committed or need no commit, whenever it moves (`FixPipeline.committedThrough`): an MQTT source
+    /// acknowledging after commit sends the broker its acknowledgements then. Nil: no one asks.
+    private let commitMark: (@Sendable (Int64) -> Void)?
+    private var reportedMark: Int64 = 0
 
     init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
@@ -81,9 +86,10 @@ actor MonitorService {
         onEvents: @escaping @Sendable () -> Void, clock: any GeofenceClock = SystemClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
         metrics: EngineMetrics = EngineMetrics(), liveness: SourceLiveness.Configuration = .init(),
-        space: StoreSpace? = nil
+        space: StoreSpace? = nil, commitMark: (@Sendable (Int64) -> Void)? = nil
     ) {
         self.space = space
+        self.commitMark = commitMark
         now = { clock.now() }
         self.metrics = metrics
         refusals = RefusalWatch(liveness: liveness, startedAt: clock.now())
@@ -256,8 +262,10 @@ actor MonitorService {
         switch report {
         case .fix(let fix):
             handle(fixes: [fix])
+            reportMark()
         case .fixes(let fixes):
             handle(fixes: fixes)
+            reportMark()
         case .up:
             health.connected = true
             health.reason = nil
@@ -400,8 +408,11 @@ actor MonitorService {
             pipeline.settleWithoutCommit()
             return
         }
+        defer { reportMark() }
         do {
             committed(try pipeline.settle().events)
+            // Reports released from the epoch assembler hold the source's acknowledgements until committed.
+            if commitMark != nil, pipeline.holdsMark { committed(try pipeline.flush()) }
         } catch {
             storeBlocked = true
             storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
@@ -409,8 +420,21 @@ actor MonitorService {
         }
     }
 
+    /// Tells `commitMark` how far the source's fixes are committed, when that moved.
+    private func reportMark() {
+        guard let commitMark else { return }
+        let mark = pipeline.committedThrough
+        guard mark > reportedMark else { return }
+        reportedMark = mark
+        commitMark(mark)
+    }
+
     private func handle(fixes: [Fix]) {
-        guard servicesOn else { return }
+        guard servicesOn else {
+            // Not consumed, and nothing to commit: the source may let them go.
+            pipeline.skip(fixes.count)
+            return
+        }
         if health.liveness == "awaiting-first-fix", fixes.contains(where: SourceLiveness.isUsable) {
             health.liveness = "receiving"
         }
@@ -435,6 +459,17 @@ actor MonitorService {
             }
         }
         if storeBlocked && now() >= storeRetryAt { retryStore() }
+        // A source that acknowledges after commit waits for this batch's commit (its broker sends no more
+        // than its in-flight window meanwhile): committed now, not with the next batch of bookkeeping.
+        if commitMark != nil, !storeBlocked, pipeline.holdsMark {
+            do {
+                committed(try pipeline.flush())
+            } catch {
+                storeBlocked = true
+                storeRetryAt = now().addingTimeInterval(Self.storeRetryInterval)
+                storeFailed(error)
+            }
+        }
     }
 
     /// Whether the source must wait: the store refuses writes and `holdSourceAfter` fixes wait for it.
@@ -449,6 +484,7 @@ actor MonitorService {
         } catch {
             storeFailed(error)
         }
+        reportMark()
     }
 
     /// Periodic work: follow the CLI's region changes, expire regions, commit bookkeeping.
@@ -480,6 +516,7 @@ actor MonitorService {
             committed(try pipeline.expire(now: now()))
             committed(try pipeline.flush())
             storeBlocked = false
+            reportMark()
             // Vehicles not heard from for long leave memory (their state is in the store), once a second at
             // most: a look at every vehicle's last fix time.
             if let limit = pipeline.idleLimit, now() >= nextEviction {
@@ -527,6 +564,7 @@ actor MonitorService {
             }
         }
         saveStateEvents()
+        reportMark()
         let time = now()
         recording { try $0.stopped(at: time) }
         publishMetrics()

@@ -94,6 +94,10 @@ struct RunSettingsTests {
         ),
         ("GEOFENCE_LOG_LEVEL", "loud", "Error: invalid value for GEOFENCE_LOG_LEVEL (--log-level): \"loud\" is not"),
         (
+            "GEOFENCE_MQTT_ACK", "sometimes",
+            "Error: invalid value for GEOFENCE_MQTT_ACK (--mqtt-ack): \"sometimes\" is not commit or receipt"
+        ),
+        (
             "GEOFENCE_HOOK_CONCURRENCY", "1000",
             "Error: invalid value for GEOFENCE_HOOK_CONCURRENCY (--hook-concurrency)"
         ),

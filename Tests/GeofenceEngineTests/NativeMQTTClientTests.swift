@@ -112,8 +112,8 @@ struct NativeMQTTClientTests {
             case .connected: text = "connected"
             case .refused(let why): text = "refused: \(why)"
             case .disconnected(let why): text = "disconnected: \(why)"
-            case .message(let topic, let payload): text = "message \(topic) \(payload.count)"
-            case .tooLong(let topic, let bytes): text = "too long \(topic) \(bytes)"
+            case .message(let topic, let payload, _): text = "message \(topic) \(payload.count)"
+            case .tooLong(let topic, let bytes, _): text = "too long \(topic) \(bytes)"
             case .published(let id): text = "published \(id)"
             }
             seen.withLock { $0.append(text) }
@@ -135,6 +135,49 @@ struct NativeMQTTClientTests {
         options.reconnectDelay = 0
         options.sendMaximum = 1_000
         return NativeMQTTClient(options: options) { events.record($0) }
+    }
+
+    @Test("deferred acknowledgements: a PUBACK only when acknowledged; those of a lost connection are dropped")
+    func deferredAcknowledgements() throws {
+        let broker = try ScriptedBroker()
+        let receipts = Mutex<[UInt16: MQTTReceipt]>([:])
+        let events = Events()
+        var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test")
+        options.reconnectDelay = 0
+        options.deferAcknowledgements = true
+        let client = NativeMQTTClient(options: options) { event in
+            if case .message(_, _, let receipt?) = event { receipts.withLock { $0[receipt.packetID] = receipt } }
+            events.record(event)
+        }
+        defer { client.stop() }
+        let starting = Thread { try? client.start(timeout: 5) }
+        starting.start()
+        var first: Connection? = try broker.accept()
+        try first?.acceptConnect()
+        #expect(events.wait(for: "connected"))
+        first?.send(MQTTPacketTests.incoming(topic: "fleet/v", payload: Array("{}".utf8), qos: 1, id: 7))
+        first?.send(MQTTPacketTests.incoming(topic: "fleet/v", payload: Array("{}".utf8), qos: 1, id: 8))
+        #expect(events.wait(for: "message", count: 2), "\(events.all)")
+        // Only 8 is acknowledged: the next packet is its PUBACK (on receipt, 7's would have come first).
+        let eight = try #require(receipts.withLock { $0[8] })
+        client.acknowledge([eight])
+        let ack = try #require(try first?.next())
+        #expect(ack.header == MQTTPacket.puback && ack.body == [0, 8], "\(ack)")
+
+        // The connection is lost with 7 unacknowledged; its receipt, acknowledged now, names the old
+        // connection: nothing is sent for it on the new one.
+        first = nil
+        let second = try broker.accept()
+        try second.acceptConnect(sessionPresent: true)
+        #expect(events.wait(for: "connected", count: 2), "\(events.all)")
+        client.acknowledge([try #require(receipts.withLock { $0[7] })])
+        second.send(MQTTPacketTests.incoming(topic: "fleet/v", payload: Array("{}".utf8), qos: 1, id: 9))
+        #expect(events.wait(for: "message", count: 3), "\(events.all)")
+        let nine = try #require(receipts.withLock { $0[9] })
+        #expect(nine.connection != eight.connection)
+        client.acknowledge([nine])
+        let next = try #require(try second.next())
+        #expect(next.header == MQTTPacket.puback && next.body == [0, 9], "no PUBACK 7 on the new connection: \(next)")
     }
 
     @Test("a broker that vanishes while an acknowledgement is due: a disconnection reported, then a reconnection")

@@ -88,6 +88,14 @@ extension RunCommand {
                         counted in status.
                         """, default: "payload"),
                 .value(
+                    "--mqtt-ack", valueName: "commit|receipt",
+                    help: """
+                        When an MQTT message is acknowledged to the broker: once its fix is committed to the \
+                        store (nothing lost at a kill; the broker sends the rest again), or on receipt (a kill \
+                        loses the fixes taken and not yet committed). With mqtts:// (libmosquitto), on receipt \
+                        whatever this says. Docs/mqtt.md: the broker's in-flight window this needs.
+                        """, default: "commit"),
+                .value(
                     "--mqtt-password-file", valueName: "file",
                     help: """
                         Read the MQTT password from this file (one line), keeping it out of `ps` as \

@@ -124,6 +124,12 @@ struct RunCommand: GeofenceSubcommand {
             }
             configuration.mqttVehicle = naming
         }
+        if let text = c.arguments.value("--mqtt-ack") {
+            guard let mode = MQTTAcknowledgement(rawValue: text) else {
+                throw c.invalid("--mqtt-ack", "\"\(text)\" is not commit or receipt")
+            }
+            configuration.mqttAcknowledgement = mode
+        }
         if let text = c.arguments.value("--metrics") {
             do {
                 configuration.metrics = try MetricsAddress(parsing: text)

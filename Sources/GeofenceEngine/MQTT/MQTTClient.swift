@@ -22,6 +22,17 @@ protocol MQTTClient: AnyObject, Sendable {
     /// Unacknowledged messages a publisher should keep handed to this client, at most: as many as keep the
     /// broker busy, and no more than the client holds cheaply.
     var preferredWindow: Int { get }
+    /// Sends the acknowledgements (PUBACK) of messages reported with a receipt (`deferAcknowledgements`), in
+    /// the order given, which must be the order received. Receipts of an earlier connection are dropped: the
+    /// broker sends their messages again, with DUP.
+    func acknowledge(_ receipts: [MQTTReceipt])
+}
+
+/// An incoming QoS 1 message whose acknowledgement waits for `MQTTClient.acknowledge`.
+struct MQTTReceipt: Sendable, Equatable {
+    /// Which connection it came on (counted by the client).
+    var connection: Int
+    var packetID: UInt16
 }
 
 /// What a client's thread reports.
@@ -33,9 +44,11 @@ enum MQTTEvent: Sendable {
     case refused(String)
     /// The connection went away; the client reconnects on its own.
     case disconnected(String)
-    case message(topic: String, payload: [UInt8])
-    /// A message longer than the client keeps (`bytes`: its payload's length), acknowledged and dropped.
-    case tooLong(topic: String, bytes: Int)
+    /// `receipt`: the message waits for `acknowledge` (nil: acknowledged by the client, or QoS 0).
+    case message(topic: String, payload: [UInt8], receipt: MQTTReceipt? = nil)
+    /// A message longer than the client keeps (`bytes`: its payload's length), dropped; acknowledged by the
+    /// client, or (with a receipt) by `acknowledge`.
+    case tooLong(topic: String, bytes: Int, receipt: MQTTReceipt? = nil)
     /// The broker acknowledged (PUBACK) the QoS 1 message `publish` numbered so.
     case published(Int32)
 }
@@ -68,6 +81,10 @@ struct MQTTOptions: Sendable {
     /// Reconnect delays, seconds: first, at most (doubling in between).
     var reconnectDelay: UInt32 = 1
     var reconnectDelayMax: UInt32 = 30
+    /// Incoming QoS 1 messages are acknowledged only through `acknowledge` (the MQTT source's
+    /// `--mqtt-ack commit`); false: once the handler has returned. libmosquitto acknowledges inside the
+    /// library, whatever this says.
+    var deferAcknowledgements = false
 }
 
 /// Which client `makeMQTTClient` builds for a plain connection: geofence's own unless

@@ -101,7 +101,7 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
             let payload =
                 count > 0 && message.pointee.payload != nil
                 ? [UInt8](UnsafeRawBufferPointer(start: message.pointee.payload, count: count)) : []
-            client.handler(.message(topic: topic, payload: payload))
+            client.handler(.message(topic: topic, payload: payload, receipt: nil))
         }
     }
 
@@ -187,6 +187,9 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
     /// libmosquitto walks its list of held messages from the head for every message sent and every PUBACK:
     /// handed thousands, that walk was a third of the engine's time.
     var preferredWindow: Int { 128 }
+
+    /// libmosquitto acknowledges a message itself, before its callback runs: it never reports a receipt.
+    func acknowledge(_ receipts: [MQTTReceipt]) {}
 
     /// Hands a QoS 1 message to libmosquitto, which sends it (or keeps it until the connection is back, and
     /// sends it again after a reconnection until the broker acknowledges it). Returns its message id, which

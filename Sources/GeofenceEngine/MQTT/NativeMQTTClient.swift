@@ -21,7 +21,8 @@ import GeofenceSystem
 /// already awake and about to write). Unacknowledged messages are kept and sent again, with DUP set,
 /// after a reconnection, until the broker's PUBACK; at most `sendMaximum` are in flight, the rest wait in
 /// order. An incoming QoS 1 message is acknowledged once the handler has returned: a handler that waits
-/// holds the broker back (its in-flight window) rather than filling memory.
+/// holds the broker back (its in-flight window) rather than filling memory. With `deferAcknowledgements`,
+/// only when `acknowledge` is called with its receipt (the MQTT source, once its fix is committed).
 final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`, but for `socketState`, the I/O thread's own.
     private let options: MQTTOptions
@@ -47,6 +48,8 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     private var serial = 0
     private var lastID: UInt16 = 0
     private var subscribeID: UInt16?
+    /// Connections accepted so far: the number in the receipts of this one's messages.
+    private var connection = 0
     /// The broker has accepted this connection (CONNACK 0) and it is not lost yet.
     private var online = false
     private var wakePending = false
@@ -164,6 +167,22 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         lock.unlock()
         if wakeNeeded { wake() }
         return Int32(id)
+    }
+
+    func acknowledge(_ receipts: [MQTTReceipt]) {
+        guard !receipts.isEmpty else { return }
+        lock.lock()
+        // Those of a connection lost are the broker's to send again (DUP): a PUBACK now would name a packet
+        // id the new connection may use for another message.
+        var any = false
+        for receipt in receipts where receipt.connection == connection && online {
+            MQTTPacket.appendAcknowledgement(MQTTPacket.puback, id: receipt.packetID, to: &output)
+            any = true
+        }
+        let wakeNeeded = any && !wakePending && !onOwnThread
+        if wakeNeeded { wakePending = true }
+        lock.unlock()
+        if wakeNeeded { wake() }
     }
 
     // MARK: - The I/O thread
@@ -298,6 +317,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: Self.readSize)
         var acknowledgements: [UInt8] = []
         var stopRequested = false
+        var connectionNumber = -1
 
         func flush() -> String? {
             while written < pending.count {
@@ -390,14 +410,19 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                     guard code == 0 else { return .refused(MQTTPacket.refusal(code)) }
                     accepted = true
                     pending.append(contentsOf: connected())
+                    connectionNumber = lock.withLock { connection }
                     handler(.connected)
                 case .publish(let topic, let payload, let id, let qos, let tooLong):
+                    // Acknowledged by `acknowledge`, when the source has committed its fix.
+                    let receipt =
+                        options.deferAcknowledgements && qos == 1
+                        ? id.map { MQTTReceipt(connection: connectionNumber, packetID: $0) } : nil
                     if let tooLong {
-                        handler(.tooLong(topic: topic, bytes: tooLong))
+                        handler(.tooLong(topic: topic, bytes: tooLong, receipt: receipt))
                     } else {
-                        handler(.message(topic: topic, payload: payload))
+                        handler(.message(topic: topic, payload: payload, receipt: receipt))
                     }
-                    if let id, qos == 1 {
+                    if let id, qos == 1, receipt == nil {
                         MQTTPacket.appendAcknowledgement(MQTTPacket.puback, id: id, to: &acknowledgements)
                     }
                     if let id, qos == 2 {
@@ -434,6 +459,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     private func connected() -> [UInt8] {
         lock.withLock {
             online = true
+            connection += 1
             if firstAnswer == nil {
                 firstAnswer = .success(())
                 lock.broadcast()

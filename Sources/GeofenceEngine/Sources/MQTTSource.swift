@@ -67,6 +67,17 @@ public enum MQTTVehicleNaming: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// When an MQTT source acknowledges a message to the broker (`run --mqtt-ack`).
+public enum MQTTAcknowledgement: String, Sendable, Equatable, CaseIterable {
+    /// Once its fix is committed to the store (or refused: nothing to commit): a kill loses nothing, the
+    /// broker sends again what was not acknowledged. Plain TCP only; TLS (libmosquitto) acknowledges on
+    /// receipt.
+    case commit
+    /// Once the message is taken from the socket and its fix queued: a kill loses what was queued and not
+    /// yet committed (at most some 1,500 fixes).
+    case receipt
+}
+
 public final class MQTTSource: LocationSource, @unchecked Sendable {
     // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
     public let address: MQTTAddress
@@ -82,13 +93,25 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     private var senderDone = false
     private let queue = NSCondition()
     public static let maximumBatch = 512
-    /// Few, since the client acknowledges a message to the broker once its fix is queued here (libmosquitto,
-    /// for TLS, when it arrives), not when the fix is committed: a kill loses what waits here (at most 2
-    /// batches being judged and 512 queued).
+    /// Few: acknowledging on receipt (`--mqtt-ack receipt`, or libmosquitto for TLS), the client acknowledges
+    /// a message once its fix is queued here, and a kill loses what waits (at most 2 batches being judged and
+    /// 512 queued). After commit (the default), the broker's in-flight window bounds it too.
     public static let maximumQueued = 512
     public static let maximumReports = 2
     /// How messages name their vehicles.
     public let naming: MQTTVehicleNaming
+    /// When messages are acknowledged to the broker; `.commit` is honoured by the plain-TCP client only
+    /// (`acknowledgesAfterCommit` says whether it is).
+    public let acknowledgement: MQTTAcknowledgement
+    /// Messages received and not yet acknowledged (`.commit`), in the order received, each with the number of
+    /// fixes queued up to and including its own: acknowledged once the engine's committed mark reaches it.
+    /// Guarded by `ackLock`, with the counts.
+    private var unacknowledged: [(receipt: MQTTReceipt, fixes: Int64)] = []
+    private var unacknowledgedHead = 0
+    /// Fixes queued since start (the engine numbers them the same way, `FixPipeline.offered`), and the mark.
+    private var fixesQueued: Int64 = 0
+    private var committedMark: Int64 = 0
+    private let ackLock = NSLock()
     /// Under `payload` naming, the topic each vehicle name was first seen on (at most `maximumNamesTracked`),
     /// and the names already said to arrive on several: two receivers that share a `device` (every
     /// `gpspipe` says `/dev/ttyACM0`) become one vehicle, which is warned about once and counted.
@@ -100,9 +123,10 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil, naming: MQTTVehicleNaming = .payload
+        logger: Logger? = nil, naming: MQTTVehicleNaming = .payload, acknowledgement: MQTTAcknowledgement = .receipt
     ) {
         self.naming = naming
+        self.acknowledgement = acknowledgement
         self.address = address
         self.clientID = clientID
         self.logger = logger
@@ -124,10 +148,58 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         let options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
             password: address.password, topicFilter: address.topicFilter, tls: address.tls, caFile: address.caFile,
-            certificateFile: address.certificateFile, keyFile: address.keyFile)
+            certificateFile: address.certificateFile, keyFile: address.keyFile,
+            deferAcknowledgements: acknowledgesAfterCommit)
         let client = try makeMQTTClient(options: options) { [weak self] event in self?.handle(event) }
         try client.start(timeout: timeout)
         lock.withLock { self.client = client }
+    }
+
+    /// Whether messages are acknowledged once their fixes are committed (`.commit`, and a plain-TCP
+    /// connection: libmosquitto, for TLS, acknowledges on receipt). The engine then reports its committed
+    /// mark to `committed(through:)`.
+    public var acknowledgesAfterCommit: Bool {
+        acknowledgement == .commit && !address.tls && MQTTClientKind.forPlainConnections == .native
+    }
+
+    /// The engine has committed (or refused) every fix this source handed over, up to the `mark`th (counted
+    /// from 1): the messages that carried them, and those before them, are acknowledged to the broker.
+    public func committed(through mark: Int64) {
+        let (client, receipts): ((any MQTTClient)?, [MQTTReceipt]) = ackLock.withLock {
+            committedMark = max(committedMark, mark)
+            return (lock.withLock { self.client }, dueReceipts())
+        }
+        client?.acknowledge(receipts)
+    }
+
+    /// Under `ackLock`: the receipts the mark has reached, taken from the front.
+    private func dueReceipts() -> [MQTTReceipt] {
+        var due: [MQTTReceipt] = []
+        while unacknowledgedHead < unacknowledged.count, unacknowledged[unacknowledgedHead].fixes <= committedMark {
+            due.append(unacknowledged[unacknowledgedHead].receipt)
+            unacknowledgedHead += 1
+        }
+        if unacknowledgedHead == unacknowledged.count {
+            unacknowledged.removeAll(keepingCapacity: true)
+            unacknowledgedHead = 0
+        } else if unacknowledgedHead >= 1_024 && unacknowledgedHead * 2 >= unacknowledged.count {
+            unacknowledged.removeFirst(unacknowledgedHead)
+            unacknowledgedHead = 0
+        }
+        return due
+    }
+
+    /// On the client's thread, after a message's fix (if any) is queued: its receipt waits for the mark (or
+    /// is acknowledged at once, when every fix before it is committed).
+    private func received(_ receipt: MQTTReceipt?, queuedFix: Bool) {
+        guard let receipt else { return }
+        let (client, receipts): ((any MQTTClient)?, [MQTTReceipt]) = ackLock.withLock {
+            if queuedFix { fixesQueued += 1 }
+            unacknowledged.append((receipt, fixesQueued))
+            guard unacknowledged[unacknowledgedHead].fixes <= committedMark else { return (nil, []) }
+            return (lock.withLock { self.client }, dueReceipts())
+        }
+        client?.acknowledge(receipts)
     }
 
     public func start() {
@@ -220,16 +292,21 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
             if first { logger?.warning("\(label): \(why); reconnecting with backoff (1 s doubling to 30 s)") }
         case .published:
             break
-        case .message(let topic, let payload):
+        case .message(let topic, let payload, let receipt):
             if let fix = intake.take(
                 Self.decode(topic: topic, payload: payload, naming: naming),
                 context: " on " + JSONValue.string(topic).serialized())
             {
                 if naming == .payload { noteName(fix.subject, topic: topic) }
+                // Counted before it is queued: the engine may commit it before `enqueue` returns.
+                received(receipt, queuedFix: true)
                 enqueue(fix)
+            } else {
+                received(receipt, queuedFix: false)
             }
-        case .tooLong(let topic, let bytes):
+        case .tooLong(let topic, let bytes, let receipt):
             _ = intake.take(Self.tooLong(bytes), context: " on " + JSONValue.string(topic).serialized())
+            received(receipt, queuedFix: false)
         }
     }
 
