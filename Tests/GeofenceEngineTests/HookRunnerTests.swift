@@ -1,10 +1,9 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 import GeofenceTestSupport
 import Testing
-
-@testable import GeofenceEngine
 
 #if canImport(Glibc)
     import Glibc
