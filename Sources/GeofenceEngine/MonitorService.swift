@@ -7,9 +7,9 @@ import GeofenceStore
 ///
 /// An actor on its own thread (`ThreadExecutor`): its SQLite work blocks, and must not stall the
 /// cooperative pool that the source consumer, the hook runner and the control server share.
-actor MonitorService {
+package actor MonitorService {
     private let executor: ThreadExecutor
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let store: StateStore
     private let pipeline: FixPipeline
@@ -79,7 +79,7 @@ actor MonitorService {
     private let commitMark: (@Sendable (Int64) -> Void)?
     private var reportedMark: Int64 = 0
 
-    init(
+    package init(
         store: StateStore, pipeline: sending FixPipeline, logger: Logger, executor: ThreadExecutor,
         sourceLabel: String, sourceStatus: @escaping @Sendable () -> SourceStatus? = { nil }, policy: AccessPolicy,
         maxRegions: Int?, onServices: @escaping @Sendable (Bool) -> Void,
@@ -113,7 +113,7 @@ actor MonitorService {
     var capabilities: CapabilitySnapshot? { snapshot }
 
     /// Loads regions and subject state; returns the number of regions monitored.
-    func load() throws -> Int {
+    package func load() throws -> Int {
         try pipeline.load()
         servicesOn = try store.permissions.servicesOn()
         if !servicesOn { logger.notice("Location Services are off: no fix will be used until `geofence services on`") }
@@ -123,7 +123,7 @@ actor MonitorService {
     }
 
     /// A change made through the control socket: apply it now rather than at the next tick.
-    func apply(_ change: ControlHandler.Change) {
+    package func apply(_ change: ControlHandler.Change) {
         switch change {
         case .regions: tick()
         case .services(let on): setServices(on)
@@ -258,7 +258,7 @@ actor MonitorService {
         reconcile()
     }
 
-    func handle(_ report: LocationReport) {
+    package func handle(_ report: LocationReport) {
         switch report {
         case .fix(let fix):
             handle(fixes: [fix])
@@ -402,7 +402,7 @@ actor MonitorService {
     func storedRegions() throws -> [Region] { try store.regions.all().map(\.region) }
 
     /// Frequent work: pass on reports that waited for the rest of their epoch.
-    func settle() {
+    package func settle() {
         // While the store refuses, a commit here, ten times a second, would rewrite the whole queue each time.
         guard !storeBlocked else {
             pipeline.settleWithoutCommit()
@@ -491,7 +491,7 @@ actor MonitorService {
     /// When `tick` next looks for vehicles to forget.
     private var nextEviction = Date.distantPast
 
-    func tick() {
+    package func tick() {
         do {
             // The switch may also be flipped in the store directly (by a CLI that found no socket).
             let storedSwitch = try store.permissions.servicesOn()
@@ -543,7 +543,7 @@ actor MonitorService {
 
     /// Last commit before the daemon exits. When the store still refuses after a few tries (room made before
     /// each), returns what was not committed, for the operator: nil when everything is in the store.
-    func shutdown() -> StopShortfall? {
+    package func shutdown() -> StopShortfall? {
         var failure: (any Error)?
         do {
             committed(try pipeline.finish().events)
@@ -778,7 +778,7 @@ package struct RefusalWatch: Sendable {
 }
 
 /// What a stop could not commit: the store refused its last writes.
-struct StopShortfall: Sendable {
+package struct StopShortfall: Sendable {
     var fixes: UncommittedFixes
     var regionEvents: Int
     var stateEvents: Int

@@ -24,7 +24,7 @@ enum GPSDMessage: Equatable {
 /// One libgps session: owns the `gps_data_t` and the socket inside it.
 ///
 /// Not `Sendable`: one thread opens, reads and closes it.
-final class GPSDSession {
+package final class GPSDSession {
     enum Failure: Error, Equatable {
         case openFailed(String)
         case closedByGPSD
@@ -170,7 +170,7 @@ final class GPSDSession {
     }
 
     /// The value of the first `"class":"…"` member of a JSON line.
-    static func jsonClass(of line: UnsafeBufferPointer<CChar>) -> String {
+    package static func jsonClass(of line: UnsafeBufferPointer<CChar>) -> String {
         let key = Array(#""class":""#.utf8CString.dropLast())
         let end = line.firstIndex(of: 0) ?? line.count
         guard end >= key.count else { return "" }

@@ -12,6 +12,20 @@ public struct StoredEvent: Sendable, Equatable {
     public var createdAt: Date
     /// The event's JSON, exactly as hooks and `replay` see it.
     public var body: String
+
+    package init(
+        seq: Int64, id: String, type: String, region: String?, subject: String?, time: Date, createdAt: Date,
+        body: String
+    ) {
+        self.seq = seq
+        self.id = id
+        self.type = type
+        self.region = region
+        self.subject = subject
+        self.time = time
+        self.createdAt = createdAt
+        self.body = body
+    }
 }
 
 /// The event outbox (`events`): every event, region and state alike, in commit order. Written only within

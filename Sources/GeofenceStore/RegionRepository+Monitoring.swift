@@ -151,7 +151,7 @@ extension RegionRepository {
             """, [Self.takenSeqKey, seq, now.timeIntervalSince1970])
     }
 
-    static let ownersSQL = """
+    package static let ownersSQL = """
         WITH RECURSIVE owners(uid) AS (
             SELECT (SELECT min(created_by) FROM regions WHERE created_by IS NOT NULL)
             UNION ALL

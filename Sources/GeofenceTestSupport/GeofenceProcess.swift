@@ -21,6 +21,24 @@ public struct TemporaryDirectory: Sendable {
     public func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
+/// Runs `body` with a fresh temporary directory and removes the directory afterwards, whatever happens.
+public func withTemporaryDirectory<T>(_ prefix: String = "geofence-test", _ body: (TemporaryDirectory) throws -> T)
+    throws -> T
+{
+    let directory = try TemporaryDirectory(prefix)
+    defer { directory.remove() }
+    return try body(directory)
+}
+
+/// Runs `body` with a fresh temporary directory and removes the directory afterwards, whatever happens.
+public func withTemporaryDirectory<T>(
+    _ prefix: String = "geofence-test", _ body: (TemporaryDirectory) async throws -> T
+) async throws -> T {
+    let directory = try TemporaryDirectory(prefix)
+    defer { directory.remove() }
+    return try await body(directory)
+}
+
 /// The built `geofence` executable, run as a user would run it.
 public enum GeofenceBinary {
     /// `GEOFENCE_BIN` when set (`make soak` points it at the release build), else next to the test bundle

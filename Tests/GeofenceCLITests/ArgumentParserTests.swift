@@ -1,8 +1,7 @@
 import Foundation
+import GeofenceCLI
 import GeofenceCore
 import Testing
-
-@testable import GeofenceCLI
 
 /// A small tree shaped like the real CLI: global options, a leaf with many options, nested
 /// groups, and a group that also runs by itself.

@@ -125,37 +125,37 @@ struct ControlSocketTests {
         let engineUID = Self.stranger
         var other = engineUID + 1
         while getpwuid(other) != nil { other += 1 }
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        // The engine's user must be able to create its socket here (sticky: no one can swap another's file)
-        // and own its state directory.
-        chmod(cli.dir.path, 0o1777)
-        try FileManager.default.createDirectory(atPath: cli.stateDir, withIntermediateDirectories: false)
-        chown(cli.stateDir, engineUID, engineUID)
-        chmod(cli.stateDir, 0o700)
-        let drop = { (uid: UInt32) in ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
-        var environment = cli.environment
-        environment["HOME"] = "/tmp"
-        let daemon = try DaemonProcess(
-            ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
-            environment: environment, launcher: drop(engineUID))
-        #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
-        let client = { (uid: UInt32, args: [String]) in
-            try GeofenceBinary.run(args + ["--socket", cli.socket], environment: environment, launcher: drop(uid))
-        }
+        try await withCLI { cli in
+            // The engine's user must be able to create its socket here (sticky: no one can swap another's file)
+            // and own its state directory.
+            chmod(cli.dir.path, 0o1777)
+            try FileManager.default.createDirectory(atPath: cli.stateDir, withIntermediateDirectories: false)
+            chown(cli.stateDir, engineUID, engineUID)
+            chmod(cli.stateDir, 0o700)
+            let drop = { (uid: UInt32) in ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
+            var environment = cli.environment
+            environment["HOME"] = "/tmp"
+            let daemon = try DaemonProcess(
+                ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
+                environment: environment, launcher: drop(engineUID))
+            #expect(await daemon.waitForLog("control socket at", timeout: 10), "\(daemon.log)")
+            let client = { (uid: UInt32, args: [String]) in
+                try GeofenceBinary.run(args + ["--socket", cli.socket], environment: environment, launcher: drop(uid))
+            }
 
-        #expect(try client(engineUID, ["permission", "grant", String(other)]).status == 0)
-        let refused = try client(other, ["hook", "add", "--on", "enter", "--command", "true"])
-        #expect(refused.status == 77, "\(refused.stderr)")
-        #expect(refused.stderr.contains("runs hooks only for that user"), "\(refused.stderr)")
-        let regionHook = try client(
-            other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50", "--on-enter", "true"])
-        #expect(regionHook.status == 77, "\(regionHook.stderr)")
-        // Without a hook the same user may add regions; the engine's own user may add hooks.
-        #expect(try client(other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50"]).status == 0)
-        let own = try client(engineUID, ["hook", "add", "--on", "enter", "--command", "true"])
-        #expect(own.status == 0, "\(own.stderr)")
-        _ = await daemon.stop()
+            #expect(try client(engineUID, ["permission", "grant", String(other)]).status == 0)
+            let refused = try client(other, ["hook", "add", "--on", "enter", "--command", "true"])
+            #expect(refused.status == 77, "\(refused.stderr)")
+            #expect(refused.stderr.contains("runs hooks only for that user"), "\(refused.stderr)")
+            let regionHook = try client(
+                other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50", "--on-enter", "true"])
+            #expect(regionHook.status == 77, "\(regionHook.stderr)")
+            // Without a hook the same user may add regions; the engine's own user may add hooks.
+            #expect(try client(other, ["add", "--id", "r", "--lat", "1", "--lon", "1", "--radius", "50"]).status == 0)
+            let own = try client(engineUID, ["hook", "add", "--on", "enter", "--command", "true"])
+            #expect(own.status == 0, "\(own.stderr)")
+            _ = await daemon.stop()
+        }
     }
 
     @Test("a hook registered by a client runs as that client when the engine runs as root")
@@ -188,29 +188,29 @@ struct ControlSocketTests {
 
     @Test("a regular file at the socket path is left alone, with a clear error")
     func regularFileAtSocketPath() throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        try "precious\n".write(toFile: cli.socket, atomically: true, encoding: .utf8)
-        let result = try cli.run("run", "--gpsd", "127.0.0.1:9")
-        #expect(result.status == 69, "\(result.stderr)")
-        #expect(result.stderr.contains("exists and is not a socket"), "\(result.stderr)")
-        #expect(try String(contentsOfFile: cli.socket, encoding: .utf8) == "precious\n")
+        try withCLI { cli in
+            try "precious\n".write(toFile: cli.socket, atomically: true, encoding: .utf8)
+            let result = try cli.run("run", "--gpsd", "127.0.0.1:9")
+            #expect(result.status == 69, "\(result.stderr)")
+            #expect(result.stderr.contains("exists and is not a socket"), "\(result.stderr)")
+            #expect(try String(contentsOfFile: cli.socket, encoding: .utf8) == "precious\n")
+        }
     }
 
     @Test("a stale socket from a dead engine is replaced")
     func staleSocket() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let first = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await first.waitForLog("control socket at", timeout: 10))
-        kill(first.pid, SIGKILL)
-        first.process.waitUntilExit()
-        var info = stat()
-        #expect(lstat(cli.socket, &info) == 0, "the killed engine left its socket behind")
-        let second = try cli.daemon(["--gpsd", "127.0.0.1:9"], log: "second.log")
-        #expect(await second.waitForLog("control socket at", timeout: 10), "\(second.log)")
-        #expect(try cli.run("list").status == 0)
-        _ = await second.stop()
+        try await withCLI { cli in
+            let first = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+            #expect(await first.waitForLog("control socket at", timeout: 10))
+            kill(first.pid, SIGKILL)
+            first.process.waitUntilExit()
+            var info = stat()
+            #expect(lstat(cli.socket, &info) == 0, "the killed engine left its socket behind")
+            let second = try cli.daemon(["--gpsd", "127.0.0.1:9"], log: "second.log")
+            #expect(await second.waitForLog("control socket at", timeout: 10), "\(second.log)")
+            #expect(try cli.run("list").status == 0)
+            _ = await second.stop()
+        }
     }
 
     @Test("malformed requests, a line over 1 MiB, a silent client and 200 concurrent clients")

@@ -57,38 +57,38 @@ struct ExitStatusTests {
 
     @Test("status exits 69 with no engine, 0 when all four answers are ok, 3 when one is a problem")
     func statusExitStatus() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        try await withCLI { cli in
+            try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
 
-        // No engine (and no gpsd): the report is printed, and the status says no engine.
-        let stopped = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
-        #expect(stopped.status == 69, "\(stopped.stdout)\(stopped.stderr)")
-        #expect(stopped.stdout.contains("not running"), "\(stopped.stdout)")
-        #expect(stopped.stderr.isEmpty, "the report said it all: \(stopped.stderr)")
-        let stoppedJSON = try cli.run(
-            ["status", "--json", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
-        #expect(stoppedJSON.status == 69)
-        #expect(try JSON.parse(stoppedJSON.stdout)["engine"]?["running"] == false)
+            // No engine (and no gpsd): the report is printed, and the status says no engine.
+            let stopped = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
+            #expect(stopped.status == 69, "\(stopped.stdout)\(stopped.stderr)")
+            #expect(stopped.stdout.contains("not running"), "\(stopped.stdout)")
+            #expect(stopped.stderr.isEmpty, "the report said it all: \(stopped.stderr)")
+            let stoppedJSON = try cli.run(
+                ["status", "--json", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
+            #expect(stoppedJSON.status == 69)
+            #expect(try JSON.parse(stoppedJSON.stdout)["engine"]?["running"] == false)
 
-        let engine = try FleetEngine(cli)
-        let ready = try await Self.status(cli) { $0["data"]?["ok"] == true && $0["hardware"]?["ok"] == true }
-        #expect(ready.status == 0, "\(ready.stdout)")
-        let text = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
-        #expect(text.status == 0, "\(text.stdout)")
-        #expect(!text.stdout.contains("PROBLEM"), "\(text.stdout)")
+            let engine = try FleetEngine(cli)
+            let ready = try await Self.status(cli) { $0["data"]?["ok"] == true && $0["hardware"]?["ok"] == true }
+            #expect(ready.status == 0, "\(ready.stdout)")
+            let text = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
+            #expect(text.status == 0, "\(text.stdout)")
+            #expect(!text.stdout.contains("PROBLEM"), "\(text.stdout)")
 
-        // Location Services off: the engine answers, but it is not ready.
-        #expect(try cli.run("services", "off").status == 0)
-        let off = try await Self.status(cli) { $0["services"]?["on"] == false }
-        #expect(off.status == 3, "\(off.stdout)")
-        let offText = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
-        #expect(offText.status == 3)
-        #expect(offText.stdout.contains("2 Service     OFF"), "\(offText.stdout)")
-        #expect(try cli.run("services", "on").status == 0)
-        let back = try await Self.status(cli) { $0["services"]?["on"] == true && $0["data"]?["ok"] == true }
-        #expect(back.status == 0, "\(back.stdout)")
-        await engine.stop()
+            // Location Services off: the engine answers, but it is not ready.
+            #expect(try cli.run("services", "off").status == 0)
+            let off = try await Self.status(cli) { $0["services"]?["on"] == false }
+            #expect(off.status == 3, "\(off.stdout)")
+            let offText = try cli.run(["status", "--wait", "0.3s"], environment: try FleetSourceTests.deadGPSD())
+            #expect(offText.status == 3)
+            #expect(offText.stdout.contains("2 Service     OFF"), "\(offText.stdout)")
+            #expect(try cli.run("services", "on").status == 0)
+            let back = try await Self.status(cli) { $0["services"]?["on"] == true && $0["data"]?["ok"] == true }
+            #expect(back.status == 0, "\(back.stdout)")
+            await engine.stop()
+        }
     }
 
     /// `geofence watch` in the background, connected: a services switch it printed proves it is streaming.
@@ -114,66 +114,67 @@ struct ExitStatusTests {
 
     @Test("watch exits 69 with one line when the engine stops under it")
     func watchEngineStops() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let engine = try FleetEngine(cli)
-        #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
-        let watch = try await Self.connectedWatch(cli)
-        let streamed = watch.log
-        await engine.stop()
-        #expect(await Self.exitStatus(watch, timeout: 5) == 69, "\(watch.log)")
-        let said = String(watch.log.dropFirst(streamed.count))
-        #expect(said.split(separator: "\n") == ["Error: the engine at \(cli.socket) stopped: no more events to watch"])
+        try await withCLI { cli in
+            let engine = try FleetEngine(cli)
+            #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
+            let watch = try await Self.connectedWatch(cli)
+            let streamed = watch.log
+            await engine.stop()
+            #expect(await Self.exitStatus(watch, timeout: 5) == 69, "\(watch.log)")
+            let said = String(watch.log.dropFirst(streamed.count))
+            #expect(
+                said.split(separator: "\n") == ["Error: the engine at \(cli.socket) stopped: no more events to watch"])
+        }
     }
 
     @Test("watch exits 0 on Ctrl-C and on SIGTERM", arguments: [SIGINT, SIGTERM])
     func watchStoppedByTheUser(signal: Int32) async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let engine = try FleetEngine(cli)
-        #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
-        let watch = try await Self.connectedWatch(cli)
-        kill(watch.pid, signal)
-        #expect(await Self.exitStatus(watch, timeout: 5) == 0, "\(watch.log)")
-        #expect(!watch.log.contains("Error"), "\(watch.log)")
-        #expect(engine.daemon.isRunning)
-        await engine.stop()
+        try await withCLI { cli in
+            let engine = try FleetEngine(cli)
+            #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
+            let watch = try await Self.connectedWatch(cli)
+            kill(watch.pid, signal)
+            #expect(await Self.exitStatus(watch, timeout: 5) == 0, "\(watch.log)")
+            #expect(!watch.log.contains("Error"), "\(watch.log)")
+            #expect(engine.daemon.isRunning)
+            await engine.stop()
+        }
     }
 
     @Test("watch exits 0 when its reader goes away (| head -n 1), at the next event")
     func watchOutputClosed() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let engine = try FleetEngine(cli)
-        #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
-        let out = cli.dir.file("pipeline.out")
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        let pipeline = Process()
-        // timeout kills the whole pipeline should watch never end.
-        pipeline.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        pipeline.arguments = [
-            "-s", "KILL", "30", "/bin/bash", "-c",
-            #""$0" watch --state-dir "$1" | head -n 1; echo "status ${PIPESTATUS[0]}""#, GeofenceBinary.path,
-            cli.stateDir,
-        ]
-        pipeline.environment = ProcessInfo.processInfo.environment.merging(cli.environment) { $1 }
-        pipeline.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        pipeline.standardInput = FileHandle.nullDevice
-        try GPSDHarness.withUnblockedSignals { try pipeline.run() }
-        // Events until the pipeline ends: the first goes through head, a later one finds the pipe closed.
-        for attempt in 0..<60 where pipeline.isRunning {
-            #expect(try cli.run("services", attempt % 2 == 0 ? "off" : "on").status == 0)
-            try await Task.sleep(for: .milliseconds(100))
+        try await withCLI { cli in
+            let engine = try FleetEngine(cli)
+            #expect(await engine.daemon.waitForLog("control socket at", timeout: 10), "\(engine.daemon.log)")
+            let out = cli.dir.file("pipeline.out")
+            _ = FileManager.default.createFile(atPath: out, contents: nil)
+            let pipeline = Process()
+            // timeout kills the whole pipeline should watch never end.
+            pipeline.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            pipeline.arguments = [
+                "-s", "KILL", "30", "/bin/bash", "-c",
+                #""$0" watch --state-dir "$1" | head -n 1; echo "status ${PIPESTATUS[0]}""#, GeofenceBinary.path,
+                cli.stateDir,
+            ]
+            pipeline.environment = ProcessInfo.processInfo.environment.merging(cli.environment) { $1 }
+            pipeline.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+            pipeline.standardInput = FileHandle.nullDevice
+            try GPSDHarness.withUnblockedSignals { try pipeline.run() }
+            // Events until the pipeline ends: the first goes through head, a later one finds the pipe closed.
+            for attempt in 0..<60 where pipeline.isRunning {
+                #expect(try cli.run("services", attempt % 2 == 0 ? "off" : "on").status == 0)
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let ended = !pipeline.isRunning
+            if !ended { pipeline.terminate() }
+            pipeline.waitUntilExit()
+            let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            #expect(ended, "watch kept running with nobody reading: \(printed)")
+            let lines = printed.split(separator: "\n")
+            #expect(lines.count == 2 && lines[0].contains("\"services\""), "\(printed)")
+            #expect(lines.last == "status 0", "\(printed)")
+            #expect(engine.daemon.isRunning)
+            await engine.stop()
         }
-        let ended = !pipeline.isRunning
-        if !ended { pipeline.terminate() }
-        pipeline.waitUntilExit()
-        let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        #expect(ended, "watch kept running with nobody reading: \(printed)")
-        let lines = printed.split(separator: "\n")
-        #expect(lines.count == 2 && lines[0].contains("\"services\""), "\(printed)")
-        #expect(lines.last == "status 0", "\(printed)")
-        #expect(engine.daemon.isRunning)
-        await engine.stop()
     }
 }

@@ -24,43 +24,45 @@ struct GPSDFloodTests {
     func flood(_ kind: HostileGPSD.Flood) async throws {
         let peer = try HostileGPSD(port: 0, flood: kind)
         defer { peer.stop() }
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        #expect(try cli.run("add", "--id", "here", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(peer.port)"])
-        #expect(await daemon.waitForLog("connected to gpsd", timeout: 15), "\(daemon.log)")
-        let seconds = SoakScale.pick(short: 10.0, long: 60.0)
-        // Warm-up: the first second fills the engine's buffers, its store's cache and the allocator's arenas.
-        try await Task.sleep(for: .seconds(2))
-        let sentAtStart = peer.messageCount
-        let start = try #require(Self.residentMiB(daemon.pid))
-        var samples: [Double] = []
-        let began = Date()
-        while Date().timeIntervalSince(began) < seconds {
-            try await Task.sleep(for: .milliseconds(500))
-            if let rss = Self.residentMiB(daemon.pid) { samples.append(rss) }
-        }
-        let sent = peer.messageCount - sentAtStart
-        let peak = samples.max() ?? start
-        // It read the flood, and what it read is what it judged: no buffer grows behind the engine.
-        #expect(sent > 1000, "the peer sent \(sent) lines")
-        #expect(daemon.isRunning, "\(daemon.log)")
-        #expect(peak - start < 8, "RSS \(start) MiB after warm-up, \(peak) MiB at the peak: \(samples)")
+        try await withCLI { cli in
+            #expect(
+                try cli.run("add", "--id", "here", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+            let daemon = try cli.daemon(["--gpsd", "127.0.0.1:\(peer.port)"])
+            #expect(await daemon.waitForLog("connected to gpsd", timeout: 15), "\(daemon.log)")
+            let seconds = SoakScale.pick(short: 10.0, long: 60.0)
+            // Warm-up: the first second fills the engine's buffers, its store's cache and the allocator's arenas.
+            try await Task.sleep(for: .seconds(2))
+            let sentAtStart = peer.messageCount
+            let start = try #require(Self.residentMiB(daemon.pid))
+            var samples: [Double] = []
+            let began = Date()
+            while Date().timeIntervalSince(began) < seconds {
+                try await Task.sleep(for: .milliseconds(500))
+                if let rss = Self.residentMiB(daemon.pid) { samples.append(rss) }
+            }
+            let sent = peer.messageCount - sentAtStart
+            let peak = samples.max() ?? start
+            // It read the flood, and what it read is what it judged: no buffer grows behind the engine.
+            #expect(sent > 1000, "the peer sent \(sent) lines")
+            #expect(daemon.isRunning, "\(daemon.log)")
+            #expect(peak - start < 8, "RSS \(start) MiB after warm-up, \(peak) MiB at the peak: \(samples)")
 
-        let stopped = await daemon.stop(timeout: 10)
-        #expect(stopped != nil)
-        #expect((stopped ?? 99) < 2, "the stop took \(stopped ?? -1) s; Docs/daemon.md promises 2")
-        #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
-        #expect(!daemon.log.contains("did not stop in time"), "\(daemon.log)")
-        if kind == .newDevicePerLine {
-            #expect(daemon.log.contains("devices at once"), "\(daemon.log)")
+            let stopped = await daemon.stop(timeout: 10)
+            #expect(stopped != nil)
+            #expect((stopped ?? 99) < 2, "the stop took \(stopped ?? -1) s; Docs/daemon.md promises 2")
+            #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+            #expect(!daemon.log.contains("did not stop in time"), "\(daemon.log)")
+            if kind == .newDevicePerLine {
+                #expect(daemon.log.contains("devices at once"), "\(daemon.log)")
+            }
+            print(
+                "gpsd flood (\(kind)): \(sent) lines in \(Int(seconds)) s ("
+                    + String(format: "%.0f/s", Double(sent) / seconds) + "); RSS "
+                    + String(
+                        format: "%.1f MiB after warm-up, %.1f MiB peak, %.1f MiB at the end", start, peak,
+                        samples.last ?? 0
+                    )
+                    + "; SIGTERM stopped it in " + String(format: "%.2f s", stopped ?? -1))
         }
-        print(
-            "gpsd flood (\(kind)): \(sent) lines in \(Int(seconds)) s ("
-                + String(format: "%.0f/s", Double(sent) / seconds) + "); RSS "
-                + String(
-                    format: "%.1f MiB after warm-up, %.1f MiB peak, %.1f MiB at the end", start, peak, samples.last ?? 0
-                )
-                + "; SIGTERM stopped it in " + String(format: "%.2f s", stopped ?? -1))
     }
 }

@@ -116,95 +116,98 @@ struct KillSoakTests {
     func kill9Soak() async throws {
         let kills = SoakScale.pick(short: 10, long: 100)
         let gpsd = try await GPSDHarness()
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        for (id, c) in Self.stops {
-            let r = try cli.run(
-                "add", "--id", id, "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "35")
-            #expect(r.status == 0, "\(r.stderr)")
-        }
-        let log = cli.dir.file("delivered")
-        let hook = try cli.run("hook", "add", "--on", "all", "--command", #"echo "$GEOFENCE_EVENT_ID" >> '\#(log)'"#)
-        #expect(hook.status == 0, "\(hook.stderr)")
-
-        // The drive, in real time, five fixes a second, for as long as the soak lasts.
-        let began = Date()
-        let feeder = Task {
-            let generator = NMEAGenerator()
-            while !Task.isCancelled {
-                let p = Self.position(at: Date().timeIntervalSince(began))
-                try? gpsd.send(
-                    nmea: generator.sentences(
-                        for: .init(
-                            time: Date(), latitude: p.latitude, longitude: p.longitude, speed: 80, hdop: 0.5)
-                    )
-                    .joined(separator: "\r\n"))
-                try? await Task.sleep(for: .milliseconds(200))
+        try await withCLI { cli in
+            for (id, c) in Self.stops {
+                let r = try cli.run(
+                    "add", "--id", id, "--lat", String(c.latitude), "--lon", String(c.longitude), "--radius", "35")
+                #expect(r.status == 0, "\(r.stderr)")
             }
-        }
-        defer { feeder.cancel() }
-        let churn = RegionChurn(cli: cli, initial: Set(Self.stops.map(\.0)))
-        let client = Task { await churn.run(seed: 7) }
+            let log = cli.dir.file("delivered")
+            let hook = try cli.run(
+                "hook", "add", "--on", "all", "--command", #"echo "$GEOFENCE_EVENT_ID" >> '\#(log)'"#)
+            #expect(hook.status == 0, "\(hook.stderr)")
 
-        var rng = SeededGenerator(seed: 99)
-        var integrityChecks = 0
-        var recordedBeforeKills = Set<String>()
-        for round in 0..<kills {
+            // The drive, in real time, five fixes a second, for as long as the soak lasts.
+            let began = Date()
+            let feeder = Task {
+                let generator = NMEAGenerator()
+                while !Task.isCancelled {
+                    let p = Self.position(at: Date().timeIntervalSince(began))
+                    try? gpsd.send(
+                        nmea: generator.sentences(
+                            for: .init(
+                                time: Date(), latitude: p.latitude, longitude: p.longitude, speed: 80, hdop: 0.5)
+                        )
+                        .joined(separator: "\r\n"))
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            defer { feeder.cancel() }
+            let churn = RegionChurn(cli: cli, initial: Set(Self.stops.map(\.0)))
+            let client = Task { await churn.run(seed: 7) }
+
+            var rng = SeededGenerator(seed: 99)
+            var integrityChecks = 0
+            var recordedBeforeKills = Set<String>()
+            for round in 0..<kills {
+                let daemon = try cli.daemon(
+                    ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-\(round).log")
+                try await Task.sleep(for: .milliseconds(Int.random(in: 300...2_500, using: &rng)))
+                kill(daemon.pid, SIGKILL)
+                await waitForExit(daemon.process)
+
+                await churn.pause()
+                let store = try StateStore(directory: cli.stateDir)
+                let problems = try store.integrityCheck()
+                #expect(problems.isEmpty, "integrity after kill \(round + 1): \(problems)")
+                if problems.isEmpty { integrityChecks += 1 }
+                let held = Set(try store.regions.all().map(\.region.id))
+                let missing = churn.snapshot.subtracting(held)
+                #expect(missing.isEmpty, "after kill \(round + 1) the store lost \(missing.sorted())")
+                let ghosts = held.subtracting(churn.snapshot)
+                #expect(ghosts.isEmpty, "after kill \(round + 1) removed regions came back: \(ghosts.sorted())")
+                for event in try store.outbox.events(after: 0, limit: 1_000_000) {
+                    recordedBeforeKills.insert(event.id)
+                }
+                churn.resume()
+            }
+            churn.stop()
+            await client.value
+            feeder.cancel()
+
+            // The last start delivers what is left; it is stopped once nothing is pending.
             let daemon = try cli.daemon(
-                ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-\(round).log")
-            try await Task.sleep(for: .milliseconds(Int.random(in: 300...2_500, using: &rng)))
-            kill(daemon.pid, SIGKILL)
-            await waitForExit(daemon.process)
+                ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-last.log")
+            var pending = -1
+            for _ in 0..<600 {
+                pending = try await cli.events("--pending").count
+                if pending == 0 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(pending == 0, "deliveries still pending")
+            #expect(await daemon.stop() != nil, "the daemon did not stop on SIGTERM")
 
-            await churn.pause()
             let store = try StateStore(directory: cli.stateDir)
-            let problems = try store.integrityCheck()
-            #expect(problems.isEmpty, "integrity after kill \(round + 1): \(problems)")
-            if problems.isEmpty { integrityChecks += 1 }
-            let held = Set(try store.regions.all().map(\.region.id))
-            let missing = churn.snapshot.subtracting(held)
-            #expect(missing.isEmpty, "after kill \(round + 1) the store lost \(missing.sorted())")
-            let ghosts = held.subtracting(churn.snapshot)
-            #expect(ghosts.isEmpty, "after kill \(round + 1) removed regions came back: \(ghosts.sorted())")
-            for event in try store.outbox.events(after: 0, limit: 1_000_000) { recordedBeforeKills.insert(event.id) }
-            churn.resume()
+            #expect(try store.integrityCheck().isEmpty)
+            #expect(Set(try store.regions.all().map(\.region.id)) == churn.snapshot)
+            let events = try store.outbox.events(after: 0, limit: 1_000_000)
+            let lines = (cli.read("delivered") ?? "").split(separator: "\n").map(String.init)
+            let delivered = Set(lines)
+            let lost = recordedBeforeKills.subtracting(delivered)
+            let detail = try await cli.events().filter { lost.contains($0["id"]?.stringValue ?? "") }
+            #expect(
+                lost.isEmpty,
+                "\(lost.count) events recorded before a kill never reached the hook: \(detail.map { $0.serialized() })")
+            #expect(events.allSatisfy { delivered.contains($0.id) }, "an event never reached its hook")
+            let crossings = events.filter { $0.type == "enter" || $0.type == "exit" }.count
+            #expect(crossings >= kills, "the drive should cross regions between kills: \(crossings) crossings")
+            let duplicates = lines.count - delivered.count
+            print(
+                "kill -9 soak: \(kills) SIGKILLs in \(Int(Date().timeIntervalSince(began))) s; integrity ok "
+                    + "\(integrityChecks)/\(kills); regions: \(churn.adds) added, \(churn.removes) removed, "
+                    + "\(churn.retries) retried after a kill, \(churn.snapshot.count) held, 0 lost; events: "
+                    + "\(events.count) recorded (\(crossings) enter/exit), \(events.count - lost.count) delivered, "
+                    + "\(lost.count) lost, \(duplicates) duplicate deliveries")
         }
-        churn.stop()
-        await client.value
-        feeder.cancel()
-
-        // The last start delivers what is left; it is stopped once nothing is pending.
-        let daemon = try cli.daemon(
-            ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-last.log")
-        var pending = -1
-        for _ in 0..<600 {
-            pending = try await cli.events("--pending").count
-            if pending == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(pending == 0, "deliveries still pending")
-        #expect(await daemon.stop() != nil, "the daemon did not stop on SIGTERM")
-
-        let store = try StateStore(directory: cli.stateDir)
-        #expect(try store.integrityCheck().isEmpty)
-        #expect(Set(try store.regions.all().map(\.region.id)) == churn.snapshot)
-        let events = try store.outbox.events(after: 0, limit: 1_000_000)
-        let lines = (cli.read("delivered") ?? "").split(separator: "\n").map(String.init)
-        let delivered = Set(lines)
-        let lost = recordedBeforeKills.subtracting(delivered)
-        let detail = try await cli.events().filter { lost.contains($0["id"]?.stringValue ?? "") }
-        #expect(
-            lost.isEmpty,
-            "\(lost.count) events recorded before a kill never reached the hook: \(detail.map { $0.serialized() })")
-        #expect(events.allSatisfy { delivered.contains($0.id) }, "an event never reached its hook")
-        let crossings = events.filter { $0.type == "enter" || $0.type == "exit" }.count
-        #expect(crossings >= kills, "the drive should cross regions between kills: \(crossings) crossings")
-        let duplicates = lines.count - delivered.count
-        print(
-            "kill -9 soak: \(kills) SIGKILLs in \(Int(Date().timeIntervalSince(began))) s; integrity ok "
-                + "\(integrityChecks)/\(kills); regions: \(churn.adds) added, \(churn.removes) removed, "
-                + "\(churn.retries) retried after a kill, \(churn.snapshot.count) held, 0 lost; events: "
-                + "\(events.count) recorded (\(crossings) enter/exit), \(events.count - lost.count) delivered, "
-                + "\(lost.count) lost, \(duplicates) duplicate deliveries")
     }
 }

@@ -72,29 +72,30 @@ struct LeakSoakTests {
         // Each tick used to ask the store for failed regions whose retry was due, with a statement that read
         // every region: 40 % of a core with a million regions and nothing failed. Now only when one is due.
         let count = SoakScale.pick(short: 200_000, long: 1_000_000)
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        var rng = SeededGenerator(seed: 6)
-        let regions = try (0..<count).map { i in
-            try Region(
-                id: "r\(i)",
-                center: Coordinate(
-                    latitude: Double.random(in: 42...50, using: &rng), longitude: Double.random(in: -4...8, using: &rng)
-                ),
-                radius: 200)
+        try await withCLI { cli in
+            var rng = SeededGenerator(seed: 6)
+            let regions = try (0..<count).map { i in
+                try Region(
+                    id: "r\(i)",
+                    center: Coordinate(
+                        latitude: Double.random(in: 42...50, using: &rng),
+                        longitude: Double.random(in: -4...8, using: &rng)
+                    ),
+                    radius: 200)
+            }
+            try StateStore(directory: cli.stateDir).regions.addAll(regions)
+            let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
+            #expect(await daemon.waitForLog("running:", timeout: 120), "\(daemon.log)")
+            try await Task.sleep(for: .seconds(2))
+            let window = SoakScale.pick(short: 8.0, long: 30.0)
+            let before = Self.cpuSeconds(daemon.pid)
+            try await Task.sleep(for: .seconds(window))
+            let used = Self.cpuSeconds(daemon.pid) - before
+            print("idle engine, \(count) regions: \(String(format: "%.2f", used)) CPU s in \(window) s")
+            // A scan of 200,000 regions every tick (two a second) is about 10 % of a core; idle is well under 2 %.
+            #expect(used / window < 0.03, "\(used) CPU seconds in \(window) s with \(count) regions")
+            _ = await daemon.stop()
         }
-        try StateStore(directory: cli.stateDir).regions.addAll(regions)
-        let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
-        #expect(await daemon.waitForLog("running:", timeout: 120), "\(daemon.log)")
-        try await Task.sleep(for: .seconds(2))
-        let window = SoakScale.pick(short: 8.0, long: 30.0)
-        let before = Self.cpuSeconds(daemon.pid)
-        try await Task.sleep(for: .seconds(window))
-        let used = Self.cpuSeconds(daemon.pid) - before
-        print("idle engine, \(count) regions: \(String(format: "%.2f", used)) CPU s in \(window) s")
-        // A scan of 200,000 regions every tick (two a second) is about 10 % of a core; idle is well under 2 %.
-        #expect(used / window < 0.03, "\(used) CPU seconds in \(window) s with \(count) regions")
-        _ = await daemon.stop()
     }
 
     @Test("an accelerated fleet stream with hooks: memory, descriptors and children stay flat, no zombie")
@@ -102,70 +103,70 @@ struct LeakSoakTests {
         // Short inside make test; 10 minutes under make soak (GEOFENCE_SOAK=long).
         let duration = SoakScale.pick(short: 20.0, long: 600.0)
         let vehicles = 200
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let centres = (0..<10).map {
-            offset(Coordinate(latitude: 52.0, longitude: 13.0), north: 0, east: 5000 * Double($0))
-        }
-        try await cli.addRegions(centres, prefix: "z", radius: 200)
-        #expect(try cli.run("hook", "add", "--on", "enter,exit", "--command", "true").status == 0)
-        let fifo = cli.dir.file("fleet.fifo")
-        #expect(mkfifo(fifo, 0o600) == 0)
-        let daemon = try cli.daemon(["--source", "json:" + fifo, "--log-level", "warning"])
-        let feed = try FleetFeed(fifo: fifo)
-        // A day ago: a fleet's fix from more than a minute ahead of the clock is refused (`future-time`), and
-        // the stream runs at most some hours of fix time ahead of this start.
-        let start = Date().addingTimeInterval(-86_400)
+        try await withCLI { cli in
+            let centres = (0..<10).map {
+                offset(Coordinate(latitude: 52.0, longitude: 13.0), north: 0, east: 5000 * Double($0))
+            }
+            try await cli.addRegions(centres, prefix: "z", radius: 200)
+            #expect(try cli.run("hook", "add", "--on", "enter,exit", "--command", "true").status == 0)
+            let fifo = cli.dir.file("fleet.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let daemon = try cli.daemon(["--source", "json:" + fifo, "--log-level", "warning"])
+            let feed = try FleetFeed(fifo: fifo)
+            // A day ago: a fleet's fix from more than a minute ahead of the clock is refused (`future-time`), and
+            // the stream runs at most some hours of fix time ahead of this start.
+            let start = Date().addingTimeInterval(-86_400)
 
-        // The FIFO blocks the writer whenever the engine falls behind, so the pace is the engine's own.
-        var second = 0
-        var fixes = 0
-        var samples: [(at: Double, footprint: ProcessFootprint)] = []
-        let began = Date()
-        var nextSample = 0.0
-        while Date().timeIntervalSince(began) < duration {
-            var batch: [String] = []
-            for _ in 0..<10 {
-                batch += Self.second(second, vehicles: vehicles, centres: centres, start: start)
-                second += 1
+            // The FIFO blocks the writer whenever the engine falls behind, so the pace is the engine's own.
+            var second = 0
+            var fixes = 0
+            var samples: [(at: Double, footprint: ProcessFootprint)] = []
+            let began = Date()
+            var nextSample = 0.0
+            while Date().timeIntervalSince(began) < duration {
+                var batch: [String] = []
+                for _ in 0..<10 {
+                    batch += Self.second(second, vehicles: vehicles, centres: centres, start: start)
+                    second += 1
+                }
+                feed.send(batch)
+                fixes += batch.count
+                let elapsed = Date().timeIntervalSince(began)
+                if elapsed >= nextSample {
+                    samples.append((elapsed, ProcessFootprint(pid: daemon.pid)))
+                    nextSample += duration / 10
+                }
             }
-            feed.send(batch)
-            fixes += batch.count
-            let elapsed = Date().timeIntervalSince(began)
-            if elapsed >= nextSample {
-                samples.append((elapsed, ProcessFootprint(pid: daemon.pid)))
-                nextSample += duration / 10
+            let feedSeconds = Date().timeIntervalSince(began)
+            feed.close()
+            var pending = -1
+            for _ in 0..<600 {
+                let r = try await cli.exec("events", "--pending", "--json", "--limit", "1")
+                pending = (try? JSON.parse(r.stdout))?.arrayValue?.count ?? -1
+                if pending == 0 { break }
+                try await Task.sleep(for: .milliseconds(200))
             }
+            try await Task.sleep(for: .seconds(1))
+            let end = ProcessFootprint(pid: daemon.pid)
+            // The first samples are warm-up (caches, pools, SQLite's page cache); flat means no growth after it.
+            let reference = samples[min(2, samples.count - 1)].footprint
+            let events = try StateStore(directory: cli.stateDir).outbox.count()
+            let rate = Double(fixes) / feedSeconds
+            print(
+                "leaks: \(fixes) fixes (\(second / 60) min of fix time, \(vehicles) vehicles) in "
+                    + "\(String(format: "%.0f", feedSeconds)) s: \(Int(rate)) fixes/s; \(events) events, hooks drained; "
+                    + "after warm-up: \(reference); end: \(end)")
+            for (at, f) in samples { print(String(format: "  %6.1f s: ", at) + "\(f)") }
+            // make soak runs the release binary for 10 minutes at ≥ 10,000 fixes/s; the short run inside make test
+            // uses the debug build on a shared machine, so it asks for less.
+            let floor = SoakScale.pick(short: 5_000.0, long: 10_000.0)
+            #expect(rate >= floor, "the engine kept \(Int(rate)) fixes/s")
+            #expect(pending == 0, "hooks did not drain")
+            #expect(events > 200, "the stream should cross regions often: \(events) events")
+            #expect(end.rssKiB <= reference.rssKiB + 16 * 1024, "memory grew: \(reference) -> \(end)")
+            #expect(end.descriptors <= reference.descriptors + 2, "descriptors grew: \(reference) -> \(end)")
+            #expect(end.children == 0 && end.zombies == 0, "\(end)")
+            _ = await daemon.stop()
         }
-        let feedSeconds = Date().timeIntervalSince(began)
-        feed.close()
-        var pending = -1
-        for _ in 0..<600 {
-            let r = try await cli.exec("events", "--pending", "--json", "--limit", "1")
-            pending = (try? JSON.parse(r.stdout))?.arrayValue?.count ?? -1
-            if pending == 0 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        try await Task.sleep(for: .seconds(1))
-        let end = ProcessFootprint(pid: daemon.pid)
-        // The first samples are warm-up (caches, pools, SQLite's page cache); flat means no growth after it.
-        let reference = samples[min(2, samples.count - 1)].footprint
-        let events = try StateStore(directory: cli.stateDir).outbox.count()
-        let rate = Double(fixes) / feedSeconds
-        print(
-            "leaks: \(fixes) fixes (\(second / 60) min of fix time, \(vehicles) vehicles) in "
-                + "\(String(format: "%.0f", feedSeconds)) s: \(Int(rate)) fixes/s; \(events) events, hooks drained; "
-                + "after warm-up: \(reference); end: \(end)")
-        for (at, f) in samples { print(String(format: "  %6.1f s: ", at) + "\(f)") }
-        // make soak runs the release binary for 10 minutes at ≥ 10,000 fixes/s; the short run inside make test
-        // uses the debug build on a shared machine, so it asks for less.
-        let floor = SoakScale.pick(short: 5_000.0, long: 10_000.0)
-        #expect(rate >= floor, "the engine kept \(Int(rate)) fixes/s")
-        #expect(pending == 0, "hooks did not drain")
-        #expect(events > 200, "the stream should cross regions often: \(events) events")
-        #expect(end.rssKiB <= reference.rssKiB + 16 * 1024, "memory grew: \(reference) -> \(end)")
-        #expect(end.descriptors <= reference.descriptors + 2, "descriptors grew: \(reference) -> \(end)")
-        #expect(end.children == 0 && end.zombies == 0, "\(end)")
-        _ = await daemon.stop()
     }
 }

@@ -142,56 +142,61 @@ struct MQTTSinkTests {
 
     @Test("bad input is one line and changes nothing; list, remove; help says what is guaranteed")
     func commands() throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        for (arguments, status, message) in [
-            (["--mqtt", "mqtt://u:hunter2@127.0.0.1"], Int32(64), "a sink's URL is stored, so it takes no password"),
-            (["--mqtt", "http://127.0.0.1"], 64, "it does not start with mqtt:// or mqtts://"),
-            (["--mqtt", "mqtt://127.0.0.1/fleet"], 64, "it has a path"),
-            (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/#"], 64, "contains + or #"),
-            (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/{vehicle}"], 64, "has {vehicle}"),
-            (["--mqtt", "mqtt://127.0.0.1", "--format", "xml"], 64, "\"xml\" is not event or owntracks"),
-            (["--mqtt", "mqtt://127.0.0.1", "--on", "enter,arrive"], 64, "\"arrive\" is not an event type"),
-            (
-                ["--mqtt", "mqtt://u@127.0.0.1", "--password-file", "/no/such/file"], 65,
-                "cannot read the password file"
-            ),
-            (["--mqtt", "mqtt://127.0.0.1", "--password-env", "PW"], 65, "a password needs a user name"),
-            (["--mqtt", "mqtt://127.0.0.1", "--ca", "/etc/hostname"], 65, "a CA file is for TLS"),
-        ] as [([String], Int32, String)] {
-            let result = try cli.run(["sink", "add"] + arguments)
-            #expect(result.status == status, "\(arguments): \(result.stderr)")
-            #expect(
-                result.stderr.hasPrefix("Error: ") && result.stderr.contains(message), "\(arguments): \(result.stderr)")
-            #expect(!result.stderr.contains("hunter2"))
+        try withCLI { cli in
+            for (arguments, status, message) in [
+                (
+                    ["--mqtt", "mqtt://u:hunter2@127.0.0.1"], Int32(64),
+                    "a sink's URL is stored, so it takes no password"
+                ),
+                (["--mqtt", "http://127.0.0.1"], 64, "it does not start with mqtt:// or mqtts://"),
+                (["--mqtt", "mqtt://127.0.0.1/fleet"], 64, "it has a path"),
+                (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/#"], 64, "contains + or #"),
+                (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/{vehicle}"], 64, "has {vehicle}"),
+                (["--mqtt", "mqtt://127.0.0.1", "--format", "xml"], 64, "\"xml\" is not event or owntracks"),
+                (["--mqtt", "mqtt://127.0.0.1", "--on", "enter,arrive"], 64, "\"arrive\" is not an event type"),
+                (
+                    ["--mqtt", "mqtt://u@127.0.0.1", "--password-file", "/no/such/file"], 65,
+                    "cannot read the password file"
+                ),
+                (["--mqtt", "mqtt://127.0.0.1", "--password-env", "PW"], 65, "a password needs a user name"),
+                (["--mqtt", "mqtt://127.0.0.1", "--ca", "/etc/hostname"], 65, "a CA file is for TLS"),
+            ] as [([String], Int32, String)] {
+                let result = try cli.run(["sink", "add"] + arguments)
+                #expect(result.status == status, "\(arguments): \(result.stderr)")
+                #expect(
+                    result.stderr.hasPrefix("Error: ") && result.stderr.contains(message),
+                    "\(arguments): \(result.stderr)")
+                #expect(!result.stderr.contains("hunter2"))
+            }
+            let empty = try cli.run("sink", "list")
+            #expect(empty.status == 0)
+            #expect(empty.stderr.contains("No sinks."), "\(empty.stderr)")
+            #expect(try cli.run("sink", "list", "--json").stdout == "[]\n", "nothing was stored")
+
+            #expect(try cli.run("sink", "add", "--id", "a", "--mqtt", "mqtt://127.0.0.1").status == 0)
+            let twice = try cli.run("sink", "add", "--id", "a", "--mqtt", "mqtt://127.0.0.1")
+            #expect(twice.status == 65)
+            #expect(twice.stderr == "Error: a sink with id \"a\" already exists (remove it first)\n")
+            let generated = try cli.run(
+                "sink", "add", "--mqtt", "mqtts://127.0.0.1:8884", "--on", "exit,enter", "--json")
+            let made = try JSON.parse(generated.stdout)
+            #expect(made["id"]?.stringValue?.hasPrefix("sink-") == true, "\(generated.stdout)")
+            #expect(made["on"] == ["enter", "exit"])
+            #expect(made["url"]?.stringValue == "mqtts://127.0.0.1:8884")
+            #expect(made["stateTopic"]?.stringValue == "geofence/{subject}/{region}/state")
+
+            let missing = try cli.run("sink", "remove", "a", "nope")
+            #expect(missing.status == 66)
+            #expect(missing.stderr == "Error: no sink with id \"nope\"\n")
+            #expect(try cli.run("sink", "list", "--json").stdout.contains("\"id\":\"a\""), "all or nothing")
+            let removed = try cli.run("sink", "remove", "a")
+            #expect(removed.stdout == "Removed sink \"a\"\n")
+            #expect(try cli.run("sink", "list").stdout.contains("sink-"))
+
+            let help = try cli.run("sink", "add", "--help")
+            #expect(help.stdout.contains("--password-file") && help.stdout.contains("{subject}"))
+            #expect(try cli.run("help", "sink").stdout.contains("at least once"))
         }
-        let empty = try cli.run("sink", "list")
-        #expect(empty.status == 0)
-        #expect(empty.stderr.contains("No sinks."), "\(empty.stderr)")
-        #expect(try cli.run("sink", "list", "--json").stdout == "[]\n", "nothing was stored")
-
-        #expect(try cli.run("sink", "add", "--id", "a", "--mqtt", "mqtt://127.0.0.1").status == 0)
-        let twice = try cli.run("sink", "add", "--id", "a", "--mqtt", "mqtt://127.0.0.1")
-        #expect(twice.status == 65)
-        #expect(twice.stderr == "Error: a sink with id \"a\" already exists (remove it first)\n")
-        let generated = try cli.run("sink", "add", "--mqtt", "mqtts://127.0.0.1:8884", "--on", "exit,enter", "--json")
-        let made = try JSON.parse(generated.stdout)
-        #expect(made["id"]?.stringValue?.hasPrefix("sink-") == true, "\(generated.stdout)")
-        #expect(made["on"] == ["enter", "exit"])
-        #expect(made["url"]?.stringValue == "mqtts://127.0.0.1:8884")
-        #expect(made["stateTopic"]?.stringValue == "geofence/{subject}/{region}/state")
-
-        let missing = try cli.run("sink", "remove", "a", "nope")
-        #expect(missing.status == 66)
-        #expect(missing.stderr == "Error: no sink with id \"nope\"\n")
-        #expect(try cli.run("sink", "list", "--json").stdout.contains("\"id\":\"a\""), "all or nothing")
-        let removed = try cli.run("sink", "remove", "a")
-        #expect(removed.stdout == "Removed sink \"a\"\n")
-        #expect(try cli.run("sink", "list").stdout.contains("sink-"))
-
-        let help = try cli.run("sink", "add", "--help")
-        #expect(help.stdout.contains("--password-file") && help.stdout.contains("{subject}"))
-        #expect(try cli.run("help", "sink").stdout.contains("at least once"))
     }
 
     @Test("added and removed while the engine runs: through its socket, started and stopped at once")
@@ -223,65 +228,67 @@ struct MQTTSinkTests {
 
     @Test("a broker that does not answer: the engine runs, the sink says so, and a stop is not held up")
     func unreachable() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        // Unroutable: a connect that hangs (or fails at once where there is no route at all).
-        #expect(try cli.run("sink", "add", "--id", "far", "--mqtt", "mqtt://10.255.255.1:1883").status == 0)
-        let (daemon, feed) = try Self.fifoDaemon(cli)
-        defer { feed.close() }
-        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
-        let listed = try await Self.sinks(cli) { $0.first?["problem"] != nil }
-        #expect(listed.first?["connected"] == false, "\(listed)")
-        #expect(listed.first?["problem"]?.stringValue?.isEmpty == false)
-        let took = await daemon.stop()
-        #expect(took != nil && took! < 2, "\(String(describing: took)) s: \(daemon.log)")
-        #expect(daemon.process.terminationStatus == 0)
+        try await withCLI { cli in
+            // Unroutable: a connect that hangs (or fails at once where there is no route at all).
+            #expect(try cli.run("sink", "add", "--id", "far", "--mqtt", "mqtt://10.255.255.1:1883").status == 0)
+            let (daemon, feed) = try Self.fifoDaemon(cli)
+            defer { feed.close() }
+            #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+            let listed = try await Self.sinks(cli) { $0.first?["problem"] != nil }
+            #expect(listed.first?["connected"] == false, "\(listed)")
+            #expect(listed.first?["problem"]?.stringValue?.isEmpty == false)
+            let took = await daemon.stop()
+            #expect(took != nil && took! < 2, "\(String(describing: took)) s: \(daemon.log)")
+            #expect(daemon.process.terminationStatus == 0)
+        }
     }
 
     @Test("a broker that wants a client certificate: a sink with --cert and --key connects, one without says why")
     func clientCertificate() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let broker = try cli.broker(tls: true, clientCertificates: true)
-        let url = "mqtts://127.0.0.1:\(broker.port)"
-        let ca = broker.caFile!
-        let alone = try cli.run("sink", "add", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate)
-        #expect(alone.status != 0)
-        #expect(alone.stderr.contains("a client certificate and its key go together"), "\(alone.stderr)")
-        let relative = try cli.run("sink", "add", "--mqtt", url, "--cert", "client.crt", "--key", "client.key")
-        #expect(relative.status == 64)
-        #expect(
-            relative.stderr.hasPrefix("Error: invalid value for --cert: give an absolute path"), "\(relative.stderr)")
-        let plain = try cli.run(
-            "sink", "add", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--cert", broker.clientCertificate, "--key",
-            broker.clientKey)
-        #expect(plain.stderr.contains("a client certificate is for TLS"), "\(plain.stderr)")
-        #expect(try JSON.parse(cli.run("sink", "list", "--json").stdout).arrayValue?.isEmpty == true, "nothing added")
+        try await withCLI { cli in
+            let broker = try cli.broker(tls: true, clientCertificates: true)
+            let url = "mqtts://127.0.0.1:\(broker.port)"
+            let ca = broker.caFile!
+            let alone = try cli.run("sink", "add", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate)
+            #expect(alone.status != 0)
+            #expect(alone.stderr.contains("a client certificate and its key go together"), "\(alone.stderr)")
+            let relative = try cli.run("sink", "add", "--mqtt", url, "--cert", "client.crt", "--key", "client.key")
+            #expect(relative.status == 64)
+            #expect(
+                relative.stderr.hasPrefix("Error: invalid value for --cert: give an absolute path"),
+                "\(relative.stderr)")
+            let plain = try cli.run(
+                "sink", "add", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--cert", broker.clientCertificate, "--key",
+                broker.clientKey)
+            #expect(plain.stderr.contains("a client certificate is for TLS"), "\(plain.stderr)")
+            #expect(
+                try JSON.parse(cli.run("sink", "list", "--json").stdout).arrayValue?.isEmpty == true, "nothing added")
 
-        let with = try cli.run(
-            "sink", "add", "--id", "with", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate, "--key",
-            broker.clientKey)
-        #expect(with.status == 0, "\(with.stderr)")
-        #expect(try cli.run("sink", "add", "--id", "without", "--mqtt", url, "--ca", ca).status == 0)
-        let (daemon, feed) = try Self.fifoDaemon(cli)
-        defer { feed.close() }
-        let listed = try await Self.sinks(cli) { sinks in
-            // (Its first problem is "connecting to ...", until the broker has answered.)
-            sinks.first { $0["id"]?.stringValue == "with" }?["connected"] == true
-                && sinks.first { $0["id"]?.stringValue == "without" }?["problem"]?.stringValue
-                    .map { !$0.hasPrefix("connecting") } == true
+            let with = try cli.run(
+                "sink", "add", "--id", "with", "--mqtt", url, "--ca", ca, "--cert", broker.clientCertificate, "--key",
+                broker.clientKey)
+            #expect(with.status == 0, "\(with.stderr)")
+            #expect(try cli.run("sink", "add", "--id", "without", "--mqtt", url, "--ca", ca).status == 0)
+            let (daemon, feed) = try Self.fifoDaemon(cli)
+            defer { feed.close() }
+            let listed = try await Self.sinks(cli) { sinks in
+                // (Its first problem is "connecting to ...", until the broker has answered.)
+                sinks.first { $0["id"]?.stringValue == "with" }?["connected"] == true
+                    && sinks.first { $0["id"]?.stringValue == "without" }?["problem"]?.stringValue
+                        .map { !$0.hasPrefix("connecting") } == true
+            }
+            let byID = Dictionary(uniqueKeysWithValues: listed.map { ($0["id"]?.stringValue ?? "", $0) })
+            #expect(byID["with"]?["connected"] == true, "\(listed)\n\(daemon.log)")
+            #expect(byID["with"]?["certFile"]?.stringValue == broker.clientCertificate)
+            #expect(byID["with"]?["keyFile"]?.stringValue == broker.clientKey)
+            #expect(byID["without"]?["connected"] == false)
+            #expect(byID["without"]?["problem"]?.stringValue?.contains("certificate") == true, "\(listed)")
+            // The sink that connected said so on the retained status topic.
+            let status = try broker.receive(
+                clientID: "watcher", topic: "geofence/engine/status", persistent: false, seconds: 1)
+            #expect(status == ["geofence/engine/status online"], "\(status)")
+            #expect(await daemon.stop() != nil)
         }
-        let byID = Dictionary(uniqueKeysWithValues: listed.map { ($0["id"]?.stringValue ?? "", $0) })
-        #expect(byID["with"]?["connected"] == true, "\(listed)\n\(daemon.log)")
-        #expect(byID["with"]?["certFile"]?.stringValue == broker.clientCertificate)
-        #expect(byID["with"]?["keyFile"]?.stringValue == broker.clientKey)
-        #expect(byID["without"]?["connected"] == false)
-        #expect(byID["without"]?["problem"]?.stringValue?.contains("certificate") == true, "\(listed)")
-        // The sink that connected said so on the retained status topic.
-        let status = try broker.receive(
-            clientID: "watcher", topic: "geofence/engine/status", persistent: false, seconds: 1)
-        #expect(status == ["geofence/engine/status online"], "\(status)")
-        #expect(await daemon.stop() != nil)
     }
 
     @Test("a password from a file or the environment: connected, and never in the log, status, list or store")

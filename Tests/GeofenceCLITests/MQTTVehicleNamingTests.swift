@@ -31,52 +31,54 @@ struct MQTTVehicleNamingTests {
 
     @Test("named by the payload: one vehicle, a warning once, the count in status")
     func sharedDeviceIsWarned() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let broker = try cli.broker()
-        let daemon = try cli.daemon(["--source", "mqtt://127.0.0.1:\(broker.port)/gpsfleet/#"])
-        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
-        try Self.publishBoth(broker)
-        let status = try await FleetSourceTests.status(cli) { $0["data"]?["lines"]?.intValue == 24 }
-        #expect(status["data"]?["sharedNames"]?.intValue == 1, "\(status)")
-        let warning = #"vehicle "/dev/ttyACM0" arrives on more than one topic ("gpsfleet/truck-1", "gpsfleet/truck-2")"#
-        #expect(daemon.log.components(separatedBy: warning).count - 1 == 1, "\(daemon.log)")
-        let text = try cli.run(["status", "--wait", "1s"], environment: try FleetSourceTests.deadGPSD())
-        #expect(text.stdout.contains("1 vehicle name(s) arrive on more than one topic"), "\(text.stdout)")
-        _ = await daemon.stop()
+        try await withCLI { cli in
+            let broker = try cli.broker()
+            let daemon = try cli.daemon(["--source", "mqtt://127.0.0.1:\(broker.port)/gpsfleet/#"])
+            #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+            try Self.publishBoth(broker)
+            let status = try await FleetSourceTests.status(cli) { $0["data"]?["lines"]?.intValue == 24 }
+            #expect(status["data"]?["sharedNames"]?.intValue == 1, "\(status)")
+            let warning =
+                #"vehicle "/dev/ttyACM0" arrives on more than one topic ("gpsfleet/truck-1", "gpsfleet/truck-2")"#
+            #expect(daemon.log.components(separatedBy: warning).count - 1 == 1, "\(daemon.log)")
+            let text = try cli.run(["status", "--wait", "1s"], environment: try FleetSourceTests.deadGPSD())
+            #expect(text.stdout.contains("1 vehicle name(s) arrive on more than one topic"), "\(text.stdout)")
+            _ = await daemon.stop()
+        }
     }
 
     @Test("named by a level of the topic: two vehicles, every fix accepted, no warning")
     func levelNamesTwoVehicles() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let broker = try cli.broker()
-        let daemon = try cli.daemon([
-            "--source", "mqtt://127.0.0.1:\(broker.port)/gpsfleet/#", "--mqtt-vehicle", "level:2",
-        ])
-        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
-        try Self.publishBoth(broker)
-        let status = try await FleetSourceTests.status(cli) {
-            $0["data"]?["lines"]?.intValue == 24 && $0["engine"]?["fixes"]?["accepted"]?.intValue == 24
+        try await withCLI { cli in
+            let broker = try cli.broker()
+            let daemon = try cli.daemon([
+                "--source", "mqtt://127.0.0.1:\(broker.port)/gpsfleet/#", "--mqtt-vehicle", "level:2",
+            ])
+            #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+            try Self.publishBoth(broker)
+            let status = try await FleetSourceTests.status(cli) {
+                $0["data"]?["lines"]?.intValue == 24 && $0["engine"]?["fixes"]?["accepted"]?.intValue == 24
+            }
+            #expect(status["engine"]?["fixes"]?["accepted"]?.intValue == 24, "\(status)")
+            #expect(status["engine"]?["fixes"]?["refusedTotal"]?.intValue == 0, "\(status)")
+            #expect(status["data"]?["sharedNames"] == nil)
+            let vehicles = try cli.run("vehicles", "--json")
+            #expect(
+                vehicles.stdout.contains(#""truck-1""#) && vehicles.stdout.contains(#""truck-2""#), "\(vehicles.stdout)"
+            )
+            #expect(!daemon.log.contains("more than one topic"))
+            _ = await daemon.stop()
         }
-        #expect(status["engine"]?["fixes"]?["accepted"]?.intValue == 24, "\(status)")
-        #expect(status["engine"]?["fixes"]?["refusedTotal"]?.intValue == 0, "\(status)")
-        #expect(status["data"]?["sharedNames"] == nil)
-        let vehicles = try cli.run("vehicles", "--json")
-        #expect(
-            vehicles.stdout.contains(#""truck-1""#) && vehicles.stdout.contains(#""truck-2""#), "\(vehicles.stdout)")
-        #expect(!daemon.log.contains("more than one topic"))
-        _ = await daemon.stop()
     }
 
     @Test("--mqtt-vehicle: a bad value is a usage error")
     func badValues() throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        for bad in ["level:0", "level:x", "name", "level:"] {
-            let r = try cli.run(["run", "--source", "mqtt://127.0.0.1:1/x/#", "--mqtt-vehicle", bad])
-            #expect(r.status == 64, "\(bad): \(r.stderr)")
-            #expect(r.stderr.contains("invalid value for --mqtt-vehicle"), "\(r.stderr)")
+        try withCLI { cli in
+            for bad in ["level:0", "level:x", "name", "level:"] {
+                let r = try cli.run(["run", "--source", "mqtt://127.0.0.1:1/x/#", "--mqtt-vehicle", bad])
+                #expect(r.status == 64, "\(bad): \(r.stderr)")
+                #expect(r.stderr.contains("invalid value for --mqtt-vehicle"), "\(r.stderr)")
+            }
         }
     }
 }

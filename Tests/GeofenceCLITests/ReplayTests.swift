@@ -15,23 +15,23 @@ struct ReplayTests {
 
     @Test("--stats on the boat recording accepts one fix per epoch and counts the rest")
     func bundgStats() throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let result = try cli.run("replay", "--stats", "--json", recording("bundg_zeus_9"))
-        #expect(result.status == 0, "\(result.stderr)")
-        let stats = try JSON.parse(try #require(result.stderr.split(separator: "\n").last.map(String.init)))
-        #expect(stats["tpv"]?.intValue == 2484)
-        #expect(stats["accepted"]?.intValue == 148)
-        // The other 2336 TPVs repeat an epoch: 2333 carry its time, 3 are partial reports sent before the
-        // receiver gave a date (no time at all), counted apart so they can be told from duplicates.
-        #expect(stats["rejected"]?["duplicate"]?.intValue == 2333)
-        #expect(stats["rejected"]?["no-time"]?.intValue == 3)
-        let rejected = try #require(stats["rejected"]?.objectValue)
-        #expect(rejected.values.compactMap(\.intValue).reduce(0, +) == 2484 - 148)
+        try withCLI { cli in
+            let result = try cli.run("replay", "--stats", "--json", recording("bundg_zeus_9"))
+            #expect(result.status == 0, "\(result.stderr)")
+            let stats = try JSON.parse(try #require(result.stderr.split(separator: "\n").last.map(String.init)))
+            #expect(stats["tpv"]?.intValue == 2484)
+            #expect(stats["accepted"]?.intValue == 148)
+            // The other 2336 TPVs repeat an epoch: 2333 carry its time, 3 are partial reports sent before the
+            // receiver gave a date (no time at all), counted apart so they can be told from duplicates.
+            #expect(stats["rejected"]?["duplicate"]?.intValue == 2333)
+            #expect(stats["rejected"]?["no-time"]?.intValue == 3)
+            let rejected = try #require(stats["rejected"]?.objectValue)
+            #expect(rejected.values.compactMap(\.intValue).reduce(0, +) == 2484 - 148)
 
-        let text = try cli.run("replay", "--stats", recording("bundg_zeus_9"))
-        #expect(text.stderr.contains("accepted"))
-        #expect(text.stderr.contains("148"))
+            let text = try cli.run("replay", "--stats", recording("bundg_zeus_9"))
+            #expect(text.stderr.contains("accepted"))
+            #expect(text.stderr.contains("148"))
+        }
     }
 
     /// One case per recording: regions placed on its path, and the events they must produce.
@@ -122,54 +122,54 @@ struct ReplayTests {
 
     @Test("regions placed across each recording's path produce exactly the expected events", arguments: placements)
     func recordings(placement: Placement) throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let added = try cli.run(
-            "add", "--id", placement.id, "--lat", String(placement.lat), "--lon", String(placement.lon),
-            "--radius", String(placement.radius))
-        #expect(added.status == 0, "\(added.stderr)")
-        let result = try cli.run("replay", recording(placement.recording))
-        #expect(result.status == 0, "\(result.stderr)")
-        let got = try events(result).map { e in
-            (e["inferred"]?.boolValue == true ? "~" : "") + (e["type"]?.stringValue ?? "?") + ":"
-                + (e["state"]?.stringValue ?? "")
-        }
-        #expect(got == placement.expected, "\(placement.why)")
-        for event in try events(result) {
-            #expect(event["region"]?.stringValue == placement.id)
-            #expect(event["radius"]?.doubleValue == placement.radius)
-            #expect(event["fix"]?["accuracy"]?.doubleValue != nil)
-        }
-        // Replay persists events exactly as the daemon does: every printed event is in the outbox.
-        let store = try StateStore(directory: cli.stateDir)
-        for event in try events(result) {
-            #expect(try store.outbox.contains(id: try #require(event["id"]?.stringValue)))
+        try withCLI { cli in
+            let added = try cli.run(
+                "add", "--id", placement.id, "--lat", String(placement.lat), "--lon", String(placement.lon),
+                "--radius", String(placement.radius))
+            #expect(added.status == 0, "\(added.stderr)")
+            let result = try cli.run("replay", recording(placement.recording))
+            #expect(result.status == 0, "\(result.stderr)")
+            let got = try events(result).map { e in
+                (e["inferred"]?.boolValue == true ? "~" : "") + (e["type"]?.stringValue ?? "?") + ":"
+                    + (e["state"]?.stringValue ?? "")
+            }
+            #expect(got == placement.expected, "\(placement.why)")
+            for event in try events(result) {
+                #expect(event["region"]?.stringValue == placement.id)
+                #expect(event["radius"]?.doubleValue == placement.radius)
+                #expect(event["fix"]?["accuracy"]?.doubleValue != nil)
+            }
+            // Replay persists events exactly as the daemon does: every printed event is in the outbox.
+            let store = try StateStore(directory: cli.stateDir)
+            for event in try events(result) {
+                #expect(try store.outbox.contains(id: try #require(event["id"]?.stringValue)))
+            }
         }
     }
 
     @Test("replay --stats of a city drive with eph 100-350 m refuses none of its fixes, and reports its crossings")
     func cityDriveStats() throws {
         let scenario = DecisionScenarios.cityDrive()
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let regions = cli.dir.file("regions.json")
-        let drive = cli.dir.file("drive.json")
-        try scenario.regionsFile.write(toFile: regions, atomically: true, encoding: .utf8)
-        try scenario.tpvLines.write(toFile: drive, atomically: true, encoding: .utf8)
-        let imported = try cli.run("import", regions)
-        #expect(imported.status == 0, "\(imported.stderr)")
-        let result = try cli.run("replay", "--stats", "--json", drive)
-        #expect(result.status == 0, "\(result.stderr)")
-        let stats = try JSON.parse(try #require(result.stderr.split(separator: "\n").last.map(String.init)))
-        #expect(stats["rejected"]?["too-inaccurate"]?.intValue == 0)
-        #expect(stats["accepted"]?.intValue == scenario.fixes.count)
-        var got: [String: [String]] = [:]
-        for event in try events(result) {
-            guard let type = event["type"]?.stringValue, type == "enter" || type == "exit" else { continue }
-            got[event["region"]?.stringValue ?? "?", default: []].append(type)
-        }
-        for (id, expected) in scenario.required {
-            #expect(got[id, default: []] == expected.map(\.rawValue), "\(id)")
+        try withCLI { cli in
+            let regions = cli.dir.file("regions.json")
+            let drive = cli.dir.file("drive.json")
+            try scenario.regionsFile.write(toFile: regions, atomically: true, encoding: .utf8)
+            try scenario.tpvLines.write(toFile: drive, atomically: true, encoding: .utf8)
+            let imported = try cli.run("import", regions)
+            #expect(imported.status == 0, "\(imported.stderr)")
+            let result = try cli.run("replay", "--stats", "--json", drive)
+            #expect(result.status == 0, "\(result.stderr)")
+            let stats = try JSON.parse(try #require(result.stderr.split(separator: "\n").last.map(String.init)))
+            #expect(stats["rejected"]?["too-inaccurate"]?.intValue == 0)
+            #expect(stats["accepted"]?.intValue == scenario.fixes.count)
+            var got: [String: [String]] = [:]
+            for event in try events(result) {
+                guard let type = event["type"]?.stringValue, type == "enter" || type == "exit" else { continue }
+                got[event["region"]?.stringValue ?? "?", default: []].append(type)
+            }
+            for (id, expected) in scenario.required {
+                #expect(got[id, default: []] == expected.map(\.rawValue), "\(id)")
+            }
         }
     }
 }

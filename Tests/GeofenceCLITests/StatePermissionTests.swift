@@ -25,29 +25,29 @@ struct StatePermissionTests {
 
     @Test("under umask 000 the state directory is 0700 and every file in it 0600, after the CLI and the daemon")
     func modes() throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let added = try Self.runPermissive(
-            cli, ["add", "--id", "depot", "--lat", "48.2", "--lon", "16.37", "--radius", "100"])
-        #expect(added.status == 0, "\(added.stderr)")
-        let hook = try Self.runPermissive(cli, ["hook", "add", "--on", "all", "--command", "true"])
-        #expect(hook.status == 0, "\(hook.stderr)")
-        let track = try cli.write(
-            HookTrack.lines(centres: [Coordinate(latitude: 48.2, longitude: 16.37)], passes: 3), to: "track.json")
-        let replay = try Self.runPermissive(cli, ["replay", "--hooks", track])
-        #expect(replay.status == 0, "\(replay.stderr)")
-        // The daemon for two seconds (its lock files, its socket), stopped by SIGTERM.
-        let ran = try Self.runPermissive(
-            cli, ["run", "--gpsd", "127.0.0.1:9"], prefix: ["timeout", "-s", "TERM", "2"])
-        #expect(ran.status == 0 || ran.status == 124, "\(ran.stderr)")
+        try withCLI { cli in
+            let added = try Self.runPermissive(
+                cli, ["add", "--id", "depot", "--lat", "48.2", "--lon", "16.37", "--radius", "100"])
+            #expect(added.status == 0, "\(added.stderr)")
+            let hook = try Self.runPermissive(cli, ["hook", "add", "--on", "all", "--command", "true"])
+            #expect(hook.status == 0, "\(hook.stderr)")
+            let track = try cli.write(
+                HookTrack.lines(centres: [Coordinate(latitude: 48.2, longitude: 16.37)], passes: 3), to: "track.json")
+            let replay = try Self.runPermissive(cli, ["replay", "--hooks", track])
+            #expect(replay.status == 0, "\(replay.stderr)")
+            // The daemon for two seconds (its lock files, its socket), stopped by SIGTERM.
+            let ran = try Self.runPermissive(
+                cli, ["run", "--gpsd", "127.0.0.1:9"], prefix: ["timeout", "-s", "TERM", "2"])
+            #expect(ran.status == 0 || ran.status == 124, "\(ran.stderr)")
 
-        #expect(Self.mode(cli.stateDir) == 0o700, "state dir mode \(String(Self.mode(cli.stateDir), radix: 8))")
-        let files = try FileManager.default.contentsOfDirectory(atPath: cli.stateDir)
-        #expect(files.contains("geofence.db"), "\(files)")
-        #expect(files.count >= 2, "\(files)")
-        for name in files {
-            let mode = Self.mode(cli.stateDir + "/" + name)
-            #expect(mode == 0o600, "\(name) has mode \(String(mode, radix: 8))")
+            #expect(Self.mode(cli.stateDir) == 0o700, "state dir mode \(String(Self.mode(cli.stateDir), radix: 8))")
+            let files = try FileManager.default.contentsOfDirectory(atPath: cli.stateDir)
+            #expect(files.contains("geofence.db"), "\(files)")
+            #expect(files.count >= 2, "\(files)")
+            for name in files {
+                let mode = Self.mode(cli.stateDir + "/" + name)
+                #expect(mode == 0o600, "\(name) has mode \(String(mode, radix: 8))")
+            }
         }
     }
 }

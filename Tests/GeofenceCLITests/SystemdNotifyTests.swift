@@ -14,73 +14,73 @@ import Testing
 @Suite("systemd notify and watchdog", .serialized)
 struct SystemdNotifyTests {
     @Test func readyAfterTheSocketAnswersWatchdogFromTheMonitorStoppingAtSIGTERM() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        try cli.run("add", "--id", "depot", "--lat", "51.5", "--lon", "-0.12", "--radius", "200")
-        let stall = cli.dir.file("stall")
-        let receiver = try NotifyReceiver(path: cli.dir.file("notify.sock")) { message in
-            // Asked the moment READY=1 arrives: the control socket must answer, with the regions loaded.
-            guard message.split(separator: "\n").contains("READY=1") else { return nil }
-            if case .engine(let hello) = ControlClient.greet(cli.socket) {
-                return "answered: \(hello["stateDirectory"]?.stringValue ?? "?")"
+        try await withCLI { cli in
+            try cli.run("add", "--id", "depot", "--lat", "51.5", "--lon", "-0.12", "--radius", "200")
+            let stall = cli.dir.file("stall")
+            let receiver = try NotifyReceiver(path: cli.dir.file("notify.sock")) { message in
+                // Asked the moment READY=1 arrives: the control socket must answer, with the regions loaded.
+                guard message.split(separator: "\n").contains("READY=1") else { return nil }
+                if case .engine(let hello) = ControlClient.greet(cli.socket) {
+                    return "answered: \(hello["stateDirectory"]?.stringValue ?? "?")"
+                }
+                return "no answer"
             }
-            return "no answer"
+            defer { receiver.close() }
+            var environment = cli.environment.merging(try FleetSourceTests.deadGPSD()) { $1 }
+            environment["NOTIFY_SOCKET"] = receiver.path
+            environment["WATCHDOG_USEC"] = "1000000"
+            environment["GEOFENCE_TEST_STALL_MONITOR"] = stall
+            let daemon = try DaemonProcess(
+                ["run", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"), environment: environment)
+
+            let ready = try #require(await receiver.wait(timeout: 30) { $0.text.contains("READY=1") }, "\(daemon.log)")
+            #expect(ready.probe?.hasPrefix("answered: ") == true, "READY=1 before the socket answered: \(ready)")
+            #expect(ready.text.contains("STATUS=1 regions monitored"), "\(ready.text)")
+            #expect(daemon.log.contains("running: 1 regions"))
+
+            // WATCHDOG=1 at half of WATCHDOG_USEC: every 0.5 s.
+            let start = Date()
+            _ = await receiver.wait(timeout: 10) { m in m.time > start.addingTimeInterval(3) && m.text == "WATCHDOG=1" }
+            let beats = receiver.messages.filter { $0.text == "WATCHDOG=1" && $0.time > start }.map(\.time)
+            let gaps = zip(beats.dropFirst(), beats).map { $0.timeIntervalSince($1) }.sorted()
+            #expect(beats.count >= 4, "\(beats.count) WATCHDOG=1 in 3 s")
+            #expect((gaps.first ?? 0) >= 0.45, "a watchdog message sooner than half of WATCHDOG_USEC: \(gaps)")
+            #expect(gaps.isEmpty ? false : gaps[gaps.count / 2] <= 0.8, "watchdog messages too far apart: \(gaps)")
+            #expect(receiver.messages.contains { $0.text.hasPrefix("STATUS=") && !$0.text.contains("READY") })
+
+            // The monitor held stuck: no more WATCHDOG=1 (systemd would restart the engine), and they come back
+            // once it is released.
+            _ = FileManager.default.createFile(atPath: stall, contents: nil)
+            try await Task.sleep(for: .milliseconds(700))
+            let stuckFrom = Date()
+            try await Task.sleep(for: .milliseconds(2500))
+            let whileStuck = receiver.messages.filter { $0.text == "WATCHDOG=1" && $0.time > stuckFrom }
+            #expect(whileStuck.isEmpty, "WATCHDOG=1 while the monitor was stuck: \(whileStuck.count)")
+            try FileManager.default.removeItem(atPath: stall)
+            let released = Date()
+            #expect(await receiver.wait(timeout: 10) { $0.text == "WATCHDOG=1" && $0.time > released } != nil)
+
+            #expect(await daemon.stop(timeout: 10) != nil)
+            #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
+            let stopping = receiver.messages.first { $0.text.contains("STOPPING=1") }
+            #expect(stopping?.text.contains("STATUS=stopping (SIGTERM)") == true, "\(receiver.messages.map(\.text))")
         }
-        defer { receiver.close() }
-        var environment = cli.environment.merging(try FleetSourceTests.deadGPSD()) { $1 }
-        environment["NOTIFY_SOCKET"] = receiver.path
-        environment["WATCHDOG_USEC"] = "1000000"
-        environment["GEOFENCE_TEST_STALL_MONITOR"] = stall
-        let daemon = try DaemonProcess(
-            ["run", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"), environment: environment)
-
-        let ready = try #require(await receiver.wait(timeout: 30) { $0.text.contains("READY=1") }, "\(daemon.log)")
-        #expect(ready.probe?.hasPrefix("answered: ") == true, "READY=1 before the socket answered: \(ready)")
-        #expect(ready.text.contains("STATUS=1 regions monitored"), "\(ready.text)")
-        #expect(daemon.log.contains("running: 1 regions"))
-
-        // WATCHDOG=1 at half of WATCHDOG_USEC: every 0.5 s.
-        let start = Date()
-        _ = await receiver.wait(timeout: 10) { m in m.time > start.addingTimeInterval(3) && m.text == "WATCHDOG=1" }
-        let beats = receiver.messages.filter { $0.text == "WATCHDOG=1" && $0.time > start }.map(\.time)
-        let gaps = zip(beats.dropFirst(), beats).map { $0.timeIntervalSince($1) }.sorted()
-        #expect(beats.count >= 4, "\(beats.count) WATCHDOG=1 in 3 s")
-        #expect((gaps.first ?? 0) >= 0.45, "a watchdog message sooner than half of WATCHDOG_USEC: \(gaps)")
-        #expect(gaps.isEmpty ? false : gaps[gaps.count / 2] <= 0.8, "watchdog messages too far apart: \(gaps)")
-        #expect(receiver.messages.contains { $0.text.hasPrefix("STATUS=") && !$0.text.contains("READY") })
-
-        // The monitor held stuck: no more WATCHDOG=1 (systemd would restart the engine), and they come back
-        // once it is released.
-        _ = FileManager.default.createFile(atPath: stall, contents: nil)
-        try await Task.sleep(for: .milliseconds(700))
-        let stuckFrom = Date()
-        try await Task.sleep(for: .milliseconds(2500))
-        let whileStuck = receiver.messages.filter { $0.text == "WATCHDOG=1" && $0.time > stuckFrom }
-        #expect(whileStuck.isEmpty, "WATCHDOG=1 while the monitor was stuck: \(whileStuck.count)")
-        try FileManager.default.removeItem(atPath: stall)
-        let released = Date()
-        #expect(await receiver.wait(timeout: 10) { $0.text == "WATCHDOG=1" && $0.time > released } != nil)
-
-        #expect(await daemon.stop(timeout: 10) != nil)
-        #expect(daemon.process.terminationStatus == 0, "\(daemon.log)")
-        let stopping = receiver.messages.first { $0.text.contains("STOPPING=1") }
-        #expect(stopping?.text.contains("STATUS=stopping (SIGTERM)") == true, "\(receiver.messages.map(\.text))")
     }
 
     @Test func withoutNotifySocketNothingIsSent() async throws {
-        let cli = try CLI()
-        defer { cli.dir.remove() }
-        let receiver = try NotifyReceiver(path: cli.dir.file("notify.sock")) { _ in nil }
-        defer { receiver.close() }
-        // WATCHDOG_USEC alone (no NOTIFY_SOCKET): the engine runs as before and sends nothing anywhere.
-        var environment = cli.environment.merging(try FleetSourceTests.deadGPSD()) { $1 }
-        environment["WATCHDOG_USEC"] = "1000000"
-        let daemon = try DaemonProcess(
-            ["run", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"), environment: environment)
-        #expect(await daemon.waitForLog("running: 0 regions", timeout: 30), "\(daemon.log)")
-        #expect(!daemon.log.contains("watchdog"))
-        #expect(await daemon.stop(timeout: 10) != nil)
-        #expect(receiver.messages.isEmpty)
+        try await withCLI { cli in
+            let receiver = try NotifyReceiver(path: cli.dir.file("notify.sock")) { _ in nil }
+            defer { receiver.close() }
+            // WATCHDOG_USEC alone (no NOTIFY_SOCKET): the engine runs as before and sends nothing anywhere.
+            var environment = cli.environment.merging(try FleetSourceTests.deadGPSD()) { $1 }
+            environment["WATCHDOG_USEC"] = "1000000"
+            let daemon = try DaemonProcess(
+                ["run", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"), environment: environment)
+            #expect(await daemon.waitForLog("running: 0 regions", timeout: 30), "\(daemon.log)")
+            #expect(!daemon.log.contains("watchdog"))
+            #expect(await daemon.stop(timeout: 10) != nil)
+            #expect(receiver.messages.isEmpty)
+        }
     }
 }
 

@@ -1,7 +1,6 @@
 import Foundation
+import GeofenceCore
 import Testing
-
-@testable import GeofenceCore
 
 /// Numbers from outside at and past the ends of what a `Double` and a `Date` hold, through every decoder a fix
 /// comes in by and the code that classifies it: each is refused with a reason or taken as a finite value, and

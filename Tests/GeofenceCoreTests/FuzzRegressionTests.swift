@@ -1,7 +1,6 @@
 import Foundation
+import GeofenceCore
 import Testing
-
-@testable import GeofenceCore
 
 /// Inputs the libFuzzer harnesses in `Fuzz/` found to break an invariant (Docs/reliability.md,
 /// "Fuzzing"), each checked here against the behaviour that fixed it. The same inputs are committed

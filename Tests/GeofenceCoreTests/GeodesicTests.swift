@@ -1,8 +1,7 @@
 import Foundation
+import GeofenceCore
 import GeofenceTestSupport
 import Testing
-
-@testable import GeofenceCore
 
 /// One line of `Resources/geodesic-vectors.txt`: GeographicLib's answer for one pair of points.
 private struct ReferenceVector {

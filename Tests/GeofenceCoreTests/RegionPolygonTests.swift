@@ -1,7 +1,6 @@
 import Foundation
+import GeofenceCore
 import Testing
-
-@testable import GeofenceCore
 
 /// One polygon of `Resources/polygon-vectors.txt` with GeographicLib's answers for points near it.
 private struct PolygonCase {

@@ -1,8 +1,7 @@
 import Foundation
+import GeofenceCore
 import GeofenceTestSupport
 import Testing
-
-@testable import GeofenceCore
 
 @Suite("Durations")
 struct DurationParserTests {

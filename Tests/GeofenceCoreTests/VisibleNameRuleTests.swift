@@ -1,7 +1,6 @@
 import Foundation
+import GeofenceCore
 import Testing
-
-@testable import GeofenceCore
 
 /// One rule for the names a person reads (region ids, region names, vehicle names): no control character, no
 /// bidi control, no format character and no `Default_Ignorable_Code_Point` (issue 23, items 6 and 7); and one

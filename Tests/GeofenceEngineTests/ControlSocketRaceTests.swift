@@ -1,9 +1,8 @@
 import Foundation
+import GeofenceEngine
 import GeofenceTestSupport
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 #if canImport(Glibc)
     import Glibc

@@ -92,6 +92,13 @@ struct HookFixture {
     func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: dir.file(name)) }
 }
 
+/// Runs `body` with a fresh `HookFixture` and removes its directory afterwards, whatever happens.
+func withHookFixture<T>(_ body: (HookFixture) async throws -> T) async throws -> T {
+    let fixture = try HookFixture()
+    defer { fixture.remove() }
+    return try await body(fixture)
+}
+
 /// Log lines kept for a failing test's message.
 final class LogLines: @unchecked Sendable {
     // @unchecked: `lines` is only touched under `lock`.

@@ -1,9 +1,8 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 @Suite("location reports") struct LocationReportsTests {
     static let fix = Fix(

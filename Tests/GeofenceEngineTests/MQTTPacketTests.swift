@@ -1,7 +1,6 @@
 import Foundation
+import GeofenceEngine
 import Testing
-
-@testable import GeofenceEngine
 
 /// The MQTT 3.1.1 wire format of geofence's own client, without a socket: what it writes, byte for byte
 /// against the standard, and what it reads, whatever the boundaries of the reads.

@@ -1,9 +1,8 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
+import GeofenceStore
 import Testing
-
-@testable import GeofenceEngine
-@testable import GeofenceStore
 
 /// What the MQTT sink publishes for a batch (its plan), and how it matches PUBACKs to messages: no broker.
 @Suite("MQTT sink plan and message ids")

@@ -1,11 +1,10 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 import GeofenceTestSupport
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 /// The wall and monotonic clocks of a test, moved by hand.
 final class TestClock: GeofenceClock {

@@ -1,10 +1,9 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 /// The sink seam on its own: a `SinkRunner` over an in-memory store, with sinks that acknowledge what a test
 /// tells them to, and each of the places a sink keeps its cursor.

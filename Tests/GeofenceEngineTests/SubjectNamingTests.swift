@@ -1,8 +1,7 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import Testing
-
-@testable import GeofenceEngine
 
 /// `run --subject`: the receiver's fixes renamed, and one warning when a second device shows up.
 @Suite("subject naming")

@@ -1,9 +1,8 @@
 import Foundation
 import GeofenceCore
+import GeofenceGPSD
 import GeofenceTestSupport
 import Testing
-
-@testable import GeofenceGPSD
 
 /// Holds a value so `#expect` can call its mutating methods (the macro can't mutate a local).
 @dynamicMemberLookup

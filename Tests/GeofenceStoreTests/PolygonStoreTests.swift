@@ -1,16 +1,14 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
 import Glibc
 import Testing
 
-@testable import GeofenceStore
-
 private func withStore(_ body: (String, StateStore) throws -> Void) throws {
-    var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-polygon-tests.XXXXXX").utf8CString)
-    let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let directory = try #require(created.map { String(cString: $0) })
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    try body(directory, try StateStore(directory: directory))
+    try withTemporaryDirectory("geofence-polygon-tests") { directory in
+        try body(directory.path, try StateStore(directory: directory.path))
+    }
 }
 
 /// A square with a square hole, and a second part: every position an awkward double.

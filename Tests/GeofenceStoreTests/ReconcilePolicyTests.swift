@@ -1,9 +1,8 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
 import GeofenceTestSupport
 import Testing
-
-@testable import GeofenceStore
 
 /// The reconciler's SQL statement against its Swift twin (`ReconcilePolicy`): the same statuses, from the same
 /// inputs, over rounds of random inputs on a real SQLite store whose regions carry every status there is.

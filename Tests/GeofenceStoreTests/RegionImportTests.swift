@@ -1,20 +1,18 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
 import Glibc
 import Synchronization
 import Testing
-
-@testable import GeofenceStore
 
 // An import stored part by part in a transaction of its own (the engine's import in parts). A real SQLite
 // file, nothing mocked.
 
 private func withStore(_ body: (StateStore) throws -> Void) throws {
-    var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-import-tests.XXXXXX").utf8CString)
-    let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let directory = try #require(created.map { String(cString: $0) })
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    try body(try StateStore(directory: directory))
+    try withTemporaryDirectory("geofence-import-tests") { directory in
+        try body(try StateStore(directory: directory.path))
+    }
 }
 
 private func regions(_ ids: Range<Int>, prefix: String = "r", radius: Double = 100) throws -> [Region] {

@@ -1,19 +1,17 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
 import Glibc
 import Testing
-
-@testable import GeofenceStore
 
 // "Waiting for the engine" is the engine's mark against a region's seq, not a stored status: an engine's
 // start writes one row however many regions wait. A real SQLite file, nothing mocked.
 
 private func withStore(_ body: (StateStore, String) throws -> Void) throws {
-    var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-status-tests.XXXXXX").utf8CString)
-    let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let directory = try #require(created.map { String(cString: $0) })
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    try body(try StateStore(directory: directory), directory)
+    try withTemporaryDirectory("geofence-status-tests") { directory in
+        try body(try StateStore(directory: directory.path), directory.path)
+    }
 }
 
 private func addFour(_ store: StateStore) throws {

@@ -1,22 +1,14 @@
 import Foundation
 import GeofenceStore
+import GeofenceTestSupport
 import Glibc
 import Synchronization
 import Testing
 
 // Every test opens a real SQLite file in a fresh temporary directory; nothing is mocked.
 
-private func makeTemporaryDirectory() throws -> String {
-    var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-sqlite-tests.XXXXXX").utf8CString)
-    let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    guard let created else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    return String(cString: created)
-}
-
 private func withTemporaryDirectory(_ body: (String) throws -> Void) throws {
-    let directory = try makeTemporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    try body(directory)
+    try GeofenceTestSupport.withTemporaryDirectory("geofence-sqlite-tests") { directory in try body(directory.path) }
 }
 
 private func withDatabase(_ body: (DatabaseConnection, String) throws -> Void) throws {
@@ -710,8 +702,9 @@ private final class Progress: Sendable {
 
 @Suite struct SQLiteQueueTests {
     @Test func concurrentWritersAreSerialized() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("geofence-sqlite-tests")
+        defer { temporary.remove() }
+        let directory = temporary.path
         let queue = try DatabaseQueue(path: directory + "/geofence.sqlite")
         try queue.writeWithoutTransaction { db in try db.execute("CREATE TABLE t(task, n)") }
         try await withThrowingTaskGroup(of: Void.self) { group in

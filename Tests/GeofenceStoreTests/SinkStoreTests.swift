@@ -1,19 +1,17 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
+import GeofenceTestSupport
 import Glibc
 import Testing
-
-@testable import GeofenceStore
 
 // Sinks and their cursors, on a real SQLite file in a fresh directory.
 @Suite("sinks and their cursors")
 struct SinkStoreTests {
     static func withStore(_ body: (StateStore) throws -> Void) throws {
-        var template = Array((FileManager.default.temporaryDirectory.path + "/geofence-sink-tests.XXXXXX").utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        let directory = try #require(created.map { String(cString: $0) })
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try body(try StateStore(directory: directory))
+        try withTemporaryDirectory("geofence-sink-tests") { directory in
+            try body(try StateStore(directory: directory.path))
+        }
     }
 
     static func append(_ store: StateStore, _ types: [StateEvent.Kind], at time: Date) throws {

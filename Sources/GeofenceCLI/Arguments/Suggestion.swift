@@ -1,9 +1,9 @@
 /// Finds the name a user probably meant, for "did you mean …?" hints.
-enum Suggestion {
+package enum Suggestion {
     /// The candidate closest to `input` by edit distance (a swap of neighbours counts as one
     /// edit), or one that `input` is a prefix of; nil when nothing is close enough to be a
     /// likely typo. Leading dashes are ignored when comparing.
-    static func closest(to input: String, among candidates: [String]) -> String? {
+    package static func closest(to input: String, among candidates: [String]) -> String? {
         let typed = Array(input.drop(while: { $0 == "-" }))
         guard !typed.isEmpty else { return nil }
         var best: (name: String, score: Int)?
@@ -21,7 +21,7 @@ enum Suggestion {
 
     /// Optimal-string-alignment distance: insertions, deletions, substitutions and swaps of
     /// adjacent characters each cost one.
-    static func distance(_ a: [Character], _ b: [Character]) -> Int {
+    package static func distance(_ a: [Character], _ b: [Character]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous2 = [Int](repeating: 0, count: b.count + 1)

@@ -130,7 +130,7 @@ enum RegionCommands {
 /// as it was written when it can tell where each lies (`RegionJSON.entryRanges`): the file was checked
 /// whole already, and serializing a million regions again cost the CLI more than checking them. Else
 /// each region is serialized from its decoded form.
-struct ImportParts: Sequence, IteratorProtocol {
+package struct ImportParts: Sequence, IteratorProtocol {
     private enum Entries {
         case cut([UInt8], [Range<Int>])
         case encoded([Region])
@@ -145,7 +145,7 @@ struct ImportParts: Sequence, IteratorProtocol {
     private var position = 0
     private var done = false
 
-    init(
+    package init(
         file: [UInt8], regions: [Region], replace: Bool, requestID: String? = nil, limit: Int,
         progress: @escaping (Int) -> Void
     ) {
@@ -161,7 +161,7 @@ struct ImportParts: Sequence, IteratorProtocol {
         self.progress = progress
     }
 
-    mutating func next() -> String? {
+    package mutating func next() -> String? {
         guard !done else { return nil }
         var line = Array(#"{"method":"\#(ControlMethod.importRegions.rawValue)","params":{"replace":\#(replace),"#.utf8)
         if let requestID {

@@ -94,15 +94,15 @@ extension Geodesic {
 }
 
 /// The constants of `Geodesic.distanceBounds(chord:)`, derived in its documentation.
-enum DistanceBounds {
+package enum DistanceBounds {
     /// Longest chord for which the bounds are finite: far below 8800 km, where the upper bound's proof
     /// would break down, and short enough for the 0.99 tilt factor and the x⁵/13 tail.
-    static let maximumChord = 1_000_000.0
+    package static let maximumChord = 1_000_000.0
     /// Absolute allowance for rounding in the ECEF conversion, the chord and the bound polynomials.
-    static let roundingSlack = 1e-6
+    package static let roundingSlack = 1e-6
     /// Lower bound on cos²(θ), θ the largest angle the surface normal turns over half of a geodesic
     /// whose chord is at most `maximumChord`.
-    static let normalTiltFactor = 0.99
+    package static let normalTiltFactor = 0.99
     /// 1 / (24 R₋²).
     static let upperCubic = 1 / (24 * WGS84.minimumRadiusOfCurvature * WGS84.minimumRadiusOfCurvature)
     /// 1 / (208 R₋⁴).

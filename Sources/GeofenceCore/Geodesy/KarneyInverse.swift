@@ -17,7 +17,7 @@ import Foundation
 ///
 /// Angles are carried as (sin, cos) pairs rather than radians wherever possible: this avoids the
 /// cancellation and branch cuts of inverse trig, and keeps exact values (0, ±1) exact.
-enum KarneyInverse {
+package enum KarneyInverse {
     /// Distance in metres and the azimuths at both ends as unnormalised (sin, cos) pairs.
     struct Solution {
         var distance: Double
@@ -301,7 +301,7 @@ enum KarneyInverse {
     ///
     /// Solved in closed form, like a cubic via Cardano, with each expression arranged to avoid
     /// cancellation; adapted from GeographicLib's `Geocentric::Reverse`.
-    static func astroid(_ x: Double, _ y: Double) -> Double {
+    package static func astroid(_ x: Double, _ y: Double) -> Double {
         let p = x * x
         let q = y * y
         let r = (p + q - 1) / 6

@@ -16,7 +16,7 @@ public enum RegionJSON {
 
     /// Whether a key belongs to `fields` or `outputOnlyFields` (a switch: hashing every key of a million
     /// entries into a `Set` showed in an import's profile).
-    static func isKnownField(_ key: String) -> Bool {
+    package static func isKnownField(_ key: String) -> Bool {
         switch key {
         case "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects", "polygon": true
         case "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states": true

@@ -8,7 +8,7 @@ import GeofenceStore
 /// Only heads are held, never the backlog behind them, so memory grows with the number of keys that have work
 /// (regions × hooks), not with the number of events waiting. The store gives the next head of a key when one
 /// finishes.
-struct DeliveryScheduler {
+package struct DeliveryScheduler {
     private var heads: [DeliveryOrderKey: DeliveryHead] = [:]
     /// Not-running heads by due time; stale entries (a head replaced or started since) are skipped when met.
     private var queue = Heap(by: DeliveryScheduler.dueFirst)
@@ -18,7 +18,9 @@ struct DeliveryScheduler {
         a.nextAttemptAt != b.nextAttemptAt ? a.nextAttemptAt < b.nextAttemptAt : a.id < b.id
     }
 
-    var keyCount: Int { heads.count }
+    package init() {}
+
+    package var keyCount: Int { heads.count }
     var runningCount: Int { heads.values.reduce(0) { $0 + ($1.running ? 1 : 0) } }
     var isEmpty: Bool { heads.isEmpty }
 
@@ -39,14 +41,14 @@ struct DeliveryScheduler {
     }
 
     /// A new delivery: it becomes its key's head when the key has none (otherwise it waits behind it).
-    mutating func offer(_ head: DeliveryHead) {
+    package mutating func offer(_ head: DeliveryHead) {
         guard heads[head.orderKey] == nil else { return }
         heads[head.orderKey] = head
         queue.push(head)
     }
 
     /// Sets (or, with nil, clears) the head of `key`, once its previous head finished or was found stale.
-    mutating func setHead(_ head: DeliveryHead?, for key: DeliveryOrderKey) {
+    package mutating func setHead(_ head: DeliveryHead?, for key: DeliveryOrderKey) {
         if let head {
             heads[key] = head
             if !head.running { queue.push(head) }
@@ -69,7 +71,9 @@ struct DeliveryScheduler {
         held.removeAll()
     }
 
-    mutating func takeDue(now: Date, limit: Int, holding: (DeliveryHead) -> Bool = { _ in false }) -> [DeliveryHead] {
+    package mutating func takeDue(now: Date, limit: Int, holding: (DeliveryHead) -> Bool = { _ in false })
+        -> [DeliveryHead]
+    {
         var taken: [DeliveryHead] = []
         while taken.count < limit, let top = queue.first, top.nextAttemptAt <= now {
             queue.popFirst()
@@ -86,7 +90,7 @@ struct DeliveryScheduler {
     }
 
     /// When the earliest waiting head is due.
-    mutating func nextDue() -> Date? {
+    package mutating func nextDue() -> Date? {
         while let top = queue.first {
             if let head = heads[top.orderKey], head == top { return top.nextAttemptAt }
             queue.popFirst()

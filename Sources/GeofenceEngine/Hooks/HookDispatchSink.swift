@@ -9,14 +9,14 @@ import GeofenceStore
 /// (`HookDispatchCursor`); the deliveries and the cursor are written in one transaction, so an event gets
 /// its deliveries exactly once however the engine stops. It is not held back while Location Services are
 /// off: the runner holds the deliveries of region events instead, and lets the others run.
-final class HookDispatchSink: EventSink {
-    let id = "hooks"
+package final class HookDispatchSink: EventSink {
+    package let id = "hooks"
     private let store: StateStore
     private let runAsCreators: Bool
     private let dispatched: @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
 
     /// `dispatched` is told, after each commit, the deliveries created and the last event seq dispatched.
-    init(
+    package init(
         store: StateStore, runAsCreators: Bool,
         dispatched: @escaping @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
     ) {
@@ -25,18 +25,18 @@ final class HookDispatchSink: EventSink {
         self.dispatched = dispatched
     }
 
-    func accepts(eventType: String) -> Bool { true }
+    package func accepts(eventType: String) -> Bool { true }
 
-    func open() async throws {}
+    package func open() async throws {}
 
-    func deliver(_ events: [StoredEvent]) async throws -> Int {
+    package func deliver(_ events: [StoredEvent]) async throws -> Int {
         guard let last = events.last else { return 0 }
         let created = try store.deliveries.dispatchDeliveries(of: events, runAsCreators: runAsCreators)
         dispatched(created, last.seq)
         return events.count
     }
 
-    func close() async {}
+    package func close() async {}
 
-    var health: SinkHealth { SinkHealth(address: "hooks", connected: true) }
+    package var health: SinkHealth { SinkHealth(address: "hooks", connected: true) }
 }

@@ -3,14 +3,14 @@
 ///
 /// Pure functions and a reader over bytes, so that every rule of the wire format is tested without a
 /// socket (`MQTTPacketTests`); the client (`NativeMQTTClient`) only moves the bytes.
-enum MQTTPacket {
+package enum MQTTPacket {
     static let connect: UInt8 = 0x10
     static let connack: UInt8 = 0x20
-    static let publish: UInt8 = 0x30
-    static let puback: UInt8 = 0x40
+    package static let publish: UInt8 = 0x30
+    package static let puback: UInt8 = 0x40
     static let pubrec: UInt8 = 0x50
     /// PUBREL and SUBSCRIBE carry the fixed flags 0b0010 (§3.6.1, §3.8.1).
-    static let pubrel: UInt8 = 0x62
+    package static let pubrel: UInt8 = 0x62
     static let pubcomp: UInt8 = 0x70
     static let subscribe: UInt8 = 0x82
     static let suback: UInt8 = 0x90
@@ -22,14 +22,20 @@ enum MQTTPacket {
     /// The largest Remaining Length the protocol can say (four bytes of seven bits, §2.2.3).
     static let maximumRemainingLength = 268_435_455
 
-    struct Will: Equatable {
+    package struct Will: Equatable {
         var topic: String
         var payload: [UInt8]
         var retain: Bool
+
+        package init(topic: String, payload: [UInt8], retain: Bool) {
+            self.topic = topic
+            self.payload = payload
+            self.retain = retain
+        }
     }
 
     /// Remaining Length: seven bits a byte, least significant first, the high bit saying more follow.
-    static func appendLength(_ length: Int, to bytes: inout [UInt8]) {
+    package static func appendLength(_ length: Int, to bytes: inout [UInt8]) {
         var left = length
         repeat {
             var byte = UInt8(left & 0x7F)
@@ -40,19 +46,19 @@ enum MQTTPacket {
     }
 
     /// A UTF-8 string or binary field: its length in two bytes, big-endian, then the bytes.
-    static func appendField<Bytes: Collection<UInt8>>(_ field: Bytes, to bytes: inout [UInt8]) {
+    package static func appendField<Bytes: Collection<UInt8>>(_ field: Bytes, to bytes: inout [UInt8]) {
         append16(UInt16(field.count), to: &bytes)
         bytes.append(contentsOf: field)
     }
 
-    static func append16(_ value: UInt16, to bytes: inout [UInt8]) {
+    package static func append16(_ value: UInt16, to bytes: inout [UInt8]) {
         bytes.append(UInt8(value >> 8))
         bytes.append(UInt8(value & 0xFF))
     }
 
     /// CONNECT at protocol level 4 (3.1.1). `cleanSession` false: the broker keeps the subscription and the
     /// QoS 1 messages for it while the client is away, and the client's unacknowledged ones stay its own.
-    static func connectPacket(
+    package static func connectPacket(
         clientID: String, cleanSession: Bool, keepalive: UInt16, username: String?, password: String?,
         will: Will?
     ) -> [UInt8] {
@@ -82,7 +88,7 @@ enum MQTTPacket {
     }
 
     /// SUBSCRIBE to one filter at QoS 1.
-    static func subscribePacket(id: UInt16, filter: String) -> [UInt8] {
+    package static func subscribePacket(id: UInt16, filter: String) -> [UInt8] {
         var body: [UInt8] = []
         append16(id, to: &body)
         appendField(Array(filter.utf8), to: &body)
@@ -91,7 +97,7 @@ enum MQTTPacket {
     }
 
     /// PUBLISH at QoS 1 with packet identifier `id`.
-    static func publishPacket(topic: [UInt8], payload: [UInt8], id: UInt16, retain: Bool) -> [UInt8] {
+    package static func publishPacket(topic: [UInt8], payload: [UInt8], id: UInt16, retain: Bool) -> [UInt8] {
         let remaining = 2 + topic.count + 2 + payload.count
         var bytes: [UInt8] = []
         bytes.reserveCapacity(remaining + 5)
@@ -104,13 +110,13 @@ enum MQTTPacket {
     }
 
     /// PUBACK, PUBREC, PUBREL or PUBCOMP: the type and the packet identifier.
-    static func appendAcknowledgement(_ type: UInt8, id: UInt16, to bytes: inout [UInt8]) {
+    package static func appendAcknowledgement(_ type: UInt8, id: UInt16, to bytes: inout [UInt8]) {
         bytes.append(type)
         bytes.append(2)
         append16(id, to: &bytes)
     }
 
-    static func framed(_ header: UInt8, _ body: [UInt8]) -> [UInt8] {
+    package static func framed(_ header: UInt8, _ body: [UInt8]) -> [UInt8] {
         var bytes = [header]
         appendLength(body.count, to: &bytes)
         bytes.append(contentsOf: body)
@@ -118,7 +124,7 @@ enum MQTTPacket {
     }
 
     /// A topic a PUBLISH may carry (§4.7): not empty, no wildcard, no NUL, at most 65,535 bytes.
-    static func problem(publishingTo topic: String) -> String? {
+    package static func problem(publishingTo topic: String) -> String? {
         if topic.isEmpty { return "the topic is empty" }
         if topic.utf8.count > 65_535 { return "the topic is longer than 65,535 bytes" }
         if topic.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 == 0 }) {
@@ -128,7 +134,7 @@ enum MQTTPacket {
     }
 
     /// What CONNACK's return code says (§3.2.2.3), in the words libmosquitto uses.
-    static func refusal(_ code: UInt8) -> String {
+    package static func refusal(_ code: UInt8) -> String {
         switch code {
         case 1: "Connection Refused: unacceptable protocol version"
         case 2: "Connection Refused: identifier rejected"
@@ -146,8 +152,8 @@ enum MQTTPacket {
 /// once. A PUBLISH longer than `maximumLength` is not kept: its topic and packet identifier are returned
 /// with its length (`tooLong`), so it can be acknowledged and counted, and the rest of its bytes are dropped
 /// as they arrive, so that memory stays bounded whatever the broker sends.
-struct MQTTPacketReader {
-    enum Packet: Equatable {
+package struct MQTTPacketReader {
+    package enum Packet: Equatable {
         case connack(sessionPresent: Bool, code: UInt8)
         /// `tooLong`: the payload's length, when it was longer than the reader keeps (`payload` is then empty).
         case publish(topic: String, payload: [UInt8], id: UInt16?, qos: UInt8, tooLong: Int?)
@@ -159,8 +165,8 @@ struct MQTTPacketReader {
         case pingresp
     }
 
-    struct Malformed: Error, Equatable, CustomStringConvertible {
-        var description: String
+    package struct Malformed: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     let maximumLength: Int
@@ -169,14 +175,14 @@ struct MQTTPacketReader {
     /// Bytes of a too-long PUBLISH still to come and to drop.
     private var dropping = 0
 
-    init(maximumLength: Int) {
+    package init(maximumLength: Int) {
         self.maximumLength = maximumLength
     }
 
     /// Bytes waiting for the rest of their packet.
-    var buffered: Int { buffer.count - start }
+    package var buffered: Int { buffer.count - start }
 
-    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         var bytes = bytes[...]
         if dropping > 0 {
             let dropped = min(dropping, bytes.count)
@@ -192,7 +198,7 @@ struct MQTTPacketReader {
 
     /// The next whole packet, nil until more bytes are appended; thrown: the stream is not MQTT (the
     /// connection is to be closed).
-    mutating func next() throws(Malformed) -> Packet? {
+    package mutating func next() throws(Malformed) -> Packet? {
         let count = buffer.count
         guard count - start >= 2 else { return nil }
         let header = buffer[start]

@@ -350,8 +350,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 /// from a status message whose PUBACK went by unmatched (early, between batches) must not take the PUBACK
 /// of an event's message that has the same id 65,535 messages later, or that event is never acknowledged
 /// and its batch stalls until offered again.
-struct MessageIDs {
-    enum Acknowledged: Equatable {
+package struct MessageIDs {
+    package enum Acknowledged: Equatable {
         case event(Int)
         case status
     }
@@ -360,7 +360,9 @@ struct MessageIDs {
     private var early: Set<Int32> = []
     private var status: Int32?
 
-    mutating func startBatch() {
+    package init() {}
+
+    package mutating func startBatch() {
         events.removeAll(keepingCapacity: true)
         early.removeAll()
     }
@@ -369,20 +371,20 @@ struct MessageIDs {
     mutating func endBatch() { events.removeAll(keepingCapacity: true) }
 
     /// `publish` returned `mid` for a message of event `event`; true: its PUBACK has already come.
-    mutating func published(_ mid: Int32, event: Int) -> Bool {
+    package mutating func published(_ mid: Int32, event: Int) -> Bool {
         if early.remove(mid) != nil { return true }
         events[mid] = event
         return false
     }
 
     /// `publish` returned `mid` for the status message; true: its PUBACK has already come.
-    mutating func publishedStatus(_ mid: Int32) -> Bool {
+    package mutating func publishedStatus(_ mid: Int32) -> Bool {
         if early.remove(mid) != nil { return true }
         status = mid
         return false
     }
 
-    mutating func acknowledged(_ mid: Int32) -> Acknowledged? {
+    package mutating func acknowledged(_ mid: Int32) -> Acknowledged? {
         if let event = events.removeValue(forKey: mid) { return .event(event) }
         if mid == status {
             status = nil

@@ -169,7 +169,7 @@ public enum SinkFormat: String, Sendable, CaseIterable {
 
     /// The pair's state after a `determined`, `enter` or `exit`: read from the stored JSON without parsing
     /// it (the engine writes it compact, `"state":"inside"`), since this runs for every event published.
-    static func stateOf(_ event: StoredEvent) -> String? {
+    package static func stateOf(_ event: StoredEvent) -> String? {
         switch event.type {
         case "enter": return "inside"
         case "exit": return "outside"

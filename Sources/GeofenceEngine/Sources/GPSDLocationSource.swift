@@ -54,13 +54,13 @@ public final class GPSDLocationSource: LocationSource {
 
 /// `run --subject NAME`: every fix of the receiver is NAME's. A name is for one receiver: when fixes come
 /// from a second device of the same gpsd, it says so once (they would be taken for one vehicle's).
-struct SubjectNaming {
+package struct SubjectNaming {
     let name: String
     private var devices: [String] = []
 
-    init(name: String) { self.name = name }
+    package init(name: String) { self.name = name }
 
-    mutating func rename(_ report: LocationReport) -> [LocationReport] {
+    package mutating func rename(_ report: LocationReport) -> [LocationReport] {
         switch report {
         case .fix(var fix):
             let warning = note(fix.subject)
