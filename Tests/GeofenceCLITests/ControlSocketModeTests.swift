@@ -51,7 +51,7 @@ struct ControlSocketModeTests {
 
     @Test("a world-writable directory that is not sticky, or another user's, is refused with one line")
     func unsafeDirectoryRefused() async throws {
-        try await withCLI { cli in
+        try withCLI { cli in
             let open = cli.dir.file("open")
             mkdir(open, 0o700)
             chmod(open, 0o777)

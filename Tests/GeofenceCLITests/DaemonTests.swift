@@ -104,7 +104,7 @@ struct DaemonTests {
                     ], "\(live.map(Self.essence))")
 
                 // The same fixes through replay, into a fresh store with the same regions.
-                try await withCLI { other in
+                try withCLI { other in
                     try Self.addRegions(other)
                     let recording = other.dir.file("tpv.json")
                     try watcher.tpvs.joined(separator: "\n").write(toFile: recording, atomically: true, encoding: .utf8)
@@ -262,7 +262,7 @@ struct DaemonTests {
     @Test("locate returns the first fix that meets the target, and a coarse one at the deadline")
     func locate() async throws {
         let gpsd = try await GPSDHarness()
-        try await withCLI { cli in
+        try withCLI { cli in
             // On a thread of its own: `cli.run` blocks its caller, and with the other tests of the suite running at
             // once, a task could wait seconds for a cooperative thread, and gpsd would have no fix to give.
             let feeding = Atomic(true)

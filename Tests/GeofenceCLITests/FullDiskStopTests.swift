@@ -198,6 +198,9 @@ struct FullDiskStopTests {
                 resendFrom[truck] = time
             }
             #expect(!resendFrom.isEmpty, "\(message ?? log)")
+            // Space again (no engine runs, so the store stays as the stop left it: read with room, a CLI opening
+            // it on a full disk may be refused its shared-memory file).
+            ScratchMount.shell("rm -f \(mount.path)/filler*")
             // Nothing before the times it names is missing from the store: they follow its last committed fixes.
             let afterStop = Self.committed(state: state, environment: env)
             for (truck, from) in resendFrom {
@@ -205,8 +208,7 @@ struct FullDiskStopTests {
                 #expect(afterStop[truck] == previous, "\(truck): committed \(String(describing: afterStop[truck]))")
             }
 
-            // Space again, a new engine, and the producer sends what the message named, then the rest.
-            ScratchMount.shell("rm -f \(mount.path)/filler*")
+            // A new engine, and the producer sends what the message named, then the rest.
             feed.close()
             daemon = try DaemonProcess(
                 ["run", "--source", "json:" + fifo, "--state-dir", state], logPath: cli.dir.file("run2.log"),
@@ -224,7 +226,7 @@ struct FullDiskStopTests {
             let live = try store.outbox.events(after: 0, limit: 100_000).filter { $0.region != nil }.map {
                 try DaemonTests.essence(JSON.parse($0.body))
             }
-            try await withCLI { reference in
+            try withCLI { reference in
                 for add in Self.regions() { #expect(try reference.run(add).status == 0) }
                 // From a file: 3,000 lines on a pipe would fill it while the harness does not yet read the output.
                 let recording = reference.dir.file("drive.jsonl")
