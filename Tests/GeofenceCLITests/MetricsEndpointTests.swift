@@ -51,6 +51,18 @@ struct MetricsEndpointTests {
         return UInt16(url.split(separator: ":").last?.split(separator: "/").first ?? "")
     }
 
+    /// An engine with metrics on a free port, fed JSON lines through a FIFO, watching one region (the depot
+    /// of `DiskFaultTests.trips`).
+    static func fleetEngine(_ cli: CLI, environment: [String: String] = [:]) throws -> (DaemonProcess, FleetFeed) {
+        try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+        let fifo = cli.dir.file("fleet.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let daemon = try DaemonProcess(
+            ["run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:0"],
+            logPath: cli.dir.file("run.log"), environment: cli.environment.merging(environment) { $1 })
+        return (daemon, try FleetFeed(fifo: fifo))
+    }
+
     /// Parses Prometheus text with the reference parser (the Python client's), into `name{labels}` → value.
     static func parse(_ text: String) throws -> [String: Double] {
         let script = """
@@ -98,11 +110,7 @@ struct MetricsEndpointTests {
     @Test("after a drive, /metrics parses as Prometheus text and its counters equal status --json's")
     func countersMatchStatus() async throws {
         try await withCLI { cli in
-            try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
-            let fifo = cli.dir.file("fleet.fifo")
-            #expect(mkfifo(fifo, 0o600) == 0)
-            let daemon = try cli.daemon(["--source", "json:" + fifo, "--metrics", "127.0.0.1:0"])
-            let feed = try FleetFeed(fifo: fifo)
+            let (daemon, feed) = try Self.fleetEngine(cli)
             defer { feed.close() }
             let start = Date().addingTimeInterval(-3600)
             var lines = DiskFaultTests.trips(2, from: start)
@@ -175,11 +183,7 @@ struct MetricsEndpointTests {
     @Test("/healthz turns 503 and says why while the store refuses writes, and 200 again when it takes them")
     func healthFollowsTheStore() async throws {
         try await withCLI { cli in
-            try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
-            let fifo = cli.dir.file("fleet.fifo")
-            #expect(mkfifo(fifo, 0o600) == 0)
-            let daemon = try cli.daemon(["--source", "json:" + fifo, "--metrics", "127.0.0.1:0"])
-            let feed = try FleetFeed(fifo: fifo)
+            let (daemon, feed) = try Self.fleetEngine(cli)
             defer { feed.close() }
             let trips = DiskFaultTests.trips(2, from: Date().addingTimeInterval(-3600))
             feed.send(Array(trips.prefix(6)))
@@ -211,15 +215,8 @@ struct MetricsEndpointTests {
     @Test("a monitor held stuck turns /healthz to 503 (monitor: its loop has not run), and 200 once it runs")
     func healthFollowsTheMonitor() async throws {
         try await withCLI { cli in
-            try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
-            let fifo = cli.dir.file("fleet.fifo")
-            #expect(mkfifo(fifo, 0o600) == 0)
             let stall = cli.dir.file("stall")
-            let daemon = try DaemonProcess(
-                ["run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:0"],
-                logPath: cli.dir.file("run.log"),
-                environment: cli.environment.merging(["GEOFENCE_TEST_STALL_MONITOR": stall]) { $1 })
-            let feed = try FleetFeed(fifo: fifo)
+            let (daemon, feed) = try Self.fleetEngine(cli, environment: ["GEOFENCE_TEST_STALL_MONITOR": stall])
             defer { feed.close() }
             feed.send(Array(DiskFaultTests.trips(1, from: Date().addingTimeInterval(-3600)).prefix(4)))
             let port = try #require(await Self.port(daemon))

@@ -159,18 +159,14 @@ struct HookRemoveCommand: GeofenceSubcommand {
         arguments: [.repeating("id", help: "Ids of the hooks to remove.", atLeastOne: true)],
         examples: [Example("", "geofence hook remove journal")])
 
-    let ids: [String]
-    let requestID: String
+    let removal: RemovalByID
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
-        ids = a.values("id")
-        requestID = try RegionCommands.requestID(a.value("--request-id"), c)
+        removal = try RemovalByID(parsing: a, context: c)
     }
 
     func run(_ c: CommandContext) throws {
-        let result = try c.interruptible(requestID: requestID, check: "geofence hook list") {
-            try c.call(.hookRemove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
-        }
+        let result = try removal.send(.hookRemove, check: "geofence hook list", c)
         if c.json {
             c.console.print(result.serialized())
             return

@@ -192,18 +192,14 @@ struct SinkRemoveCommand: GeofenceSubcommand {
         arguments: [.repeating("id", help: "Ids of the sinks to remove.", atLeastOne: true)],
         examples: [Example("", "geofence sink remove local")])
 
-    let ids: [String]
-    let requestID: String
+    let removal: RemovalByID
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
-        ids = a.values("id")
-        requestID = try RegionCommands.requestID(a.value("--request-id"), c)
+        removal = try RemovalByID(parsing: a, context: c)
     }
 
     func run(_ c: CommandContext) throws {
-        let result = try c.interruptible(requestID: requestID, check: "geofence sink list") {
-            try c.call(.sinkRemove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
-        }
+        let result = try removal.send(.sinkRemove, check: "geofence sink list", c)
         if c.json {
             c.console.print(result.serialized())
             return

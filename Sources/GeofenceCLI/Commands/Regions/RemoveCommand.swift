@@ -17,18 +17,14 @@ struct RemoveCommand: GeofenceSubcommand {
         arguments: [.repeating("id", help: "Ids of the regions to remove.", atLeastOne: true)],
         examples: [Example("Stop watching the depot:", "geofence remove depot")])
 
-    let ids: [String]
-    let requestID: String
+    let removal: RemovalByID
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
-        ids = a.values("id")
-        requestID = try RegionCommands.requestID(a.value("--request-id"), c)
+        removal = try RemovalByID(parsing: a, context: c)
     }
 
     func run(_ c: CommandContext) throws {
-        let result = try c.interruptible(requestID: requestID, check: "geofence list") {
-            try c.call(.remove, ["ids": .array(ids.map { .string($0) }), "requestId": .string(requestID)])
-        }
+        let result = try removal.send(.remove, check: "geofence list", c)
         if c.json {
             c.console.print(result.serialized())
         } else {
