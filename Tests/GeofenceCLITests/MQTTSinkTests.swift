@@ -81,7 +81,10 @@ struct MQTTSinkTests {
         #expect(Self.drained(listed), "\(listed)")
         #expect(listed.map { $0["id"]?.stringValue } == ["bus", "phones"])
 
-        let status = try await FleetSourceTests.status(cli) { $0["sinks"]?.arrayValue?.count == 2 }
+        // The sinks' health (what each delivered) is written by the engine a moment after the cursor moves.
+        let status = try await FleetSourceTests.status(cli) {
+            $0["sinks"]?.arrayValue?.count == 2 && $0["sinks"]?.arrayValue?.first?["delivered"]?.intValue == 3
+        }
         let bus = status["sinks"]?.arrayValue?.first
         #expect(bus?["connected"] == true, "\(status)")
         #expect(bus?["waiting"]?.intValue == 0)
