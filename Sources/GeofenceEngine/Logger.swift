@@ -27,6 +27,8 @@ public enum LogLevel: Int, Sendable, Comparable, CustomStringConvertible {
         }
     }
 
+    /// The level named `error`, `warning` (or `warn`), `notice`, `info` or `debug`, in any case; nil for any
+    /// other name.
     public init?(name: String) {
         switch name.lowercased() {
         case "error": self = .error
@@ -43,10 +45,13 @@ public enum LogLevel: Int, Sendable, Comparable, CustomStringConvertible {
 /// `<N>`, the sd-daemon priority prefix, and carries no timestamp (journald adds its own); elsewhere a line
 /// is `2026-11-30T14:03:07.123Z info message`.
 public struct Logger: Sendable {
+    /// The least severe level written: lines below it are dropped (their message is never built).
     public var minimum: LogLevel
     private let journald: Bool
     private let sink: @Sendable (String) -> Void
 
+    /// A logger that writes to standard error, in journald's form when `environment` has `JOURNAL_STREAM`;
+    /// `info` and more severe by default.
     public init(minimum: LogLevel = .info, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.minimum = minimum
         journald = environment["JOURNAL_STREAM"] != nil
@@ -60,6 +65,8 @@ public struct Logger: Sendable {
         self.sink = sink
     }
 
+    /// Writes `message` as one line at `level`, escaped so that nothing in it can break the line or steer a
+    /// terminal; nothing when `level` is below `minimum`.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard level.rawValue <= minimum.rawValue else { return }
         // One line per record whatever the message holds, and nothing that steers a terminal (a refused
@@ -72,10 +79,15 @@ public struct Logger: Sendable {
         }
     }
 
+    /// Logs `m` at `error`: something failed.
     public func error(_ m: @autoclosure () -> String) { log(.error, m()) }
+    /// Logs `m` at `warning`: something is wrong but the engine goes on.
     public func warning(_ m: @autoclosure () -> String) { log(.warning, m()) }
+    /// Logs `m` at `notice`: a normal but significant change.
     public func notice(_ m: @autoclosure () -> String) { log(.notice, m()) }
+    /// Logs `m` at `info`, the default minimum.
     public func info(_ m: @autoclosure () -> String) { log(.info, m()) }
+    /// Logs `m` at `debug`, written only when `minimum` is `debug`.
     public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
 }
 

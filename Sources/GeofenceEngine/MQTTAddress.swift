@@ -5,10 +5,16 @@ import Foundation
 ///
 /// Parsed by hand rather than by `URL`: a topic filter's `#` is a wildcard here, not a fragment.
 public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
+    /// The broker's host name or IP address (an IPv6 one without brackets).
     public var host: String
+    /// The broker's TCP port: 1883 unless given (`init(parsing:)` makes it 8883 for `mqtts://`; setting
+    /// `tls` does not change it).
     public var port: Int32 = 1883
+    /// The user name to log in with; nil: none.
     public var username: String?
+    /// The password to log in with, given only with a `username`; nil: none.
     public var password: String?
+    /// What to subscribe to (MQTT wildcards `+` and `#` allowed), such as `fleet/+/tpv`.
     public var topicFilter: String
     /// `mqtts://`: TLS, the broker's certificate checked against `caFile` (else the system's CAs).
     public var tls = false
@@ -17,8 +23,10 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
     /// The client's own certificate and its private key (PEM, the key without a passphrase), for a broker
     /// that asks for one (`--mqtt-cert`, `--mqtt-key`).
     public var certificateFile: String?
+    /// The private key of `certificateFile` (PEM, without a passphrase).
     public var keyFile: String?
 
+    /// A broker and a topic filter, as given (unchecked; `init(parsing:)` checks a URL); no TLS, no login.
     public init(host: String, port: Int32 = 1883, topicFilter: String) {
         self.host = host
         self.port = port
@@ -154,6 +162,7 @@ public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
 
 /// Why a `--source mqtt://...` is not one.
 public struct MQTTAddressError: Error, CustomStringConvertible {
+    /// What is wrong with the text, in a few words (`it has no host`).
     public var description: String
     init(_ description: String) { self.description = description }
 }

@@ -22,6 +22,8 @@ public struct SourceStatus: Sendable, Equatable {
     public var problem: String?
     /// Lines read (for MQTT: messages received).
     public var lines = 0
+    /// Lines (messages) that gave a usable fix: 2D or 3D, a valid position, not dated ahead of the clock.
+    /// The fix filter may still refuse some of them.
     public var usableFixes = 0
     /// Lines of other classes (SKY, VERSION, ...): not errors, not fixes.
     public var ignored = 0
@@ -29,12 +31,14 @@ public struct SourceStatus: Sendable, Equatable {
     public var unusable: [String: Int] = [:]
     /// The last usable fix: its own time, and when it was read (the wall clock).
     public var lastFixTime: Date?
+    /// When the last usable fix was read, by the wall clock; nil before the first.
     public var lastFixRead: Date?
     /// The watchdog's word: `awaiting-first-fix`, `receiving`, `silent` or `lost`.
     public var liveness = "awaiting-first-fix"
     /// Vehicle names that arrived on more than one MQTT topic (two receivers taken as one vehicle).
     public var sharedNames = 0
 
+    /// A JSON-lines source's status, for `path` (`-` for standard input), with nothing read yet.
     public init(path: String) { self.path = path }
 
     /// An MQTT subscription's status; `address` is shown as it is, so it must carry no password.
@@ -47,6 +51,7 @@ public struct SourceStatus: Sendable, Equatable {
     /// What the source delivers: lines, or MQTT messages.
     public var unit: String { isMQTT ? "message" : "line" }
 
+    /// Lines (messages) that gave no usable fix, all reasons together.
     public var unusableTotal: Int { unusable.values.reduce(0, +) }
 
     /// "21 no-position, 3 not-json", most frequent first.

@@ -18,9 +18,16 @@ import Synchronization
 /// for await report in source.reports { ... }
 /// ```
 public final class GPSDSource: Sendable {
+    /// How to reach gpsd and how patiently: the address, the liveness limits, the reconnection backoff and
+    /// the thread's timeouts. The defaults are `geofence run`'s.
     public struct Configuration: Sendable, Equatable {
+        /// Where gpsd listens, and the one device to watch (nil: every device); `localhost:2947` by default.
         public var address: GPSDAddress
+        /// When the source counts as `silent` (no usable fix within 60 s of `start()` by default) or `lost`
+        /// (none for 10 s by default, or the connection dropped while fixes were arriving).
         public var liveness: SourceLiveness.Configuration
+        /// How long to wait before each reconnection attempt (0.5 s doubling up to 30 s, full jitter, by
+        /// default).
         public var backoff: ReconnectBackoff
         /// A connection that lasted this long (seconds) was healthy: the backoff starts over.
         /// Shorter ones keep counting, so a gpsd that accepts and then crashes in a loop
@@ -31,6 +38,7 @@ public final class GPSDSource: Sendable {
         /// The longest the thread sleeps before checking for `stop()`, seconds.
         public var pollInterval: Double
 
+        /// A configuration with `geofence run`'s defaults for whatever is not given; times are seconds.
         public init(
             address: GPSDAddress = .default,
             liveness: SourceLiveness.Configuration = SourceLiveness.Configuration(),
@@ -52,6 +60,7 @@ public final class GPSDSource: Sendable {
     /// while the consumer is behind, so that gpsd's socket, not memory, holds what is not yet read.
     public typealias Delivery = @Sendable (GPSDReport) -> Void
 
+    /// The settings the source was made with.
     public let configuration: Configuration
     /// Everything the source has to say, in order; ends after `stop()`. One consumer.
     /// Unbounded: the consumer is expected to keep up (a fix is a few hundred bytes). Empty when the source

@@ -60,6 +60,7 @@ public struct FixFilterConfiguration: Sendable, Equatable {
     /// keeps a receiver that really moved (or whose clock really stepped) from being locked out.
     public var resyncAfter: Int = 3
 
+    /// The defaults above, `geofence run`'s.
     public init() {}
 }
 

@@ -2,9 +2,13 @@ import Foundation
 
 /// The kind of solution a receiver reports (gpsd's `mode`).
 public enum FixMode: Int, Sendable, Comparable, Codable {
+    /// The receiver did not say (gpsd mode 0).
     case unknown = 0
+    /// The receiver has no position (gpsd mode 1); such a fix is not usable.
     case noFix = 1
+    /// Latitude and longitude, no altitude (gpsd mode 2).
     case twoD = 2
+    /// Latitude, longitude and altitude (gpsd mode 3).
     case threeD = 3
 
     public static func < (lhs: FixMode, rhs: FixMode) -> Bool { lhs.rawValue < rhs.rawValue }
@@ -20,8 +24,11 @@ public struct Fix: Sendable, Equatable {
     public var time: Date?
     /// Wall-clock time at which the engine received the report; nil in replays of recordings.
     public var receivedAt: Date?
+    /// The kind of solution; only `twoD` and `threeD` fixes with a position are usable.
     public var mode: FixMode
+    /// WGS84 latitude, degrees (-90...90 to be usable); nil when not reported.
     public var latitude: Double?
+    /// WGS84 longitude, degrees (-180...180 to be usable); nil when not reported.
     public var longitude: Double?
     /// Height above the ellipsoid, metres.
     public var altitudeHAE: Double?
@@ -36,6 +43,8 @@ public struct Fix: Sendable, Equatable {
     /// Course over ground, degrees from true north.
     public var course: Double?
 
+    /// A fix as delivered, field by field (degrees, metres, m/s); nothing is validated here, the fix filter
+    /// judges it.
     public init(
         subject: String,
         time: Date?,

@@ -36,9 +36,13 @@ public enum FleetPayload {
 /// Why a decoded fleet fix is no usable one, beyond `MalformedLine.Kind`: the kind to count and the words to
 /// log (`SourceStatus` counts them by these kinds).
 public enum FixUsability {
+    /// A fix whose mode is below 2D (no fix, or no mode given).
     public static let noFix = "no-fix"
+    /// A 2D or 3D fix without a latitude or a longitude.
     public static let noPosition = "no-position"
+    /// A fix whose latitude or longitude is out of range or not finite.
     public static let badPosition = "bad-position"
+    /// A fix dated more than `maximumLead` seconds ahead of the engine's clock.
     public static let futureTime = "future-time"
     /// How far ahead of the engine's clock a fleet fix's own time may be. A fleet's fixes are judged by
     /// their own times (a backlog from a persistent session is rightly old), so a time far ahead (a

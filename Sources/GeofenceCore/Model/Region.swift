@@ -4,6 +4,7 @@ import Foundation
 public enum NotifyKind: String, Sendable, CaseIterable, Codable, Comparable {
     case enter
     case exit
+    /// Inside continuously for the region's `dwell` time (which a region that asks for it must have).
     case dwell
 
     public static func < (lhs: NotifyKind, rhs: NotifyKind) -> Bool {
@@ -15,8 +16,10 @@ public enum NotifyKind: String, Sendable, CaseIterable, Codable, Comparable {
 public struct RegionValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The field as it is spelled in the import format (`lat`, `radius`, `hooks.enter`, ...).
     public var field: String
+    /// What is wrong with it, in words that follow the field's name (`is empty`, `contains a NUL byte`).
     public var message: String
 
+    /// An error naming `field` and saying what is wrong with it.
     public init(field: String, message: String) {
         self.field = field
         self.message = message
@@ -47,7 +50,9 @@ public struct RegionLimits: Sendable, Equatable {
     /// false for rows a store wrote before that rule (read back exactly as written).
     public var checksNames = true
 
+    /// The limits above, the defaults.
     public init() {}
+    /// The default limits, which the public initialisers hold a region to unless given others.
     public static let `default` = RegionLimits()
 }
 
@@ -57,16 +62,22 @@ public struct RegionLimits: Sendable, Equatable {
 /// `radius` are its bounding cap (every point of the polygon is within `radius` of `center`), which is what
 /// the spatial index files it by; its decisions use the signed distance to its boundary.
 public struct Region: Sendable, Equatable {
+    /// The region's unique name: 1 to 128 bytes of UTF-8 with no control or invisible characters, held in NFC.
     public let id: String
+    /// A name for people (at most 256 bytes of UTF-8); nil when none was given.
     public let name: String?
+    /// The circle's centre (for a polygon, its bounding cap's).
     public let center: Coordinate
     /// Radius in metres (for a polygon, its bounding cap's).
     public let radius: Double
     /// The polygon, for a polygon region; nil for a circle.
     public let polygon: RegionPolygon?
+    /// The events to fire besides `determined` and `expired`, which always fire (enter and exit by default,
+    /// and dwell too when a dwell time was given).
     public let notify: Set<NotifyKind>
     /// Seconds inside, continuously, before `dwell` fires.
     public let dwell: Double?
+    /// When the region leaves monitoring and `expired` fires (held to the millisecond); nil: never.
     public let expires: Date?
     /// Per-event hook commands (`enter`, `exit`, `dwell`), run as `/bin/sh -c`.
     public let hooks: [NotifyKind: String]
@@ -74,6 +85,7 @@ public struct Region: Sendable, Equatable {
     public let subjects: [String]?
     /// Unix uid of the client that created it.
     public let createdBy: UInt32?
+    /// When the region was first stored; nil in a region made in code, until the store has it.
     public let createdAt: Date?
 
     /// The engine's own initialiser, with the daemon's fields (hooks, who created it, limits); a library's

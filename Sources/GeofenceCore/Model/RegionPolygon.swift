@@ -23,6 +23,8 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
     public let parts: [[[Coordinate]]]
     /// The centre of the bounding cap: every point of the polygon is within `capRadius` of it (geodesic).
     public let center: Coordinate
+    /// The bounding cap's radius, metres: an upper bound of the distance from `center` to the farthest vertex,
+    /// plus 1 m. A polygon region's `radius` is this.
     public let capRadius: Double
     /// The area in square metres (on the authalic sphere: within about 0.1 % of the ellipsoid's).
     public let area: Double

@@ -21,14 +21,22 @@ public enum RegionEventType: String, Sendable, Codable, CaseIterable {
 
 /// The fix that caused an event, as carried in the event.
 public struct EventFix: Sendable, Equatable {
+    /// WGS84 latitude, degrees (JSON `lat`).
     public var latitude: Double
+    /// WGS84 longitude, degrees (JSON `lon`).
     public var longitude: Double
+    /// Horizontal accuracy, metres: the receiver's, or the filter's `defaultAccuracy` when it gave none.
     public var accuracy: Double
+    /// True when the receiver reported no accuracy and `accuracy` is the filter's default.
     public var accuracyEstimated: Bool
+    /// The kind of solution: 2D or 3D (only those pass the filter).
     public var mode: FixMode
+    /// Speed over ground, m/s; nil when the receiver did not report it.
     public var speed: Double?
+    /// Course over ground, degrees from true north; nil when the receiver did not report it.
     public var course: Double?
 
+    /// The fix as the filter accepted it, with its accuracy filled in.
     public init(_ fix: WeightedFix) {
         latitude = fix.coordinate.latitude
         longitude = fix.coordinate.longitude
@@ -39,6 +47,7 @@ public struct EventFix: Sendable, Equatable {
         course = fix.fix.course
     }
 
+    /// A fix as an event carries it, field by field (degrees, metres, m/s); nothing is validated.
     public init(
         latitude: Double, longitude: Double, accuracy: Double, accuracyEstimated: Bool = false, mode: FixMode,
         speed: Double? = nil, course: Double? = nil

@@ -22,6 +22,7 @@ public struct MonitorConfiguration: Sendable, Equatable {
     /// of the fix (beyond the band); every region farther away is silently outside.
     public var vicinity: Double = 1000
 
+    /// The defaults, `geofence run`'s: a 5 m band at least, as wide as the accuracy, and the values above.
     public init() {}
 
     /// The hysteresis rule these settings give.

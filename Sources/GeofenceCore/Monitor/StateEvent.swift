@@ -4,16 +4,24 @@ import Foundation
 /// `restored`), a device added or removed, the Location Services switch, a client's authorization, a
 /// region's monitoring status. Stored in the same outbox as region events and delivered the same way.
 public struct StateEvent: Sendable, Equatable {
+    /// What a state event is about; the raw value is the JSON `type`.
     public enum Kind: String, Sendable, CaseIterable {
+        /// The location source went `silent` or `lost`, or was `restored`.
         case source
+        /// A gpsd device was `added` or `removed` (`subject` is its path).
         case device
+        /// Location Services were switched `on` or `off`.
         case services
+        /// A client's authorization changed; `state` is its new status.
         case authorization
+        /// A region's monitoring status changed (`state` is the new one: `monitoring`, `pending`, `failed`,
+        /// ...), or, when more than 50 changed at once, one summary whose `state` is `changed`.
         case regionStatus = "region-status"
     }
 
     /// UUIDv7, like region events.
     public var id: String
+    /// What the event is about (its JSON `type`).
     public var type: Kind
     /// Wall-clock time of the change.
     public var time: Date

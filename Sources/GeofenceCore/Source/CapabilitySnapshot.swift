@@ -14,11 +14,14 @@ public struct CapabilitySnapshot: Sendable, Hashable {
     public struct Daemon: Sendable, Hashable {
         /// gpsd's release, such as "3.22".
         public var release: String
+        /// gpsd's revision (its VERSION `rev`), free text; empty when gpsd did not say.
         public var revision: String
         /// The JSON protocol version, such as 3.14.
         public var protocolMajor: Int
+        /// The JSON protocol's minor version (14 in 3.14).
         public var protocolMinor: Int
 
+        /// A daemon as its VERSION report names it.
         public init(release: String, revision: String, protocolMajor: Int, protocolMinor: Int) {
             self.release = release
             self.revision = revision
@@ -29,18 +32,26 @@ public struct CapabilitySnapshot: Sendable, Hashable {
 
     /// The kinds of data gpsd has seen from a device (gpsd's DEVICE `flags`).
     public struct DataKinds: OptionSet, Sendable, Hashable {
+        /// gpsd's `flags` bits, as it sends them.
         public let rawValue: Int
+        /// The kinds whose bits are set in gpsd's `flags`.
         public init(rawValue: Int) { self.rawValue = rawValue }
 
+        /// GNSS position data (gpsd `SEEN_GPS`).
         public static let gps = DataKinds(rawValue: 0x01)
+        /// RTCM version 2 differential corrections (gpsd `SEEN_RTCM2`).
         public static let rtcm2 = DataKinds(rawValue: 0x02)
+        /// RTCM version 3 differential corrections (gpsd `SEEN_RTCM3`).
         public static let rtcm3 = DataKinds(rawValue: 0x04)
+        /// AIS messages from ships (gpsd `SEEN_AIS`).
         public static let ais = DataKinds(rawValue: 0x08)
     }
 
     /// The parts of a fix a device has been seen to report.
     public struct ReportedFields: OptionSet, Sendable, Hashable {
+        /// The fields as bits, in the order below (time is bit 0).
         public let rawValue: Int
+        /// The fields whose bits are set.
         public init(rawValue: Int) { self.rawValue = rawValue }
 
         /// GPS time on its fixes.
@@ -49,7 +60,9 @@ public struct CapabilitySnapshot: Sendable, Hashable {
         public static let position2D = ReportedFields(rawValue: 1 << 1)
         /// A 3D fix with altitude.
         public static let position3D = ReportedFields(rawValue: 1 << 2)
+        /// Speed over ground.
         public static let speed = ReportedFields(rawValue: 1 << 3)
+        /// Course over ground.
         public static let course = ReportedFields(rawValue: 1 << 4)
         /// A horizontal error estimate (`eph`, or `epx` and `epy`).
         public static let horizontalAccuracy = ReportedFields(rawValue: 1 << 5)
@@ -73,12 +86,14 @@ public struct CapabilitySnapshot: Sendable, Hashable {
         public var cycle: Double?
         /// The shortest cycle the device supports, seconds.
         public var minimumCycle: Double?
+        /// The kinds of data gpsd has seen from it; empty until gpsd says.
         public var dataKinds: DataKinds
         /// Inferred: what its fixes have carried in this session.
         public var reports: ReportedFields
         /// Inferred: the shortest interval seen between successive fix times, seconds.
         public var observedInterval: Double?
 
+        /// A device as gpsd's DEVICE report describes it; what is not given is unknown (nil or empty).
         public init(
             path: String,
             driver: String? = nil,
@@ -112,11 +127,13 @@ public struct CapabilitySnapshot: Sendable, Hashable {
     /// The devices gpsd has, in gpsd's order; empty means gpsd runs but has no receiver.
     public var devices: [Device]
 
+    /// A snapshot of a daemon and its devices; the default is an empty one (nothing known yet).
     public init(daemon: Daemon? = nil, devices: [Device] = []) {
         self.daemon = daemon
         self.devices = devices
     }
 
+    /// The device gpsd calls `path`, or nil when the snapshot has none by that name.
     public func device(at path: String) -> Device? {
         devices.first { $0.path == path }
     }

@@ -8,18 +8,22 @@
 /// Unlike gpsd, a port must be a number and a device must look like a path or a URL, so a
 /// mistyped address fails here with a reason instead of as a confusing connection error.
 public struct GPSDAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host when none is given: this machine.
     public static let defaultHost = "localhost"
+    /// gpsd's registered TCP port, when none is given.
     public static let defaultPort: UInt16 = 2947
     /// `localhost:2947`, all devices.
     public static let `default` = GPSDAddress()
 
     /// A host name or an IP address (IPv6 without brackets).
     public var host: String
+    /// gpsd's TCP port (parsing accepts 1 to 65535).
     public var port: UInt16
     /// The one device to watch (a path such as `/dev/ttyACM0`, or a gpsd URL such as
     /// `udp://127.0.0.1:5000`); nil watches every device gpsd has.
     public var device: String?
 
+    /// An address as given, unchecked (`init(parsing:)` checks a string); by default `localhost:2947`, all devices.
     public init(host: String = GPSDAddress.defaultHost, port: UInt16 = GPSDAddress.defaultPort, device: String? = nil) {
         self.host = host
         self.port = port

@@ -32,11 +32,14 @@ public struct SourceDown: Sendable, Equatable, CustomStringConvertible {
     /// How long the source waits before its next attempt.
     public var retryIn: Duration
 
+    /// A source that cannot read for `reason`, after `attempt` failed attempts (the first by default), and
+    /// tries again in `retryIn`.
     public init(reason: String, attempt: Int = 1, retryIn: Duration) {
         self.reason = reason
         self.attempt = attempt
         self.retryIn = retryIn
     }
 
+    /// The reason alone.
     public var description: String { reason }
 }

@@ -24,8 +24,11 @@ public struct ReconnectBackoff: Sendable, Equatable {
     public var cap: Double
     /// Each ceiling is this many times the one before (at least 1).
     public var multiplier: Double
+    /// How each delay is drawn below its ceiling (`full` by default).
     public var jitter: Jitter
 
+    /// A backoff from `base` seconds, multiplied by `multiplier` per retry up to `cap` seconds; a negative
+    /// `base` or `cap` counts as 0, a `multiplier` below 1 as 1.
     public init(base: Double = 0.5, cap: Double = 30, multiplier: Double = 2, jitter: Jitter = .full) {
         self.base = max(0, base)
         self.cap = max(0, cap)

@@ -15,6 +15,7 @@ public struct SourceLiveness: Sendable, Equatable {
         /// How long a running source may go without a usable fix before it is `lost`.
         public var stalenessLimit: Double
 
+        /// The limits in seconds; the defaults (60 and 10) are `geofence run`'s.
         public init(firstFixDeadline: Double = 60, stalenessLimit: Double = 10) {
             self.firstFixDeadline = firstFixDeadline
             self.stalenessLimit = stalenessLimit
@@ -31,6 +32,7 @@ public struct SourceLiveness: Sendable, Equatable {
         case restored
     }
 
+    /// Where the source stands; the times are the caller's monotonic seconds.
     public enum State: Sendable, Equatable {
         /// Started; no usable fix yet, and the first-fix deadline has not passed.
         case awaitingFirstFix(deadline: Double)
@@ -42,11 +44,14 @@ public struct SourceLiveness: Sendable, Equatable {
         case lost(since: Double)
     }
 
+    /// The two time limits it judges by.
     public let configuration: Configuration
+    /// Where the source stands now, as of the last call.
     public private(set) var state: State
     /// True once `silent` or `lost` has been reported and `restored` has not.
     public private(set) var isOutageReported = false
 
+    /// A source started at `now` (monotonic seconds): awaiting its first fix until `now + firstFixDeadline`.
     public init(configuration: Configuration = Configuration(), startedAt now: Double) {
         self.configuration = configuration
         self.state = .awaitingFirstFix(deadline: now + configuration.firstFixDeadline)

@@ -39,7 +39,10 @@ public actor GeofenceMonitor {
 
     /// How fixes are judged; the defaults are `geofence run`'s.
     public struct Configuration: Sendable {
+        /// Which fixes are good enough to act on (accuracy, speed, time skew); `geofence run`'s defaults.
         public var filter = FixFilterConfiguration()
+        /// The decision rule: the hysteresis band, the outlier test, gaps and the `determined` vicinity;
+        /// `geofence run`'s defaults.
         public var monitor = MonitorConfiguration()
         /// A vehicle not heard from for this long leaves memory, its state kept in the store until its next
         /// fix; nil keeps every vehicle in memory.
@@ -50,6 +53,7 @@ public actor GeofenceMonitor {
         /// Where the engine's log lines go (nil: nowhere).
         public var logger: Logger?
 
+        /// `geofence run`'s defaults: an idle limit of a day, a sync interval of 0.5 s, no logger.
         public init() {}
     }
 
@@ -335,6 +339,7 @@ public struct MonitorStatus: Sendable, Equatable {
         case notStarted = "not-started"
         /// Started; the first usable fix has not come (yet: the deadline has not passed).
         case awaitingFirstFix = "awaiting-first-fix"
+        /// Usable fixes are arriving within the staleness limit.
         case receiving
         /// No usable fix came before the first-fix deadline.
         case silent
@@ -357,6 +362,7 @@ public struct MonitorStatus: Sendable, Equatable {
     public var connected: Bool?
     /// Why it is not connected.
     public var reason: String?
+    /// Whether usable fixes arrive (fourth question): the session's watchdog, or `notStarted`/`ended`.
     public var liveness: Liveness
     /// Why fixes are not arriving, in the source's terms.
     public var livenessReason: String?

@@ -110,5 +110,6 @@ func makeMQTTClient(
 
 /// An MQTT source that cannot start: a broker unreachable or refusing at start, a bad password file.
 public struct MQTTError: Error, CustomStringConvertible {
+    /// What went wrong, in one line a person can act on (the broker's refusal, the system's reason).
     public var description: String
 }

@@ -8,11 +8,14 @@ import Synchronization
 /// news of the connection and of liveness never waits.
 public final class GPSDLocationSource: LocationSource {
     private let gpsd: GPSDSource
+    /// Everything the gpsd session says, in the engine's terms; fixes with `standard` back-pressure.
     public let reports: LocationReports
     /// The box's own name for its receiver (`run --subject`): the subject of its fixes, and so of its events,
     /// instead of gpsd's device path. nil: the device path.
     public let subject: String?
 
+    /// A source for the gpsd `configuration` names (`GPSDConfiguration()`: the local gpsd, every device); with
+    /// a `subject`, every fix is that vehicle's. Nothing is opened before `start()`.
     public init(configuration: GPSDSource.Configuration, subject: String? = nil) {
         let reports = LocationReports(backPressure: .standard)
         self.reports = reports
@@ -37,8 +40,10 @@ public final class GPSDLocationSource: LocationSource {
     /// The gpsd address, deadlines and backoff it runs with.
     public var configuration: GPSDSource.Configuration { gpsd.configuration }
 
+    /// `gpsd at HOST:PORT[:DEVICE]`, for logs and `status`.
     public var label: String { "gpsd at \(gpsd.configuration.address)" }
 
+    /// Starts the session's thread, which connects (and reconnects, with backoff) on its own; returns at once.
     public func start() {
         gpsd.start()
     }

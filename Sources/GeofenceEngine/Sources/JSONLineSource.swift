@@ -81,6 +81,7 @@ package struct JSONLines {
 /// stream ends: nothing taken from the producer is dropped.
 public final class JSONLineSource: LocationSource, @unchecked Sendable {
     // @unchecked: the only mutable state is in `intake`, which guards its own.
+    /// The file, FIFO or `-` (standard input) the lines are read from.
     public let path: String
     private let intake: FleetIntake
     /// Fixes handed over at most in one report. With `LocationReports.BackPressure.standard`, at most 16 × 512
@@ -95,6 +96,8 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
     private let readerDone = DispatchSemaphore(value: 0)
     private let started = Atomic(false)
 
+    /// A source reading `path` (`-`: standard input), whose TPVs without a `device` are `defaultSubject`'s
+    /// (`fleet` by default); nothing is opened before `start()` (`checkOpenable(_:)` checks the path first).
     public init(
         path: String, defaultSubject: String = "fleet", liveness: SourceLiveness.Configuration = .init(),
         logger: Logger? = nil
@@ -116,13 +119,17 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         if stopPipe.write >= 0 { close(stopPipe.write) }
     }
 
+    /// The fixes, in batches of up to `maximumBatch`, and news of the input and of liveness; they end at the
+    /// end of a regular file or standard input, or after `stop()`.
     public var reports: LocationReports { intake.reports }
 
+    /// `JSON lines from PATH` (or `on standard input`), for logs and `status`.
     public var label: String { intake.label }
 
     /// Lines that were not JSON, not TPV, or no usable fix.
     public var skipped: Int { intake.status.unusableTotal }
 
+    /// The source's own account: open or not (and why), lines read, usable fixes, the unusable by reason.
     public var status: SourceStatus? { intake.status }
 
     /// Checks, before the engine starts, that the source can be opened at all: a missing file is a
@@ -145,6 +152,7 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         close(descriptor)
     }
 
+    /// Starts the reader thread and the liveness watchdog; returns at once. A second call does nothing.
     public func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         intake.startWatchdog(name: "geofence.json-watchdog")
@@ -156,6 +164,8 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
         thread.start()
     }
 
+    /// Stops reading, waits for the reader to hand over the whole lines it had read (up to 5 s; 0.5 s if it
+    /// had no stop pipe), then ends `reports`.
     public func stop() async {
         intake.stop()
         if stopPipe.write >= 0 {
@@ -230,7 +240,9 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
 
 /// A fleet source that cannot be opened when the engine starts.
 public struct SourceOpenError: Error, CustomStringConvertible {
+    /// The path as given.
     public var path: String
+    /// The system's reason (`strerror`), such as `No such file or directory`.
     public var reason: String
     public var description: String { "cannot open the fleet source \(path): \(reason)" }
 }

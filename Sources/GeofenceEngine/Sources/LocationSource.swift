@@ -22,6 +22,7 @@ public protocol LocationSource: AnyObject, Sendable {
 }
 
 extension LocationSource {
+    /// nil: the source keeps no account of itself, and `status` shows only what the engine sees of it.
     public var status: SourceStatus? { nil }
 }
 
@@ -33,6 +34,7 @@ extension LocationSource {
 /// One consumer. Cancelling the consuming task ends the iteration (`next()` returns nil).
 public final class LocationReports: AsyncSequence, @unchecked Sendable {
     // @unchecked: every field below is touched only with `condition` locked.
+    /// Each element is one thing the source has to say.
     public typealias Element = LocationReport
 
     /// When a producer waits and when it goes on.
@@ -42,6 +44,7 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
         /// ... until no more than this many wait.
         public var low: Int
 
+        /// Watermarks counted in reports; traps unless `0 <= low < high`.
         public init(high: Int, low: Int) {
             precondition(high > 0 && low >= 0 && low < high, "watermarks need 0 <= low < high")
             self.high = high
@@ -54,6 +57,7 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
         public static let unbounded = BackPressure(high: .max, low: .max - 1)
     }
 
+    /// The watermarks `send` waits by.
     public let backPressure: BackPressure
     private let condition = NSCondition()
     /// Reports handed over, from `head` on; a slot taken is emptied at once, so a report is never kept alive
@@ -65,6 +69,7 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
     private var holding = false
     private var released = false
 
+    /// An empty, open sequence; `standard` back-pressure (16 and 8) by default.
     public init(backPressure: BackPressure = .standard) {
         self.backPressure = backPressure
     }
@@ -189,10 +194,14 @@ public final class LocationReports: AsyncSequence, @unchecked Sendable {
         }
     }
 
+    /// Takes the reports in order; all iterators share the one sequence (one consumer at a time).
     public struct AsyncIterator: AsyncIteratorProtocol {
         fileprivate let reports: LocationReports
+        /// The next report, waiting for one; nil once the sequence is finished and empty, or the task is
+        /// cancelled.
         public mutating func next() async -> LocationReport? { await reports.next() }
     }
 
+    /// An iterator over the reports not yet taken.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reports: self) }
 }

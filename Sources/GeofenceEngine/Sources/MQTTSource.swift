@@ -3,20 +3,6 @@ import GeofenceCore
 import GeofenceGPSD
 import GeofenceSystem
 
-/// Fleet ingest from an MQTT broker: a QoS 1 subscription to one topic filter with a persistent session,
-/// so that fixes published while the engine is down are delivered when it returns.
-///
-/// Payloads are gpsd TPV JSON (the subject is its `device`, else the topic) or OwnTracks `location` JSON
-/// (the subject `USER/DEVICE` of the topic `owntracks/USER/DEVICE`, else the topic). Everything else is
-/// counted by reason and skipped, as the JSON-lines source counts its lines, with the same first-fix
-/// deadline and staleness watchdog; `status` shows the broker connected or not (and why), messages
-/// received, usable fixes, the last one and its age.
-///
-/// Batching and back-pressure: the client's thread decodes each message and queues its fix; one
-/// sender thread hands the queue to the engine as one report (at most `maximumBatch` fixes) whenever the
-/// engine has room, so a busy engine gets fixes a batch at a time (one transaction each), an idle one at
-/// once. The loop thread waits while `maximumQueued` fixes are queued, so a broker faster than the engine
-/// holds its messages (its QoS 1 in-flight window) instead of the engine's memory filling.
 /// How an MQTT message names its vehicle (`run --mqtt-vehicle`).
 public enum MQTTVehicleNaming: Sendable, Equatable, CustomStringConvertible {
     /// The payload's own name: a TPV's `device` (else the topic); OwnTracks' `USER/DEVICE` from its topic.
@@ -78,9 +64,26 @@ public enum MQTTAcknowledgement: String, Sendable, Equatable, CaseIterable {
     case receipt
 }
 
+/// Fleet ingest from an MQTT broker: a QoS 1 subscription to one topic filter with a persistent session,
+/// so that fixes published while the engine is down are delivered when it returns.
+///
+/// Payloads are gpsd TPV JSON (the subject is its `device`, else the topic) or OwnTracks `location` JSON
+/// (the subject `USER/DEVICE` of the topic `owntracks/USER/DEVICE`, else the topic). Everything else is
+/// counted by reason and skipped, as the JSON-lines source counts its lines, with the same first-fix
+/// deadline and staleness watchdog; `status` shows the broker connected or not (and why), messages
+/// received, usable fixes, the last one and its age.
+///
+/// Batching and back-pressure: the client's thread decodes each message and queues its fix; one
+/// sender thread hands the queue to the engine as one report (at most `maximumBatch` fixes) whenever the
+/// engine has room, so a busy engine gets fixes a batch at a time (one transaction each), an idle one at
+/// once. The loop thread waits while `maximumQueued` fixes are queued, so a broker faster than the engine
+/// holds its messages (its QoS 1 in-flight window) instead of the engine's memory filling.
 public final class MQTTSource: LocationSource, @unchecked Sendable {
     // @unchecked: `client` is only touched under `lock`; the rest of the state is in `intake`.
+    /// The broker, the login and TLS settings, and the topic filter subscribed to.
     public let address: MQTTAddress
+    /// The MQTT client id, which names the broker's persistent session: keep it across restarts to get what
+    /// was published meanwhile (`MQTTAddress.clientID(stateDirectory:)` makes one).
     public let clientID: String
     private let intake: FleetIntake
     private let lock = NSLock()
@@ -92,11 +95,14 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     private var senderStarted = false
     private var senderDone = false
     private let queue = NSCondition()
+    /// Fixes handed over at most in one report (one transaction of the engine's).
     public static let maximumBatch = 512
     /// Few: acknowledging on receipt (`--mqtt-ack receipt`, or libmosquitto for TLS), the client acknowledges
     /// a message once its fix is queued here, and a kill loses what waits (at most 2 batches being judged and
     /// 512 queued). After commit (the default), the broker's in-flight window bounds it too.
     public static let maximumQueued = 512
+    /// Reports (batches) handed over and not yet judged before the sender waits: the sequence's high
+    /// watermark.
     public static let maximumReports = 2
     /// How messages name their vehicles.
     public let naming: MQTTVehicleNaming
@@ -121,6 +127,9 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// How long the sender waits for a batch to fill once a fix is queued: the latency a fix may gain.
     static let gathering = 0.002
 
+    /// A subscription to `address` as `clientID`; nothing is connected before `connect(timeout:)`. Vehicles
+    /// are named as `naming` says (by the payload by default), messages acknowledged on receipt by default,
+    /// and `liveness` defaults to 60 s for a first fix and 10 s between fixes.
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
         logger: Logger? = nil, naming: MQTTVehicleNaming = .payload, acknowledgement: MQTTAcknowledgement = .receipt
@@ -135,10 +144,13 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
             backPressure: LocationReports.BackPressure(high: Self.maximumReports, low: Self.maximumReports - 1))
     }
 
+    /// The fixes, in batches of up to `maximumBatch`, and news of the connection and of liveness.
     public var reports: LocationReports { intake.reports }
 
+    /// `MQTT mqtt[s]://[USER@]HOST:PORT/FILTER` (never the password), for logs and `status`.
     public var label: String { intake.label }
 
+    /// The subscription's own account: connected or not (and why), messages received, usable fixes.
     public var status: SourceStatus? { intake.status }
 
     /// Connects and subscribes, before the engine loads its regions: a broker that is unreachable or
@@ -202,6 +214,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         client?.acknowledge(receipts)
     }
 
+    /// Starts the liveness watchdog and the thread that hands fixes over; returns at once. Call
+    /// `connect(timeout:)` first: without it no message arrives.
     public func start() {
         intake.startWatchdog(name: "geofence.mqtt-watchdog")
         queue.withLock { senderStarted = true }
@@ -247,6 +261,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         queue.unlock()
     }
 
+    /// Disconnects, hands over the fixes already taken from the broker (waiting up to 5 s), then ends
+    /// `reports`.
     public func stop() async { halt() }
 
     private func halt() {

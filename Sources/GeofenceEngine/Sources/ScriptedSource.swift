@@ -6,7 +6,9 @@ import Synchronization
 /// from somewhere of their own (a simulator, another library). It records being started and stopped, so a test
 /// can check that whoever started it also stopped it.
 public final class ScriptedSource: LocationSource {
+    /// For logs and `status` (`scripted source` by default).
     public let label: String
+    /// The script, then whatever `send` hands over, in that order of arrival.
     public let reports: LocationReports
     private let script: [LocationReport]
     private let endsWithScript: Bool
@@ -31,12 +33,15 @@ public final class ScriptedSource: LocationSource {
         self.init(label: label, script: [.up] + fixes.map { .fix($0) }, endsWithScript: endsWithScript)
     }
 
+    /// Hands the script over (after anything already sent) and, with `endsWithScript`, ends the reports;
+    /// counted in `starts`.
     public func start() {
         record.withLock { $0.starts += 1 }
         for report in script { reports.sendNow(report) }
         if endsWithScript { reports.finish() }
     }
 
+    /// Ends the reports (what was handed over is still taken); counted in `stops`.
     public func stop() async {
         record.withLock { $0.stops += 1 }
         reports.finish()
@@ -53,5 +58,6 @@ public final class ScriptedSource: LocationSource {
 
     /// How often the source was started and stopped.
     public var starts: Int { record.withLock { $0.starts } }
+    /// How often `stop()` was called.
     public var stops: Int { record.withLock { $0.stops } }
 }
