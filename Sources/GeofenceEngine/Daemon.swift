@@ -67,12 +67,13 @@ extension DaemonConfiguration.Source {
             // A file that is not there is said now, before loading regions: under systemd a non-zero exit
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
             try JSONLineSource.checkOpenable(path)
-            return JSONLineSource(path: path, liveness: c.liveness, logger: logger)
+            return JSONLineSource(path: path, liveness: c.liveness, filter: c.filter, logger: logger)
         case .mqtt(let address, let clientID):
             // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
             let mqtt = MQTTSource(
                 address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger, naming: c.mqttVehicle, acknowledgement: c.mqttAcknowledgement)
+                liveness: c.liveness, filter: c.filter, logger: logger, naming: c.mqttVehicle,
+                acknowledgement: c.mqttAcknowledgement)
             try mqtt.connect()
             let ack =
                 mqtt.acknowledgesAfterCommit

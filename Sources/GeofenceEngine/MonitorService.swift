@@ -435,7 +435,9 @@ package actor MonitorService {
             pipeline.skip(fixes.count)
             return
         }
-        if health.liveness == "awaiting-first-fix", fixes.contains(where: SourceLiveness.isUsable) {
+        if health.liveness == "awaiting-first-fix",
+            fixes.contains(where: { FixFilter.classify($0, now: nil, configuration: .init()).isUsable })
+        {
             health.liveness = "receiving"
         }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,

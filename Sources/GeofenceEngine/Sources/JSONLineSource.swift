@@ -68,7 +68,8 @@ package struct JSONLines {
 /// standard input, one subject per `device` field.
 ///
 /// Fixes carry no receipt time: a fleet stream may lag behind real time (a Kafka backlog), and decisions
-/// run on the fixes' own time anyway. A regular file or standard input ends the source at its end; a FIFO
+/// run on the fixes' own time anyway. A fix from the future (`FixFilterConfiguration.maxFutureSkew` ahead
+/// of the clock when it is read; give the engine's `filter` settings) is counted and not passed on. A regular file or standard input ends the source at its end; a FIFO
 /// is opened again when its writer goes away, so producers can come and go.
 ///
 /// Like gpsd's source it has a first-fix deadline and a staleness limit (`SourceLiveness`), watched on a
@@ -97,12 +98,12 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
 
     public init(
         path: String, defaultSubject: String = "fleet", liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil
+        filter: FixFilterConfiguration = .init(), logger: Logger? = nil
     ) {
         self.path = path
         self.defaultSubject = defaultSubject
         self.logger = logger
-        intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, logger: logger)
+        intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, filter: filter, logger: logger)
         do {
             stopPipe = try HookSystem.makePipe()
         } catch {

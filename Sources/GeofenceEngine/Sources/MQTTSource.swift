@@ -123,7 +123,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
 
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil, naming: MQTTVehicleNaming = .payload, acknowledgement: MQTTAcknowledgement = .receipt
+        filter: FixFilterConfiguration = .init(), logger: Logger? = nil, naming: MQTTVehicleNaming = .payload,
+        acknowledgement: MQTTAcknowledgement = .receipt
     ) {
         self.naming = naming
         self.acknowledgement = acknowledgement
@@ -131,7 +132,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         self.clientID = clientID
         self.logger = logger
         intake = FleetIntake(
-            status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger,
+            status: SourceStatus(mqtt: address.description), liveness: liveness, filter: filter, logger: logger,
             backPressure: LocationReports.BackPressure(high: Self.maximumReports, low: Self.maximumReports - 1))
     }
 
