@@ -125,7 +125,7 @@ public final class ControlHandler: Sendable {
         switch policy.effectiveStatus(uid: uid, recorded: recorded, servicesOn: servicesOn) {
         case .authorized:
             return nil
-        case .denied where !servicesOn:
+        case .denied where policy.isDeniedByServicesOff(uid: uid, recorded: recorded, servicesOn: servicesOn):
             return ControlError(
                 .servicesOff, "Location Services are off: ask an administrator to run `geofence services on`")
         case .denied:
@@ -649,7 +649,7 @@ public final class ControlHandler: Sendable {
         if recorded?.requestedAt != nil { you["requested"] = true }
         if effective != .authorized && !policy.isPrivileged(peer.uid) {
             you["howTo"] = .string(
-                !servicesOn
+                policy.isDeniedByServicesOff(uid: peer.uid, recorded: recorded?.status, servicesOn: servicesOn)
                     ? "Location Services are off: an administrator can run `geofence services on`"
                     : own == .restricted
                         ? "restricted by the system's policy"
