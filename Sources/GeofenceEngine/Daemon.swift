@@ -155,6 +155,8 @@ public final class Daemon: Sendable {
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
         pipeline.measuresLatency = c.metrics != nil
+        // The one event id generator: the pipeline's, shared with the control handler.
+        let ids = pipeline.ids
         let metrics = EngineMetrics()
         // An MQTT source acknowledging after commit hears how far its fixes are committed.
         var commitMark: (@Sendable (Int64) -> Void)?
@@ -223,7 +225,7 @@ public final class Daemon: Sendable {
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
-                engine: identity)
+                engine: identity, ids: ids)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
