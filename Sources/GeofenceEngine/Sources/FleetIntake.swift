@@ -91,8 +91,8 @@ final class FleetIntake: @unchecked Sendable {
     func sendNow(_ report: LocationReport) { reports.sendNow(report) }
 
     /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
-    /// filter counts its own refusals; only one from the future is held back). `context` goes into the log line after the unit (` on "topic"`); it
-    /// is made only for that line, not for every message.
+    /// filter counts its own refusals; only one from the future is held back). `context` goes into the log
+    /// line after the unit (` on "topic"`); it is made only for that line, not for every message.
     func take(_ report: GPSDJSONReport, context: @autoclosure () -> String = "") -> Fix? {
         let unusable: (kind: String, why: String)?
         var fix: Fix?
@@ -100,8 +100,10 @@ final class FleetIntake: @unchecked Sendable {
         let read = Date()
         switch report {
         case .tpv(let decoded):
-            // The filter's own judgement, at the receipt time: the filter itself sees a fleet's fixes without
-            // one (they may rightly be old), so a fix from the future is refused here, not passed on.
+            // The filter's own judgement, at the receipt time. The filter sees a fleet's fixes without one (a
+            // backlog is rightly old), so a fix from the future (a device whose clock is wrong, a payload that
+            // lies) is refused here: passed on, it would hold its vehicle's true fixes back as out of order
+            // until the clock caught up with it, and could open its track with a false event.
             let verdict = FixFilter.classify(decoded, now: read, configuration: filter)
             unusable = FixUsability.reason(verdict, configuration: filter)
             if case .future = verdict {} else { fix = decoded }

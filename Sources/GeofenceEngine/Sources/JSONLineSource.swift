@@ -69,8 +69,9 @@ package struct JSONLines {
 ///
 /// Fixes carry no receipt time: a fleet stream may lag behind real time (a Kafka backlog), and decisions
 /// run on the fixes' own time anyway. A fix from the future (`FixFilterConfiguration.maxFutureSkew` ahead
-/// of the clock when it is read; give the engine's `filter` settings) is counted and not passed on. A regular file or standard input ends the source at its end; a FIFO
-/// is opened again when its writer goes away, so producers can come and go.
+/// of the clock when it is read; give it the engine's `filter` settings) is counted and not passed on. A
+/// regular file or standard input ends the source at its end; a FIFO is opened again when its writer goes
+/// away, so producers can come and go.
 ///
 /// Like gpsd's source it has a first-fix deadline and a staleness limit (`SourceLiveness`), watched on a
 /// thread of its own, since the reader may wait for good on an idle FIFO: a stream of nothing, or of lines
