@@ -4,8 +4,8 @@ import Foundation
 import GeofenceCore
 
 /// MQTT payloads as the MQTT source takes them: `FleetPayload.decode` (OwnTracks `location` or gpsd TPV),
-/// then what the source does with a fix before the engine sees it, `FixUsability`'s classification and the
-/// words of its refusal, and the time written as `status` writes it. This is the path where one OwnTracks
+/// then what the source does with a fix before the engine sees it, `FixFilter.classify` and the words of its
+/// refusal (`FixUsability`), and the time written as `status` writes it. This is the path where one OwnTracks
 /// message with `"tst":1e300` once trapped (`Double value cannot be converted to Int`).
 ///
 /// The input is a topic, a newline and the payload (without a newline, the topic is `in/a`).
@@ -27,16 +27,17 @@ public func fuzzFleetPayload(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     switch report {
     case .tpv(let fix):
         checkFix(fix)
-        for now in clocks {
-            if let (kind, why) = FixUsability.reason(fix, now: now) {
-                require(kind == FixUsability.futureTime && !why.isEmpty, "unexpected future reason \(kind)")
+        let filter = FixFilterConfiguration()
+        for now in clocks.map(Optional.some) + [nil] {
+            // As the source judges it, at each clock: a fix has a reason exactly when it is not usable.
+            let verdict = FixFilter.classify(fix, now: now, configuration: filter)
+            if let (kind, why) = FixUsability.reason(verdict, configuration: filter) {
+                require(!kind.isEmpty && !why.isEmpty, "an empty reason for \(fix)")
+                require(!verdict.isUsable, "a usable fix was given a reason: \(fix)")
+                require(kind != FixUsability.stale, "a fleet fix judged for its age: \(fix)")
+            } else {
+                require(verdict.isUsable, "an unusable fix was given no reason: \(fix)")
             }
-        }
-        if let (kind, why) = FixUsability.reason(fix) {
-            require(!kind.isEmpty && !why.isEmpty, "an empty reason for \(fix)")
-            require(!FixUsability.isUsable(fix), "a usable fix was given a reason: \(fix)")
-        } else {
-            require(FixUsability.isUsable(fix), "an unusable fix was given no reason: \(fix)")
         }
         if let time = fix.time {
             // `status` and the log write the last fix's time; it must read back.

@@ -6,7 +6,7 @@ import GeofenceCore
 
 /// gpsd reports into `GPSDJSON.decode`, whose streaming member walk is checked against a plain
 /// `JSON.parse` of the same line: they must agree on what is malformed, and a TPV's fix must hold
-/// exactly the finite values the line gave. Each fix then goes through `FixUsability` as the JSON-lines
+/// exactly the finite values the line gave. Each fix then goes through `FixFilter.classify` as the JSON-lines
 /// source's does (seeds with extreme numbers: `tpv-extreme-*`, `tpv-nan-spellings`, `tpv-overflow`).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzGPSDJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -50,12 +50,19 @@ public func fuzzGPSDJSON(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 /// the engine's clock (now, and at the ends of the years the engine takes), the usability classification,
 /// and the time as `status` writes it. Extreme numbers must get there as refusals, never as a trap.
 private func classify(_ fix: Fix) {
+    let filter = FixFilterConfiguration()
     for now in [1_796_000_000.25, 0, -62_167_219_200, Fix.representableTimes.upperBound - 0.001] {
-        if let (kind, _) = FixUsability.reason(fix, now: Date(timeIntervalSince1970: now)) {
-            require(kind == FixUsability.futureTime, "unexpected kind \(kind)")
+        let verdict = FixFilter.classify(fix, now: Date(timeIntervalSince1970: now), configuration: filter)
+        let reason = FixUsability.reason(verdict, configuration: filter)
+        require((reason == nil) == verdict.isUsable, "classification disagrees: \(fix)")
+        // The filter's verdict on a fix of its own refusal is that refusal.
+        if let rejection = verdict.rejection {
+            var judge = FixFilter(configuration: filter)
+            var received = fix
+            received.receivedAt = Date(timeIntervalSince1970: now)
+            require(judge.evaluate(received) == .rejected(rejection), "the filter disagrees: \(fix)")
         }
     }
-    require((FixUsability.reason(fix) == nil) == FixUsability.isUsable(fix), "classification disagrees: \(fix)")
     if let time = fix.time {
         require(Fix.representableTimes.contains(time.timeIntervalSince1970), "a time out of range: \(fix)")
         require((try? TimestampParser.parse(TimestampParser.format(time))) != nil, "\(time) does not read back")

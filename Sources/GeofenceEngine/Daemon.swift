@@ -67,12 +67,13 @@ extension DaemonConfiguration.Source {
             // A file that is not there is said now, before loading regions: under systemd a non-zero exit
             // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
             try JSONLineSource.checkOpenable(path)
-            return JSONLineSource(path: path, liveness: c.liveness, logger: logger)
+            return JSONLineSource(path: path, liveness: c.liveness, filter: c.filter, logger: logger)
         case .mqtt(let address, let clientID):
             // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
             let mqtt = MQTTSource(
                 address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, logger: logger, naming: c.mqttVehicle, acknowledgement: c.mqttAcknowledgement)
+                liveness: c.liveness, filter: c.filter, logger: logger, naming: c.mqttVehicle,
+                acknowledgement: c.mqttAcknowledgement)
             try mqtt.connect()
             let ack =
                 mqtt.acknowledgesAfterCommit
@@ -154,6 +155,8 @@ public final class Daemon: Sendable {
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
         pipeline.measuresLatency = c.metrics != nil
+        // The one event id generator: the pipeline's, shared with the control handler.
+        let ids = pipeline.ids
         let metrics = EngineMetrics()
         // An MQTT source acknowledging after commit hears how far its fixes are committed.
         var commitMark: (@Sendable (Int64) -> Void)?
@@ -222,7 +225,7 @@ public final class Daemon: Sendable {
                     Task { await service.apply(change) }
                 },
                 subscribe: { watchers.add($0) },
-                engine: identity)
+                engine: identity, ids: ids)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }

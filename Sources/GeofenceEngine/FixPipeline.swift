@@ -34,16 +34,20 @@ public final class FixPipeline {
     private var assembler: EpochAssembler
     /// Commit bookkeeping at least this often (seconds of wall clock) and every this many fixes.
     public var batchInterval: Double = 1
+    /// The engine's one event id generator: the monitor's events take their ids from it, and so do the
+    /// events the engine makes around the pipeline (`MonitorService`, the control handler).
+    public let ids: EventIDs
     public var batchSize = 512
 
     public init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
         settle: Double = 0.3, clock: @escaping @Sendable () -> Date = { Date() },
-        monotonic: @escaping @Sendable () -> Double = FixPipeline.uptime
+        monotonic: @escaping @Sendable () -> Double = FixPipeline.uptime, ids: EventIDs = EventIDs()
     ) {
         self.store = store
         self.filter = FixFilter(configuration: filter)
-        self.monitor = RegionMonitor(configuration: monitor)
+        self.ids = ids
+        self.monitor = RegionMonitor(configuration: monitor, ids: ids)
         self.assembler = EpochAssembler(settle: settle)
         self.clock = clock
         self.monotonic = monotonic

@@ -14,7 +14,8 @@ package actor MonitorService {
     let store: StateStore
     private let pipeline: FixPipeline
     private let logger: Logger
-    private var ids = EventIDGenerator()
+    /// The pipeline's, so that every event the engine makes takes its id from one generator.
+    private let ids: EventIDs
     private var snapshot: CapabilitySnapshot?
     private var lastStoreError: String?
     /// State events not yet in the outbox because the store refused the write (see `appendState`).
@@ -101,6 +102,7 @@ package actor MonitorService {
         self.maxRegions = maxRegions
         self.onServices = onServices
         self.store = store
+        ids = pipeline.ids
         self.pipeline = pipeline
         self.logger = logger
         self.executor = executor
@@ -164,18 +166,16 @@ package actor MonitorService {
             let inputs = ReconcileInputs(
                 servicesOn: servicesOn, locationAvailable: locationAvailable, deniedOwners: denied,
                 maxRegions: maxRegions)
-            // The region-status events are made inside the reconciler's transaction, with this actor's id
-            // generator (lent for the synchronous call, then taken back, so ids stay ordered).
-            let lent = LentIDs(ids)
+            // The region-status events are made inside the reconciler's transaction, with the engine's ids.
+            let ids = self.ids
             let stamp = now()
             let retryAt = stamp.addingTimeInterval(retryDelay())
             let changes =
                 inputs.allClear && !mayHoldRegions
                 ? []
                 : try store.monitorState.reconcile(inputs, retryAt: retryAt) {
-                    MonitorService.statusEvents($0, ids: lent, now: stamp)
+                    MonitorService.statusEvents($0, ids: ids, now: stamp)
                 }
-            ids = lent.ids
             if !changes.isEmpty {
                 eventsByType[StateEvent.Kind.regionStatus.rawValue, default: 0] +=
                     changes.count <= 50 ? changes.count : 1
@@ -216,7 +216,7 @@ package actor MonitorService {
     }
 
     /// Region status changes become `region-status` events (one per region, or one summary for many).
-    static func statusEvents(_ changes: [RegionStatusChange], ids: LentIDs, now: Date) -> [StateEvent] {
+    static func statusEvents(_ changes: [RegionStatusChange], ids: EventIDs, now: Date) -> [StateEvent] {
         guard !changes.isEmpty else { return [] }
         if changes.count <= 50 {
             return changes.map { change in
@@ -435,7 +435,9 @@ package actor MonitorService {
             pipeline.skip(fixes.count)
             return
         }
-        if health.liveness == "awaiting-first-fix", fixes.contains(where: SourceLiveness.isUsable) {
+        if health.liveness == "awaiting-first-fix",
+            fixes.contains(where: { FixFilter.classify($0, now: nil, configuration: .init()).isUsable })
+        {
             health.liveness = "receiving"
         }
         // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
@@ -718,15 +720,6 @@ struct SourceHealth: Sendable, Equatable {
     var liveness = "awaiting-first-fix"
     /// Why fixes are not arriving, in the source's terms.
     var livenessReason: String?
-}
-
-/// The actor's event id generator, lent to a synchronous call that runs on another closure (the
-/// reconciler's transaction) and handed back after it, so ids stay unique and ordered.
-final class LentIDs: @unchecked Sendable {
-    // @unchecked: used only during one synchronous call on the actor's own thread.
-    private(set) var ids: EventIDGenerator
-    init(_ ids: EventIDGenerator) { self.ids = ids }
-    func next(now: Date) -> String { ids.next(now: now) }
 }
 
 /// Watches the filter's verdicts for fixes that keep arriving while none is accepted (see

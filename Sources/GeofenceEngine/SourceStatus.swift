@@ -9,9 +9,6 @@ import GeofenceGPSD
 /// The engine writes it to the store's settings (`source.status`) every tick, so `geofence status` can
 /// answer for that source instead of asking a gpsd the engine does not use.
 public struct SourceStatus: Sendable, Equatable {
-    /// Why a line gave no usable fix, beyond `MalformedLine.Kind`: `FixUsability`'s kinds and words.
-    public typealias Unusable = FixUsability
-
     /// `json` (a file, FIFO or standard input) or `mqtt` (a broker's topic filter).
     public var kind = "json"
     /// The file's path, or the MQTT address without its password.

@@ -186,7 +186,10 @@ private final class Runner {
             sendSnapshot(updated)
         case .fix(let fix):
             guard admit(device: fix.subject) else { return }
-            if SourceLiveness.isUsable(fix), let transition = liveness.usableFix(at: clock.now) {
+            // Whether data arrives, not how old it is: the filter judges the time, and refusals are watched.
+            if FixFilter.classify(fix, now: nil, configuration: .init()).isUsable,
+                let transition = liveness.usableFix(at: clock.now)
+            {
                 emit(.liveness(transition))
             }
             emit(.fix(fix))

@@ -27,7 +27,7 @@ package struct DeliveryOrderKey: Sendable, Hashable, CustomStringConvertible {
     /// The key of a delivery of an event of `eventType` (of `region`, if any) to `hook`: region events
     /// are ordered per region, every other event per type.
     package init(hook: String, eventType: String, region: String?) {
-        if let region, RegionEventType(rawValue: eventType) != nil {
+        if let region, RegionEventType.carriesPosition(type: eventType, region: region) {
             self.init(hook: hook, scope: .region(region))
         } else {
             self.init(hook: hook, scope: .eventType(eventType))

@@ -120,6 +120,23 @@ struct ControlSocketTests {
         await e.stop()
     }
 
+    /// The control socket refused a restricted client as restricted while Location Services were off, but
+    /// its `status` advised switching them on, which would not let it in: one judge decides the switch is why.
+    @Test("a restricted uid is told it is restricted, not that Location Services are off, while they are off")
+    func restrictedWhileServicesOff() async throws {
+        let e = try await Engine(policy: #"{"restricted": [\#(Self.stranger)]}"#)
+        #expect(try e.cli.run("services", "off").status == 0)
+        let refused = try e.asStranger(["list"])
+        #expect(refused.status == 77 && refused.stderr.contains("restricted"), "\(refused.stderr)")
+        let status = try e.asStranger(["status", "--json", "--gpsd", "127.0.0.1:9", "--wait", "0.3s"])
+        let permission = try JSON.parse(status.stdout)["permission"]
+        #expect(permission?["effective"]?.stringValue == "restricted", "\(status)")
+        let text = permission?["problem"]?.stringValue ?? ""
+        #expect(text.contains("restricted by the system's policy"), "\(text)")
+        #expect(!text.contains("Location Services are off"), "\(text)")
+        await e.stop()
+    }
+
     @Test("an engine that is not root takes hooks only from its own user")
     func nonRootEngineRefusesOthersHooks() async throws {
         let engineUID = Self.stranger

@@ -113,7 +113,7 @@ struct LeakSoakTests {
             #expect(mkfifo(fifo, 0o600) == 0)
             let daemon = try cli.daemon(["--source", "json:" + fifo, "--log-level", "warning"])
             let feed = try FleetFeed(fifo: fifo)
-            // A day ago: a fleet's fix from more than a minute ahead of the clock is refused (`future-time`), and
+            // A day ago: a fleet's fix more than 5 s ahead of the clock is refused (`future-time`), and
             // the stream runs at most some hours of fix time ahead of this start.
             let start = Date().addingTimeInterval(-86_400)
 

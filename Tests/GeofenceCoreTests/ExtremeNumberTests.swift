@@ -31,7 +31,9 @@ struct ExtremeNumberTests {
                 let seconds = fix.time?.timeIntervalSince1970 ?? .nan
                 #expect(Fix.representableTimes.contains(seconds))
                 // The path that trapped: the future check and its words.
-                _ = FixUsability.reason(fix, now: Self.now)
+                let filter = FixFilterConfiguration()
+                _ = FixUsability.reason(
+                    FixFilter.classify(fix, now: Self.now, configuration: filter), configuration: filter)
             case .malformed(let problem):
                 #expect(!taken, "tst \(text) was refused: \(problem)")
                 #expect(problem.kind == .badTime, "tst \(text): \(problem)")
@@ -54,16 +56,24 @@ struct ExtremeNumberTests {
 
     @Test("a fix dated 1e300 s (made by a library caller) is classified and filtered without a trap")
     func classifyingAnyTime() {
+        let configuration = FixFilterConfiguration()
         for seconds in [1e300, -1e300, .greatestFiniteMagnitude, 9.3e18, -9.3e18, .infinity, .nan] {
             let fix = Fix(
                 subject: "v", time: Date(timeIntervalSince1970: seconds), mode: .threeD, latitude: 48.2,
                 longitude: 16.3)
-            let future = FixUsability.reason(fix, now: Self.now)
-            if seconds > 1e10 && seconds.isFinite || seconds == .infinity {
-                #expect(future?.kind == FixUsability.futureTime, "\(seconds)")
-            }
+            // A time beyond the years 0000-9999 is no time, to a fleet source as to the filter.
+            let verdict = FixFilter.classify(fix, now: Self.now, configuration: configuration)
+            #expect(verdict == .noTime, "\(seconds)")
+            #expect(FixUsability.reason(verdict, configuration: configuration)?.kind == FixUsability.noTime)
             var filter = FixFilter()
             #expect(filter.evaluate(fix) == .rejected(.noTime), "\(seconds)")
+            // The words of any lead or age are made without a trap.
+            for why in [
+                FixUsability.reason(.future(lead: seconds), configuration: configuration)?.why,
+                FixUsability.reason(.stale(age: seconds), configuration: configuration)?.why,
+            ] {
+                #expect(why?.isEmpty == false, "\(seconds)")
+            }
         }
         #expect(Fix.seconds(1e300) == "1000000000000000")
         #expect(Fix.seconds(-.infinity) == "-1000000000000000")
@@ -105,8 +115,11 @@ struct ExtremeNumberTests {
                         #expect(value?.isFinite ?? true, "\(members)")
                     }
                     #expect((fix.horizontalAccuracy ?? 0) >= 0 && (fix.verticalAccuracy ?? 0) >= 0, "\(members)")
-                    _ = FixUsability.reason(fix, now: Self.now)
-                    _ = FixUsability.reason(fix)
+                    for now in [Self.now, nil] {
+                        let configuration = FixFilterConfiguration()
+                        let verdict = FixFilter.classify(fix, now: now, configuration: configuration)
+                        _ = FixUsability.reason(verdict, configuration: configuration)
+                    }
                     var filter = FixFilter()
                     _ = filter.evaluate(fix)
                 case .malformed(let problem):

@@ -51,6 +51,43 @@ struct FixFilterTests {
         #expect(s.total == 1 + FixRejection.allCases.count + 2)
     }
 
+    /// One judge for every source: the filter's refusal of a fix on its own is `classify`'s, and a fleet's
+    /// fix (judged at its receipt time, not carrying it) has the same future limit and no age limit.
+    @Test("classify is the filter's judgement of a fix on its own, for live and fleet fixes alike")
+    func classifyIsTheFiltersJudgement() {
+        let filter = FixFilter()
+        var noTime = fix(0)
+        noTime.time = nil
+        var missing = fix(0)
+        missing.longitude = nil
+        let cases: [(Fix, FixClass)] = [
+            (fix(0, mode: .noFix), .noFix(.noFix)), (noTime, .noTime), (missing, .noPosition),
+            (fix(0, Coordinate(latitude: 91, longitude: 0)), .badPosition),
+            (fix(0, Coordinate(latitude: 0, longitude: 0)), .nullIsland), (fix(100, received: 90), .future(lead: 10)),
+            (fix(0, received: 31), .stale(age: 31)), (fix(0, received: 1), .usable(time: t0, coordinate: here)),
+        ]
+        for (input, expected) in cases {
+            #expect(filter.classify(input, now: input.receivedAt) == expected, "\(input)")
+            var judge = FixFilter()
+            if let rejection = expected.rejection {
+                #expect(judge.evaluate(input) == .rejected(rejection), "\(input)")
+            } else {
+                #expect(judge.evaluate(input) != .rejected(.future))
+            }
+        }
+        // A fleet's fix: the same future limit (5 s, not a limit of its own), and no age limit.
+        let received = t0
+        #expect(filter.classify(fix(59), now: received) == .future(lead: 59))
+        #expect(filter.classify(fix(6), now: received) == .future(lead: 6))
+        #expect(filter.classify(fix(5), now: received).isUsable)
+        #expect(filter.classify(fix(-3600), now: received).isUsable, "a fleet's backlog is rightly old")
+        // One setting moves the limit for every source.
+        var wide = FixFilterConfiguration()
+        wide.maxFutureSkew = 120
+        #expect(FixFilter.classify(fix(59), now: received, configuration: wide).isUsable)
+        #expect(FixFilter(configuration: wide).classify(fix(59, received: 0), now: t0).isUsable)
+    }
+
     @Test("missing accuracy uses the default and marks it estimated")
     func estimatedAccuracy() {
         var filter = FixFilter()

@@ -130,9 +130,14 @@ struct FleetPayloadFuzzRegressionTests {
             return
         }
         #expect(problem.kind == .badTime)
+        // A library caller's fix dated 1e300 is no time; a lead of 1e300 s is still worded without a trap.
         let fix = Fix(
             subject: "in/a", time: Date(timeIntervalSince1970: 1e300), mode: .twoD, latitude: 48.2, longitude: 16.3)
-        let reason = FixUsability.reason(fix, now: Date(timeIntervalSince1970: 1_796_000_000))
+        let configuration = FixFilterConfiguration()
+        #expect(
+            FixFilter.classify(fix, now: Date(timeIntervalSince1970: 1_796_000_000), configuration: configuration)
+                == .noTime)
+        let reason = FixUsability.reason(.future(lead: 1e300 - 1_796_000_000), configuration: configuration)
         #expect(reason?.kind == FixUsability.futureTime)
         #expect(reason?.why.contains("1000000000000000 s ahead") == true, "\(String(describing: reason))")
     }

@@ -202,3 +202,18 @@ struct RegionMonitorTests {
         #expect(second.events.first?.inferred == false)
     }
 }
+
+@Suite("events that carry a position")
+struct CarriesPositionTests {
+    /// What is held back while Location Services are off: a region's events, never a state event.
+    @Test("region events with their region carry a position; state events and region-less ones do not")
+    func carriesPosition() {
+        for type in RegionEventType.allCases {
+            #expect(RegionEventType.carriesPosition(type: type.rawValue, region: "r"), "\(type)")
+            #expect(!RegionEventType.carriesPosition(type: type.rawValue, region: nil), "\(type)")
+        }
+        for type in StateEvent.Kind.allCases {
+            #expect(!RegionEventType.carriesPosition(type: type.rawValue, region: "r"), "\(type)")
+        }
+    }
+}

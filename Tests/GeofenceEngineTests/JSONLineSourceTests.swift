@@ -44,6 +44,49 @@ import Testing
         #expect(warnings.first?.contains("(no-position)") == true)
     }
 
+    /// A fleet's fix from the future was refused only past a fixed 60 s, where gpsd's was past the filter's
+    /// `maxFutureSkew` (5 s): a fix 59 s ahead was taken from a JSON stream and refused from gpsd. A fix at
+    /// (0, 0) or without a time counted as a usable fix (the stream `receiving`) though the filter refuses it.
+    @Test("a fleet fix is judged as the filter judges: 59 s ahead is from the future, (0, 0) is no usable fix")
+    func fleetFixesAreJudgedAsTheFilterJudges() async throws {
+        let dir = try TemporaryDirectory("geofence-json-judge")
+        defer { dir.remove() }
+        func line(_ time: Date?, lat: Double = 48.85, lon: Double = 2.35) -> String {
+            let stamp = time.map { #","time":"\#(TimestampParser.format($0))""# } ?? ""
+            return #"{"class":"TPV","device":"t","mode":3\#(stamp),"lat":\#(lat),"lon":\#(lon)}"#
+        }
+        let now = Date()
+        let lines = [
+            line(now.addingTimeInterval(59)), line(now.addingTimeInterval(30)), line(now, lat: 0, lon: 0), line(nil),
+            line(now.addingTimeInterval(-3600)), line(now),
+        ]
+        let path = dir.file("fleet.jsonl")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+
+        func read(_ filter: FixFilterConfiguration) async throws -> (SourceStatus, [Fix]) {
+            let source = JSONLineSource(path: path, filter: filter)
+            source.start()
+            var fixes: [Fix] = []
+            for await report in source.reports {
+                if case .fixes(let batch) = report { fixes += batch }
+            }
+            await source.stop()
+            return (try #require(source.status), fixes)
+        }
+        let (status, fixes) = try await read(FixFilterConfiguration())
+        #expect(status.unusable == ["future-time": 2, "null-island": 1, "no-time": 1], "\(status.unusable)")
+        #expect(status.usableFixes == 2, "an hour-old fix is a fleet's backlog, and usable")
+        #expect(fixes.count == 4, "a fix from the future is not passed on; the others go on to the filter")
+        #expect(fixes.allSatisfy { $0.receivedAt == nil }, "the filter judges a fleet's fixes by their own times")
+        // The limit is the filter's one setting.
+        var wide = FixFilterConfiguration()
+        wide.maxFutureSkew = 120
+        let (widened, passed) = try await read(wide)
+        #expect(widened.unusable["future-time"] == nil)
+        #expect(widened.usableFixes == 4)
+        #expect(passed.count == 6)
+    }
+
     static func tpv(_ i: Int) -> String {
         #"{"class":"TPV","device":"t","mode":3,"time":"2026-11-30T10:00:01.000Z","lat":48.85,"lon":2.35,"alt":"#
             + "\(i)}"

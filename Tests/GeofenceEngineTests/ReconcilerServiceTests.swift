@@ -163,6 +163,34 @@ final class Engine: Sendable {
                 + Array(repeating: "region-status", count: 4), "\(order)")
     }
 
+    /// The region monitor, the monitor's service and the control handler each had a generator: ids made in
+    /// one millisecond by two of them were ordered by their random bits, not by when they were made.
+    @Test("every event takes its id from the engine's one generator: ids sort in the order events were made")
+    func idsFollowTheOrderEventsWereMade() async throws {
+        let e = try Engine()
+        let start = Coordinate(latitude: 48.1, longitude: 11.5)
+        try e.add("a", start, radius: 100)
+        _ = try await e.service.load()
+        var t = 0.0
+        for round in 0..<4 {
+            // Region events from the monitor, then region-status events from the service, in one millisecond
+            // of the test's clock, which stands still.
+            for _ in 0..<4 {
+                t += 2
+                let east = round.isMultiple(of: 2) ? 0.0 : 1000
+                await e.service.handle(.fix(e.fix(offset(start, north: 0, east: east), after: t)))
+            }
+            await e.service.apply(.services(false))
+            await e.service.apply(.services(true))
+        }
+        let events = try e.store.outbox.events(after: 0, limit: 1000)
+        let kinds = Set(events.map(\.type))
+        #expect(kinds.isSuperset(of: ["determined", "enter", "exit", "region-status"]), "\(kinds)")
+        let ids = events.map(\.id)
+        #expect(ids == ids.sorted(), "\(zip(events.map(\.type), ids).map { "\($0) \($1)" })")
+        #expect(Set(ids).count == ids.count)
+    }
+
     @Test("services off during a drive: nothing recorded, hooks held, suspended; on: the crossing fires once, inferred")
     func servicesOffDuringDrive() async throws {
         let e = try Engine()

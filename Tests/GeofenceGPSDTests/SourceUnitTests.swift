@@ -86,16 +86,21 @@ struct SourceLivenessTests {
         #expect(liveness.usableFix(at: 131) == .restored)
     }
 
-    @Test func usableMeansATwoDimensionalFixWithAValidPosition() {
-        func fix(_ mode: FixMode, _ latitude: Double?, _ longitude: Double?) -> Fix {
-            Fix(subject: "d", time: nil, mode: mode, latitude: latitude, longitude: longitude)
+    /// Whether data arrives is the filter's judgement of the fix on its own, without its age.
+    @Test func usableMeansATwoDimensionalFixWithAValidPositionAndATime() {
+        func fix(_ mode: FixMode, _ latitude: Double?, _ longitude: Double?, time: Date? = Date()) -> Fix {
+            Fix(subject: "d", time: time, mode: mode, latitude: latitude, longitude: longitude)
         }
-        #expect(SourceLiveness.isUsable(fix(.twoD, 1, 2)))
-        #expect(SourceLiveness.isUsable(fix(.threeD, -89, 179)))
-        #expect(!SourceLiveness.isUsable(fix(.noFix, 1, 2)))
-        #expect(!SourceLiveness.isUsable(fix(.threeD, nil, 2)))
-        #expect(!SourceLiveness.isUsable(fix(.threeD, 91, 2)))
-        #expect(!SourceLiveness.isUsable(fix(.threeD, .nan, 2)))
+        func usable(_ fix: Fix) -> Bool { FixFilter.classify(fix, now: nil, configuration: .init()).isUsable }
+        #expect(usable(fix(.twoD, 1, 2)))
+        #expect(usable(fix(.threeD, -89, 179)))
+        #expect(usable(fix(.threeD, 1, 2, time: Date(timeIntervalSince1970: 0))), "an old fix is still data")
+        #expect(!usable(fix(.noFix, 1, 2)))
+        #expect(!usable(fix(.threeD, nil, 2)))
+        #expect(!usable(fix(.threeD, 91, 2)))
+        #expect(!usable(fix(.threeD, .nan, 2)))
+        #expect(!usable(fix(.threeD, 0, 0)), "the filter refuses (0, 0)")
+        #expect(!usable(fix(.threeD, 1, 2, time: nil)), "the filter refuses a fix without a time")
     }
 }
 

@@ -222,9 +222,12 @@ struct StatusCommand: GeofenceSubcommand {
                     : "\(user) is \(effective): " + (you["howTo"]?.stringValue ?? "ask an administrator")
             )
         } else {
-            // No engine: whoever can open the store is its owner (file permissions are the authorization).
+            // No engine: whoever can open the store is its owner (file permissions are the authorization), as
+            // the engine's own user is; the switch still counts.
+            let owner = AccessPolicy(daemonUID: getuid())
+            let effective = owner.effectiveStatus(uid: getuid(), recorded: nil, servicesOn: servicesOn)
             permission = (
-                store != nil || getuid() == 0, "authorized", servicesOn ? "authorized" : "denied",
+                store != nil || getuid() == 0, "authorized", effective.rawValue,
                 store != nil || getuid() == 0
                     ? "\(user) owns the state directory" : "\(user) cannot read \(directory) and no engine is running"
             )

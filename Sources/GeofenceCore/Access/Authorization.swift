@@ -33,13 +33,20 @@ public struct AccessPolicy: Sendable, Equatable {
         return recorded ?? .notDetermined
     }
 
+    /// Whether Location Services being off is what denies `uid` now: the one place that decides it. The
+    /// control socket's refusal (`services-off`), its advice in `status` and `geofence status` all ask it. A
+    /// client the policy file restricts stays restricted whatever the switch says: switching Location
+    /// Services on would not let it in.
+    public func isDeniedByServicesOff(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool) -> Bool {
+        !servicesOn && storedStatus(uid: uid, recorded: recorded) != .restricted
+    }
+
     /// What counts now: while Location Services are off every client is denied (its own status returns
     /// when they are switched on), as in Core Location.
     public func effectiveStatus(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool)
         -> AuthorizationStatus
     {
-        let own = storedStatus(uid: uid, recorded: recorded)
-        if !servicesOn && own != .restricted { return .denied }
-        return own
+        if isDeniedByServicesOff(uid: uid, recorded: recorded, servicesOn: servicesOn) { return .denied }
+        return storedStatus(uid: uid, recorded: recorded)
     }
 }

@@ -51,9 +51,10 @@ public struct FixFilterConfiguration: Sendable, Equatable {
     public var maxSpeed: Double = 100
     /// Accuracy assumed when the receiver reports none (metres); such fixes are marked estimated.
     public var defaultAccuracy: Double = 25
-    /// How far ahead of the wall clock at receipt a fix time may be (seconds).
+    /// How far ahead of the wall clock at receipt a fix time may be (seconds), for every source: gpsd's
+    /// fixes are refused by the filter, a fleet's by its source before they reach the filter.
     public var maxFutureSkew: Double = 5
-    /// How old a fix may be at receipt (seconds).
+    /// How old a live fix (gpsd's) may be at receipt (seconds); a fleet's fixes may be older.
     public var maxAgeAtReceipt: Double = 30
     /// After this many consecutive refused fixes that agree with each other (plausible speeds among
     /// themselves, time moving forward), the filter accepts the latest as the new truth. This is what
@@ -68,6 +69,46 @@ public struct FixFilterConfiguration: Sendable, Equatable {
 public enum FixVerdict: Sendable, Equatable {
     case accepted(WeightedFix)
     case rejected(FixRejection)
+}
+
+/// What one fix is on its own, before its subject's track is looked at: the one answer, for every source,
+/// to whether a fix is usable, from the future or too old (`FixFilter.classify`).
+public enum FixClass: Sendable, Equatable {
+    /// A 2D or 3D fix with a valid position other than (0, 0), and a time neither too far ahead of the
+    /// clock at receipt nor (for a live fix) too old at it.
+    case usable(time: Date, coordinate: Coordinate)
+    /// Mode below 2D: the receiver has no position.
+    case noFix(FixMode)
+    /// Latitude or longitude absent.
+    case noPosition
+    /// Latitude or longitude not finite, or out of range.
+    case badPosition
+    /// Exactly (0, 0): a receiver's placeholder.
+    case nullIsland
+    /// No fix time, or one beyond the years 0000-9999.
+    case noTime
+    /// The fix time is `lead` seconds ahead of the clock at receipt, more than `maxFutureSkew`.
+    case future(lead: Double)
+    /// A live fix `age` seconds old at receipt, more than `maxAgeAtReceipt`.
+    case stale(age: Double)
+
+    public var isUsable: Bool {
+        if case .usable = self { return true }
+        return false
+    }
+
+    /// The filter's reason for refusing the fix; nil when it is usable.
+    public var rejection: FixRejection? {
+        switch self {
+        case .usable: nil
+        case .noFix: .noFix
+        case .noPosition, .badPosition: .invalidCoordinates
+        case .nullIsland: .nullIsland
+        case .noTime: .noTime
+        case .future: .future
+        case .stale: .stale
+        }
+    }
 }
 
 /// Counts of verdicts, by reason.
@@ -143,6 +184,37 @@ public struct FixFilter: Sendable {
         statistics.rejected[reason, default: 0] += 1
     }
 
+    /// What `fix` is on its own (`FixClass`), judged at `now`, the wall clock when it was received (nil: a
+    /// recording, whose times are judged only against each other). Every source asks this: gpsd's fixes
+    /// through the filter, at their `receivedAt`; a fleet source at its receipt time, before it passes a
+    /// fix on; the liveness watchdogs, with no time (a fix's age is not whether data arrives).
+    ///
+    /// A fix is from the future when its time is more than `maxFutureSkew` ahead of `now`, whatever the
+    /// source. Only a live fix, one that carries its `receivedAt`, is judged for its age: a fleet's fixes
+    /// may rightly be old (the backlog of a persistent session, a lagging stream).
+    public func classify(_ fix: Fix, now: Date?) -> FixClass {
+        Self.classify(fix, now: now, configuration: configuration)
+    }
+
+    /// `classify(_:now:)` under these settings, for a judge that keeps no tracks (a fleet source's intake).
+    public static func classify(_ fix: Fix, now: Date?, configuration c: FixFilterConfiguration) -> FixClass {
+        guard fix.mode >= .twoD else { return .noFix(fix.mode) }
+        guard let lat = fix.latitude, let lon = fix.longitude else { return .noPosition }
+        let coordinate = Coordinate(latitude: lat, longitude: lon)
+        guard coordinate.isValid else { return .badPosition }
+        if lat == 0 && lon == 0 { return .nullIsland }
+        // A time beyond the years 0000-9999 is no time (the decoders refuse it first; a library caller may not).
+        guard let time = fix.time, Fix.representableTimes.contains(time.timeIntervalSince1970) else {
+            return .noTime
+        }
+        if let now {
+            let lead = time.timeIntervalSince(now)
+            if lead > c.maxFutureSkew { return .future(lead: lead) }
+            if fix.receivedAt != nil, -lead > c.maxAgeAtReceipt { return .stale(age: -lead) }
+        }
+        return .usable(time: time, coordinate: coordinate)
+    }
+
     /// Judges one fix, updates the per-subject track, and counts the verdict.
     public mutating func evaluate(_ fix: Fix) -> FixVerdict {
         let verdict = judge(fix)
@@ -155,19 +227,15 @@ public struct FixFilter: Sendable {
 
     private mutating func judge(_ fix: Fix) -> FixVerdict {
         let c = configuration
-        guard fix.mode >= .twoD else { return .rejected(.noFix) }
-        guard let lat = fix.latitude, let lon = fix.longitude else { return .rejected(.invalidCoordinates) }
-        let coordinate = Coordinate(latitude: lat, longitude: lon)
-        guard coordinate.isValid else { return .rejected(.invalidCoordinates) }
-        if lat == 0 && lon == 0 { return .rejected(.nullIsland) }
-        // A time beyond the years 0000-9999 is no time (the decoders refuse it first; a library caller may not).
-        guard let time = fix.time, Fix.representableTimes.contains(time.timeIntervalSince1970) else {
-            return .rejected(.noTime)
-        }
-        if let received = fix.receivedAt {
-            let lead = time.timeIntervalSince(received)
-            if lead > c.maxFutureSkew { return .rejected(.future) }
-            if -lead > c.maxAgeAtReceipt { return .rejected(.stale) }
+        // A live fix is judged against its own receipt time; a recording's and a fleet's have none here.
+        let time: Date
+        let coordinate: Coordinate
+        switch classify(fix, now: fix.receivedAt) {
+        case .usable(let t, let point):
+            time = t
+            coordinate = point
+        case let refused:
+            return .rejected(refused.rejection ?? .noFix)
         }
         let accuracy: Double
         let estimated: Bool

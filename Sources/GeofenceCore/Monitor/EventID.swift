@@ -1,4 +1,19 @@
 import Foundation
+import Synchronization
+
+/// The engine's one event id generator, shared by everything that makes events (the region monitor, the
+/// monitor's service, the control handler): ids from one generator sort in the order they were made,
+/// whatever times they were made for; ids from two generators need not.
+public final class EventIDs: Sendable {
+    private let generator: Mutex<EventIDGenerator>
+
+    public init(_ generator: EventIDGenerator = EventIDGenerator()) {
+        self.generator = Mutex(generator)
+    }
+
+    /// The next id, for an event made at `now` (wall clock, passed in).
+    public func next(now: Date) -> String { generator.withLock { $0.next(now: now) } }
+}
 
 /// Makes event ids: UUIDv7 (RFC 9562), unique and ordered by creation time.
 ///

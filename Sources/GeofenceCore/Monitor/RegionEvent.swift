@@ -19,6 +19,16 @@ public enum RegionEventType: String, Sendable, Codable, CaseIterable {
     case expired
 }
 
+extension RegionEventType {
+    /// Whether an event of `type` (its stored name) about `region` carries a subject's position, so is held
+    /// back while Location Services are off: a region event with its region. The one judge of it, for the
+    /// hook runner (through `DeliveryOrderKey`) and the sinks. An `expired` event carries none, but is held
+    /// with its region's events, whose order it keeps.
+    public static func carriesPosition(type: String, region: String?) -> Bool {
+        region != nil && RegionEventType(rawValue: type) != nil
+    }
+}
+
 /// The fix that caused an event, as carried in the event.
 public struct EventFix: Sendable, Equatable {
     /// WGS84 latitude, degrees (JSON `lat`).

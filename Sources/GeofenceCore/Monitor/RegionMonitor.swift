@@ -159,7 +159,7 @@ public struct RegionMonitor: Sendable {
     var motions: [MotionConsistency.Track?] = []
     /// Each track's subject, by track position (to find a track's entry in `trackBySubject`).
     var names: [String] = []
-    var ids: EventIDGenerator
+    let ids: EventIDs
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
     /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
@@ -172,9 +172,10 @@ public struct RegionMonitor: Sendable {
     /// before the last change are stale.
     var regionGeneration: UInt64 = 0
 
+    /// A monitor whose events take their ids from `ids` (the engine's one generator, `EventIDs`).
     public init(
         configuration: MonitorConfiguration = MonitorConfiguration(),
-        ids: EventIDGenerator = EventIDGenerator(),
+        ids: EventIDs = EventIDs(),
         candidateSearch: CandidateSearch = .spatialIndex
     ) {
         self.configuration = configuration
@@ -183,6 +184,14 @@ public struct RegionMonitor: Sendable {
         // Queries ask for the vicinity plus a fix's margin (a few metres, more for a poor fix).
         spatialIndex = SpatialRegionIndex(
             layout: .init(expectedExtra: max(0, configuration.vicinity) + configuration.minMargin + 20))
+    }
+
+    /// A monitor with a generator of its own (tests that compare two monitors' events give each the same one).
+    public init(
+        configuration: MonitorConfiguration = MonitorConfiguration(), ids: EventIDGenerator,
+        candidateSearch: CandidateSearch = .spatialIndex
+    ) {
+        self.init(configuration: configuration, ids: EventIDs(ids), candidateSearch: candidateSearch)
     }
 
     // MARK: Regions

@@ -114,8 +114,4 @@ public struct SourceLiveness: Sendable, Equatable {
         if case .silent = outage { return .silent }
         return .lost
     }
-
-    /// Whether a fix counts as "data arriving": a 2D or 3D fix with a valid position.
-    /// (Quality judgements, such as accuracy and duplicates, are the fix filter's.)
-    public static func isUsable(_ fix: Fix) -> Bool { FixUsability.isUsable(fix) }
 }

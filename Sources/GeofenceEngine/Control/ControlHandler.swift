@@ -19,7 +19,8 @@ public final class ControlHandler: Sendable {
     private let subscribe: (@Sendable (ControlConnection) -> Void)?
     /// The engine this handler runs in, for `hello` and `status`; nil in the CLI's in-process mode.
     private let engine: EngineIdentity?
-    private let ids = EventIDSource()
+    /// The engine's one event id generator (its pipeline's), for the events the handler makes.
+    private let ids: EventIDs
     /// Changes per uid through the socket, for users other than root and the engine's own.
     let changeLimit = ChangeRateLimit()
 
@@ -34,8 +35,10 @@ public final class ControlHandler: Sendable {
 
     public init(
         store: StateStore, policy: AccessPolicy, changed: @escaping @Sendable (Change) -> Void = { _ in },
-        subscribe: (@Sendable (ControlConnection) -> Void)? = nil, engine: EngineIdentity? = nil
+        subscribe: (@Sendable (ControlConnection) -> Void)? = nil, engine: EngineIdentity? = nil,
+        ids: EventIDs = EventIDs()
     ) {
+        self.ids = ids
         self.store = store
         self.policy = policy
         self.changed = changed
@@ -125,7 +128,7 @@ public final class ControlHandler: Sendable {
         switch policy.effectiveStatus(uid: uid, recorded: recorded, servicesOn: servicesOn) {
         case .authorized:
             return nil
-        case .denied where !servicesOn:
+        case .denied where policy.isDeniedByServicesOff(uid: uid, recorded: recorded, servicesOn: servicesOn):
             return ControlError(
                 .servicesOff, "Location Services are off: ask an administrator to run `geofence services on`")
         case .denied:
@@ -649,7 +652,7 @@ public final class ControlHandler: Sendable {
         if recorded?.requestedAt != nil { you["requested"] = true }
         if effective != .authorized && !policy.isPrivileged(peer.uid) {
             you["howTo"] = .string(
-                !servicesOn
+                policy.isDeniedByServicesOff(uid: peer.uid, recorded: recorded?.status, servicesOn: servicesOn)
                     ? "Location Services are off: an administrator can run `geofence services on`"
                     : own == .restricted
                         ? "restricted by the system's policy"
@@ -684,7 +687,7 @@ public final class ControlHandler: Sendable {
         let effectiveBefore = try effectiveStatuses(servicesOn: before)
         var events = [
             StateEvent(
-                id: ids.next(), type: .services, time: Date(), state: on ? "on" : "off",
+                id: ids.next(now: Date()), type: .services, time: Date(), state: on ? "on" : "off",
                 reason: "switched \(on ? "on" : "off") by \(ControlHandler.userName(uid))")
         ]
         let effectiveAfter = try effectiveStatuses(servicesOn: on)
@@ -708,7 +711,7 @@ public final class ControlHandler: Sendable {
 
     private func authorizationEvent(uid: UInt32, status: AuthorizationStatus, reason: String) -> StateEvent {
         StateEvent(
-            id: ids.next(), type: .authorization, time: Date(), state: status.rawValue,
+            id: ids.next(now: Date()), type: .authorization, time: Date(), state: status.rawValue,
             subject: ControlHandler.userName(uid), reason: reason, details: ["uid": .number(Double(uid))])
     }
 
@@ -838,15 +841,6 @@ public func canonicalDirectory(_ path: String) -> String? {
     var info = stat()
     guard stat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
     return String(cString: resolved)
-}
-
-/// Event ids for events the handler makes (a lock around a generator, as requests come from many threads).
-final class EventIDSource: @unchecked Sendable {
-    // @unchecked: the generator is only used under `lock`.
-    private let lock = NSLock()
-    private var generator = EventIDGenerator()
-
-    func next() -> String { lock.withLock { generator.next(now: Date()) } }
 }
 
 /// A global hook as `hook list --json` and the control socket show it.

@@ -27,10 +27,14 @@ final class FleetIntake: @unchecked Sendable {
     /// The classes (`SKY`, `OwnTracks waypoint`, ...) already said once in the log, at most 100 of them.
     private var ignoredClasses: Set<String> = []
 
+    /// The filter's settings, for its judgement of each fix at receipt (`FixFilter.classify`).
+    private let filter: FixFilterConfiguration
+
     init(
-        status: SourceStatus, liveness: SourceLiveness.Configuration, logger: Logger?,
+        status: SourceStatus, liveness: SourceLiveness.Configuration, filter: FixFilterConfiguration, logger: Logger?,
         backPressure: LocationReports.BackPressure = .standard
     ) {
+        self.filter = filter
         reports = LocationReports(backPressure: backPressure)
         counts = status
         self.logger = logger
@@ -87,8 +91,8 @@ final class FleetIntake: @unchecked Sendable {
     func sendNow(_ report: LocationReport) { reports.sendNow(report) }
 
     /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
-    /// filter counts its own refusals). `context` goes into the log line after the unit (` on "topic"`); it
-    /// is made only for that line, not for every message.
+    /// filter counts its own refusals; only one from the future is held back). `context` goes into the log
+    /// line after the unit (` on "topic"`); it is made only for that line, not for every message.
     func take(_ report: GPSDJSONReport, context: @autoclosure () -> String = "") -> Fix? {
         let unusable: (kind: String, why: String)?
         var fix: Fix?
@@ -96,13 +100,13 @@ final class FleetIntake: @unchecked Sendable {
         let read = Date()
         switch report {
         case .tpv(let decoded):
-            if let future = SourceStatus.Unusable.reason(decoded, now: read) {
-                // Not passed on: the filter judges a fleet's fixes by their own times only.
-                unusable = future
-            } else {
-                fix = decoded
-                unusable = SourceStatus.Unusable.reason(decoded)
-            }
+            // The filter's own judgement, at the receipt time. The filter sees a fleet's fixes without one (a
+            // backlog is rightly old), so a fix from the future (a device whose clock is wrong, a payload that
+            // lies) is refused here: passed on, it would hold its vehicle's true fixes back as out of order
+            // until the clock caught up with it, and could open its track with a false event.
+            let verdict = FixFilter.classify(decoded, now: read, configuration: filter)
+            unusable = FixUsability.reason(verdict, configuration: filter)
+            if case .future = verdict {} else { fix = decoded }
         case .other(let name):
             let (first, label, unit) = lock.withLock {
                 counts.lines += 1

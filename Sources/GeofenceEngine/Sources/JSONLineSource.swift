@@ -68,8 +68,10 @@ package struct JSONLines {
 /// standard input, one subject per `device` field.
 ///
 /// Fixes carry no receipt time: a fleet stream may lag behind real time (a Kafka backlog), and decisions
-/// run on the fixes' own time anyway. A regular file or standard input ends the source at its end; a FIFO
-/// is opened again when its writer goes away, so producers can come and go.
+/// run on the fixes' own time anyway. A fix from the future (`FixFilterConfiguration.maxFutureSkew` ahead
+/// of the clock when it is read; give it the engine's `filter` settings) is counted and not passed on. A
+/// regular file or standard input ends the source at its end; a FIFO is opened again when its writer goes
+/// away, so producers can come and go.
 ///
 /// Like gpsd's source it has a first-fix deadline and a staleness limit (`SourceLiveness`), watched on a
 /// thread of its own, since the reader may wait for good on an idle FIFO: a stream of nothing, or of lines
@@ -100,12 +102,12 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
     /// (`fleet` by default); nothing is opened before `start()` (`checkOpenable(_:)` checks the path first).
     public init(
         path: String, defaultSubject: String = "fleet", liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil
+        filter: FixFilterConfiguration = .init(), logger: Logger? = nil
     ) {
         self.path = path
         self.defaultSubject = defaultSubject
         self.logger = logger
-        intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, logger: logger)
+        intake = FleetIntake(status: SourceStatus(path: path), liveness: liveness, filter: filter, logger: logger)
         do {
             stopPipe = try HookSystem.makePipe()
         } catch {

@@ -132,7 +132,8 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     /// and `liveness` defaults to 60 s for a first fix and 10 s between fixes.
     public init(
         address: MQTTAddress, clientID: String, liveness: SourceLiveness.Configuration = .init(),
-        logger: Logger? = nil, naming: MQTTVehicleNaming = .payload, acknowledgement: MQTTAcknowledgement = .receipt
+        filter: FixFilterConfiguration = .init(), logger: Logger? = nil, naming: MQTTVehicleNaming = .payload,
+        acknowledgement: MQTTAcknowledgement = .receipt
     ) {
         self.naming = naming
         self.acknowledgement = acknowledgement
@@ -140,7 +141,7 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         self.clientID = clientID
         self.logger = logger
         intake = FleetIntake(
-            status: SourceStatus(mqtt: address.description), liveness: liveness, logger: logger,
+            status: SourceStatus(mqtt: address.description), liveness: liveness, filter: filter, logger: logger,
             backPressure: LocationReports.BackPressure(high: Self.maximumReports, low: Self.maximumReports - 1))
     }
 
