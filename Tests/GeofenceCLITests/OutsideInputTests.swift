@@ -115,6 +115,28 @@ struct OutsideInputTests {
         }
     }
 
+    @Test("a fleet fix 30 s ahead of the clock: refused by default (5 s), taken with --max-future-skew 60s")
+    func futureSkewIsOneSetting() async throws {
+        let ahead = TimestampParser.format(Date().addingTimeInterval(30))
+        let line = #"{"class":"TPV","device":"probe","mode":3,"time":"\#(ahead)","lat":48.85,"lon":2.35,"eph":5}"#
+        for skew in [nil, "60s"] {
+            try await withCLI { cli in
+                let file = cli.dir.file("fleet.json")
+                try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+                let daemon = try cli.daemon(["--source", "json:" + file] + (skew.map { ["--max-future-skew", $0] } ?? []))
+                let json = try await FleetSourceTests.status(cli) { $0["data"]?["lines"]?.intValue == 1 }
+                let refused = json["data"]?["unusable"]?["future-time"]?.intValue ?? 0
+                let usable = json["data"]?["usableFixes"]?.intValue ?? 0
+                #expect((refused, usable) == (skew == nil ? (1, 0) : (0, 1)), "\(skew ?? "default"): \(json)")
+                #expect(await daemon.stop() != nil, "\(daemon.log)")
+            }
+        }
+        try withCLI { cli in
+            let result = try cli.run(["run", "--max-future-skew", "-1s"])
+            #expect(result.status == 64 && result.stderr.hasPrefix("Error: invalid value for --max-future-skew"))
+        }
+    }
+
     @Test("lines of 2 MB and 200 MB on a FIFO are each counted as too-long, in bounded memory; the next is taken")
     func hugeLines() async throws {
         try await withCLI { cli in

@@ -130,6 +130,13 @@ extension RunCommand {
                     help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
                     default: "5000"),
                 .value(
+                    "--max-future-skew", valueName: "duration",
+                    help: """
+                        Refuse fixes dated further ahead of this machine's clock (a device's wrong clock would \
+                        hold its true fixes back as out of order).
+                        """,
+                    default: "5s"),
+                .value(
                     "--min-margin", valueName: "metres",
                     help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
                 .value(

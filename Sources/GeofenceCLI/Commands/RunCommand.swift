@@ -101,6 +101,8 @@ struct RunCommand: GeofenceSubcommand {
             stalenessLimit: try c.positiveDuration("--stale-after", default: 10))
         configuration.filter.maxAccuracy = try c.positiveNumber(
             "--max-accuracy", default: FixFilterConfiguration().maxAccuracy)
+        configuration.filter.maxFutureSkew = try c.positiveDuration(
+            "--max-future-skew", default: FixFilterConfiguration().maxFutureSkew)
         configuration.monitor.minMargin = try c.positiveNumber("--min-margin", default: 5)
         configuration.monitor.acceleration = try c.positiveNumber(
             "--acceleration", default: MonitorConfiguration().acceleration)
