@@ -123,7 +123,8 @@ struct OutsideInputTests {
             try await withCLI { cli in
                 let file = cli.dir.file("fleet.json")
                 try (line + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-                let daemon = try cli.daemon(["--source", "json:" + file] + (skew.map { ["--max-future-skew", $0] } ?? []))
+                let daemon = try cli.daemon(
+                    ["--source", "json:" + file] + (skew.map { ["--max-future-skew", $0] } ?? []))
                 let json = try await FleetSourceTests.status(cli) { $0["data"]?["lines"]?.intValue == 1 }
                 let refused = json["data"]?["unusable"]?["future-time"]?.intValue ?? 0
                 let usable = json["data"]?["usableFixes"]?.intValue ?? 0
