@@ -322,10 +322,7 @@ public final class FixPipeline {
 
     /// Puts a subject's stored state into the monitor (at start, or when an evicted vehicle comes back).
     private func restore(_ subject: StoredSubject) {
-        monitor.restore(
-            VehicleState(
-                subject: subject.subject, record: subject.record, pairs: subject.pairs,
-                motion: monitor.configuration.motion))
+        monitor.restore(subject.vehicleState(motion: monitor.configuration.motion))
     }
 
     private func judge(_ fix: Fix, number: Int64) -> FixVerdict {
