@@ -264,7 +264,7 @@ public final class Daemon: Sendable {
         let heartbeat = MonitorHeartbeat(
             watchdogInterval: manager.watchdogInterval, watchdog: { manager.watchdog() },
             status: { manager.status($0) }, stall: stall)
-        let stopping = Atomic(false)
+        let monitor = service.services(source: source, interval: interval, heartbeat: heartbeat)
         // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
         // judged), then the monitor's ticks, the sinks, and last the hook runner (running hooks get their grace).
         let group = ServiceGroup(
@@ -272,27 +272,8 @@ public final class Daemon: Sendable {
                 ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
                 // Stopped by cancellation: each sink then closes (an MQTT sink publishes `offline`).
                 ClosureService("sinks") { await sinks.run() },
-                ClosureService("monitor") { await service.runTicks(interval: interval, heartbeat: heartbeat) },
-                ClosureService(
-                    "source",
-                    run: {
-                        for await report in source.reports {
-                            await service.handle(report)
-                            // The store refuses writes and much waits for it: the producer waits (a FIFO, a
-                            // broker), not the engine's memory, until the store takes them or the engine stops.
-                            while await service.holdsSource, !stopping.load(ordering: .acquiring), !Task.isCancelled {
-                                try? await Task.sleep(for: .milliseconds(200))
-                                await service.retryStore()
-                            }
-                        }
-                    },
-                    // What the source handed over before it stopped is still judged, not dropped with the
-                    // stream's buffer: an MQTT broker has been told those messages arrived. The stream is
-                    // finished, so the consumer ends once its last report is handled.
-                    stop: {
-                        stopping.store(true, ordering: .releasing)
-                        await source.stop()
-                    }),
+                monitor.ticks,
+                monitor.intake,
                 ClosureService("signals") {
                     for await number in signalStream {
                         signalled.set(

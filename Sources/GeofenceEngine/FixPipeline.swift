@@ -326,7 +326,7 @@ public final class FixPipeline {
 
     /// Puts a subject's stored state into the monitor (at start, or when an evicted vehicle comes back).
     private func restore(_ subject: StoredSubject) {
-        monitor.restore(subject: subject.subject, record: subject.record, pairs: subject.pairs)
+        monitor.restore(subject.vehicleState(motion: monitor.configuration.motion))
     }
 
     private func judge(_ fix: Fix, number: Int64) -> FixVerdict {

@@ -31,7 +31,7 @@ public struct SourceStatus: Sendable, Equatable {
     /// When the last usable fix was read, by the wall clock; nil before the first.
     public var lastFixRead: Date?
     /// The watchdog's word: `awaiting-first-fix`, `receiving`, `silent` or `lost`.
-    public var liveness = "awaiting-first-fix"
+    public var liveness = Liveness.awaitingFirstFix
     /// Vehicle names that arrived on more than one MQTT topic (two receivers taken as one vehicle).
     public var sharedNames = 0
 
@@ -115,7 +115,7 @@ public struct SourceStatus: Sendable, Equatable {
         var o: JSONObject = [
             "kind": .string(kind), "path": .string(path), "open": .bool(open), "lines": .number(Double(lines)),
             "usableFixes": .number(Double(usableFixes)), "ignored": .number(Double(ignored)),
-            "liveness": .string(liveness),
+            "liveness": .string(liveness.rawValue),
             "unusable": .object(
                 JSONObject(
                     uniqueKeysWithValues: unusable.sorted { $0.key < $1.key }.map {
@@ -141,7 +141,7 @@ public struct SourceStatus: Sendable, Equatable {
         lines = value["lines"]?.intValue ?? 0
         usableFixes = value["usableFixes"]?.intValue ?? 0
         ignored = value["ignored"]?.intValue ?? 0
-        liveness = value["liveness"]?.stringValue ?? "awaiting-first-fix"
+        liveness = value["liveness"]?.stringValue.flatMap(Liveness.init(rawValue:)) ?? .awaitingFirstFix
         sharedNames = value["sharedNames"]?.intValue ?? 0
         for (key, n) in value["unusable"]?.objectValue ?? [:] { unusable[key] = n.intValue ?? 0 }
         lastFixTime = value["lastFixTime"]?.stringValue.flatMap { try? TimestampParser.parse($0) }

@@ -44,9 +44,9 @@ struct StatusRecorder {
         try record([(DaemonSettings.capabilities, JSONValue.object(CapabilityJSON.encode(snapshot)).serialized())])
     }
 
-    mutating func liveness(_ transition: SourceLiveness.Transition, at time: Date) throws {
+    mutating func liveness(_ liveness: Liveness, at time: Date) throws {
         try record([
-            (DaemonSettings.liveness, transition == .restored ? "receiving" : transition.rawValue),
+            (DaemonSettings.liveness, liveness.rawValue),
             (DaemonSettings.livenessChanged, TimestampParser.format(time)),
         ])
     }

@@ -12,6 +12,12 @@ public struct StoredSubject: Sendable, Equatable {
         a.subject == b.subject && a.record == b.record && a.updatedAt == b.updatedAt
             && a.pairs.elementsEqual(b.pairs) { $0.regionSeq == $1.regionSeq && $0.record == $1.record }
     }
+
+    /// The vehicle's state as the monitor takes it back (`RegionMonitor.restore`): the motion check's track
+    /// starts again from the last fix, which is all the store keeps of it.
+    public func vehicleState(motion: MotionConsistency) -> VehicleState {
+        VehicleState(subject: subject, record: record, pairs: pairs, motion: motion)
+    }
 }
 
 /// One vehicle (subject) as `geofence vehicles` shows it: its last fix and the regions it is inside.

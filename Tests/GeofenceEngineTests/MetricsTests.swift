@@ -90,7 +90,7 @@ struct MetricsUnitTests {
         metrics.beat()
         metrics.publish {
             $0.storeProblem = "disk full"
-            $0.liveness = "silent"
+            $0.liveness = .silent
             $0.livenessReason = "no sky"
         }
         let h = metrics.health()
@@ -104,7 +104,7 @@ struct MetricsUnitTests {
         #expect(metrics.health().problems == ["source: not connected (gpsd is not reachable)"])
         metrics.publish {
             $0.sourceConnected = true
-            $0.liveness = "receiving"
+            $0.liveness = .receiving
         }
         #expect(metrics.health().ok)
     }

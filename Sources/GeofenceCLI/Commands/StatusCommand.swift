@@ -248,10 +248,10 @@ struct StatusCommand: GeofenceSubcommand {
             }
             switch fleet.liveness {
             case _ where !engineRunning: data = (false, "the engine is not running: \(counts)")
-            case "receiving": data = (true, "fixes arriving: \(counts)")
-            case "silent": data = (false, "silent: no usable fix since the engine started; \(counts)")
-            case "lost": data = (false, "lost: usable fixes stopped arriving; \(counts)")
-            default: data = (false, "no usable fix yet: \(counts)")
+            case .receiving: data = (true, "fixes arriving: \(counts)")
+            case .silent: data = (false, "silent: no usable fix since the engine started; \(counts)")
+            case .lost: data = (false, "lost: usable fixes stopped arriving; \(counts)")
+            case .awaitingFirstFix: data = (false, "no usable fix yet: \(counts)")
             }
         } else if let w = probe.accepted {
             data = (

@@ -297,33 +297,6 @@ public struct RegionMonitor: Sendable {
 
     // MARK: Subjects
 
-    /// Loads a subject's persisted state (after a restart).
-    public mutating func restore(
-        subject: String, record: SubjectRecord, pairs: [(regionSeq: Int64, record: PairRecord)]
-    ) {
-        var track = Track(lastFixTime: record.lastFixTime, baselineSeq: record.baselineSeq)
-        // The last fix before the restart is what the first fix after it is judged against.
-        var motion: MotionConsistency.Track?
-        if let fix = record.lastFix, let time = record.lastFixTime {
-            motion = configuration.motion.start(
-                at: GeocentricPoint(Coordinate(latitude: fix.latitude, longitude: fix.longitude)),
-                time: time.timeIntervalSince1970, accuracy: fix.accuracy)
-        }
-        for (seq, pair) in pairs {
-            guard let slot = regions.slot(seq: seq) else { continue }
-            track.pairs[slot] = Pair(record: pair, stored: pair)
-        }
-        if let i = trackBySubject[subject] {
-            tracks[i] = track
-            motions[i] = motion
-        } else {
-            trackBySubject[subject] = tracks.count
-            tracks.append(track)
-            motions.append(motion)
-            names.append(subject)
-        }
-    }
-
     /// Puts back one region's pairs (when a region that left monitoring, for its owner's permission or the
     /// active-region limit, comes back): a subject inside it is still inside.
     public mutating func restorePairs(regionSeq: Int64, pairs: [(subject: String, record: PairRecord)]) {

@@ -169,7 +169,7 @@ public actor GeofenceMonitor {
     /// The four questions, answered for this monitor's source: what the hardware is, whether Location
     /// Services are on, whether this process may use them, and whether usable fixes arrive.
     public func status() async throws -> MonitorStatus {
-        let health = await service.health
+        let health = await service.condition
         let servicesOn = loaded ? await service.servicesOn : try store.permissions.servicesOn()
         let policy = AccessPolicy(daemonUID: getuid())
         let uid = getuid()
@@ -184,10 +184,10 @@ public actor GeofenceMonitor {
     }
 
     /// The session's liveness: the source's while it runs, `notStarted` before and `ended` after.
-    private func liveness(_ reported: String) -> MonitorStatus.Liveness {
+    private func liveness(_ reported: Liveness) -> MonitorStatus.Liveness {
         switch state {
         case .idle: .notStarted
-        case .running: MonitorStatus.Liveness(rawValue: reported) ?? .awaitingFirstFix
+        case .running: MonitorStatus.Liveness(reported)
         case .ended: .ended
         }
     }
@@ -259,12 +259,13 @@ public actor GeofenceMonitor {
         let (service, source) = (self.service, self.source)
         let interval = Self.seconds(configuration.syncInterval)
         source.start()
-        // Not children of this task: cancelling the consumer must not cut the source's consumer short. Every
-        // report the source handed over is judged, as the daemon does at a stop; the source is stopped first.
-        let consuming = Task {
-            for await report in source.reports { await service.handle(report) }
-        }
-        let ticking = Task { await service.runTicks(interval: interval) }
+        // The daemon's services, in a group of their own: the source's reports, then the ticks. Not a child of
+        // this task: cancelling the consumer must not cut the source's consumer short. It stops the source
+        // instead (`FixIntakeService.stop`), every report the source handed over is judged, as the daemon does
+        // at a stop, and the group then stops the ticks.
+        let (ticks, intake) = service.services(source: source, interval: interval)
+        let group = ServiceGroup([ticks, intake], deadline: .seconds(5))
+        let running = Task { await group.run() }
         let draining = Task { () async throws -> Void in
             var position = cursor
             /// Yields what the outbox holds after `position`; false once the consumer has gone.
@@ -296,20 +297,17 @@ public actor GeofenceMonitor {
                 throw error
             }
         }
-        await withTaskCancellationHandler {
-            await consuming.value
+        _ = await withTaskCancellationHandler {
+            await running.value
         } onCancel: {
-            Task { await source.stop() }
+            Task { await intake.stop() }
         }
-        // The source's reports are all judged. The ticks stop, the last commit is made, and the reader's last
-        // pass yields what that commit (or any tick before it) added.
-        ticking.cancel()
-        await ticking.value
+        // The source's reports are all judged and the ticks stopped. The last commit is made, and the reader's
+        // last pass yields what that commit (or any tick before it) added.
         let shortfall = await service.shutdown()
         waker.end()
-        let drained = await draining.result
-        await source.stop()
-        try drained.get()
+        // The group stopped the source (`FixIntakeService.stop`), once.
+        try await draining.value
         // The store refused the last commit: what was not committed, and what to send again.
         if let shortfall { throw UncommittedAtStop(shortfall, source: source.label) }
     }
@@ -335,6 +333,16 @@ private final class Waker: Sendable {
 public struct MonitorStatus: Sendable, Equatable {
     /// Whether usable fixes arrive (fourth question).
     public enum Liveness: String, Sendable {
+        /// The source's liveness, while a session runs.
+        init(_ liveness: GeofenceCore.Liveness) {
+            switch liveness {
+            case .awaitingFirstFix: self = .awaitingFirstFix
+            case .receiving: self = .receiving
+            case .silent: self = .silent
+            case .lost: self = .lost
+            }
+        }
+
         /// No session has started.
         case notStarted = "not-started"
         /// Started; the first usable fix has not come (yet: the deadline has not passed).

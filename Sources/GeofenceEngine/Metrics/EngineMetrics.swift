@@ -68,8 +68,7 @@ package final class EngineMetrics: Sendable {
         /// Whether the source reached what it reads from (nil: it has not said).
         package var sourceConnected: Bool?
         package var sourceProblem: String?
-        /// `awaiting-first-fix`, `receiving`, `silent` or `lost`.
-        package var liveness = "awaiting-first-fix"
+        package var liveness = Liveness.awaitingFirstFix
         package var livenessReason: String?
         /// Why the store refuses writes, while it does.
         package var storeProblem: String?
@@ -136,8 +135,8 @@ package struct EngineHealth: Sendable, Equatable {
         if let problem = s.storeProblem { problems.append("store: refuses writes (\(problem))") }
         if s.sourceConnected == false {
             problems.append("source: not connected" + (s.sourceProblem.map { " (\($0))" } ?? ""))
-        } else if s.liveness == "silent" || s.liveness == "lost" {
-            problems.append("source: \(s.liveness)" + (s.livenessReason.map { " (\($0))" } ?? ""))
+        } else if s.liveness.isOutage {
+            problems.append("source: \(s.liveness.rawValue)" + (s.livenessReason.map { " (\($0))" } ?? ""))
         }
         self.problems = problems
     }

@@ -119,12 +119,12 @@ package enum PrometheusText {
         }
         out.family("geofence_source_up", "gauge", "1 while the source delivers usable fixes.")
         out.sample(
-            "geofence_source_up", [:], r.engine.sourceConnected != false && r.engine.liveness == "receiving" ? 1 : 0)
+            "geofence_source_up", [:], r.engine.sourceConnected != false && r.engine.liveness == .receiving ? 1 : 0)
         out.family(
             "geofence_source_liveness", "gauge",
             "The source's liveness: 1 for its current state (awaiting-first-fix, receiving, silent, lost).")
-        for state in ["awaiting-first-fix", "receiving", "silent", "lost"] {
-            out.sample("geofence_source_liveness", ["state": state], r.engine.liveness == state ? 1 : 0)
+        for state in Liveness.allCases {
+            out.sample("geofence_source_liveness", ["state": state.rawValue], r.engine.liveness == state ? 1 : 0)
         }
         out.family("geofence_services_on", "gauge", "1 while Location Services are on.")
         out.sample("geofence_services_on", [:], r.engine.servicesOn ? 1 : 0)

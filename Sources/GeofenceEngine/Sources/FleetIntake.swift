@@ -46,12 +46,7 @@ final class FleetIntake: @unchecked Sendable {
     var status: SourceStatus {
         lock.withLock {
             var status = counts
-            switch liveness.state {
-            case .awaitingFirstFix: status.liveness = "awaiting-first-fix"
-            case .receiving: status.liveness = "receiving"
-            case .silent: status.liveness = "silent"
-            case .lost: status.liveness = "lost"
-            }
+            status.liveness = liveness.state.liveness
             return status
         }
     }

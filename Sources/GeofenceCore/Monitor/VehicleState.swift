@@ -1,0 +1,100 @@
+import Foundation
+
+/// One vehicle's state in the region monitor, as one value: everything its next fix is judged against (the
+/// motion check's track, its last fix time and baseline, whether an unseen stretch comes first) and its
+/// state in each region (inside or outside, since when, whether the dwell fired). Regions are named by
+/// their sequence number, so a snapshot taken from one monitor restores into another that holds the same
+/// regions (a restart, a partition moving to another node).
+///
+/// Not in it: the fix filter's per-vehicle state (`FixFilter`), and the monitor's caches (the regions near
+/// the vehicle), which the next fix finds again.
+public struct VehicleState: Sendable, Equatable {
+    public var subject: String
+    /// Fix time of the vehicle's last accepted fix.
+    public var lastFixTime: Date?
+    /// Every region up to this sequence number was evaluated for the vehicle; one without a pair is outside.
+    public var baselineSeq: Int64
+    /// The next fix comes after an unseen stretch (Location Services were off).
+    public var gapPending: Bool
+    /// The motion check's track (nil before the first fix).
+    public var motion: MotionConsistency.Track?
+    /// The vehicle's state in each region it is in or near, by region sequence number.
+    public var regions: [Int64: PairRecord]
+
+    public init(
+        subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
+        motion: MotionConsistency.Track? = nil, regions: [Int64: PairRecord] = [:]
+    ) {
+        self.subject = subject
+        self.lastFixTime = lastFixTime
+        self.baselineSeq = baselineSeq
+        self.gapPending = gapPending
+        self.motion = motion
+        self.regions = regions
+    }
+}
+
+extension VehicleState {
+    /// A vehicle as the store keeps it: its record and its pairs. The store keeps the last fix, not the
+    /// motion check's track: the track starts again from that fix, which is what the first fix after a
+    /// restart is judged against.
+    public init(
+        subject: String, record: SubjectRecord, pairs: [(regionSeq: Int64, record: PairRecord)],
+        motion: MotionConsistency
+    ) {
+        var track: MotionConsistency.Track?
+        if let fix = record.lastFix, let time = record.lastFixTime {
+            track = motion.start(
+                at: GeocentricPoint(Coordinate(latitude: fix.latitude, longitude: fix.longitude)),
+                time: time.timeIntervalSince1970, accuracy: fix.accuracy)
+        }
+        var regions: [Int64: PairRecord] = [:]
+        for (seq, pair) in pairs { regions[seq] = pair }
+        self.init(
+            subject: subject, lastFixTime: record.lastFixTime, baselineSeq: record.baselineSeq, motion: track,
+            regions: regions)
+    }
+}
+
+extension RegionMonitor {
+    /// A snapshot of one vehicle's state (nil: the monitor does not hold it).
+    public func vehicleState(of subject: String) -> VehicleState? {
+        guard let i = trackBySubject[subject] else { return nil }
+        let track = tracks[i]
+        var regions: [Int64: PairRecord] = [:]
+        for slot in track.pairs.slots {
+            guard let pair = track.pairs[slot] else { continue }
+            regions[self.regions.records[Int(slot)].seq] = pair.record
+        }
+        return VehicleState(
+            subject: subject, lastFixTime: track.lastFixTime, baselineSeq: track.baselineSeq,
+            gapPending: track.gapPending, motion: motions[i], regions: regions)
+    }
+
+    /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
+    public mutating func restore(
+        subject: String, record: SubjectRecord, pairs: [(regionSeq: Int64, record: PairRecord)]
+    ) {
+        restore(VehicleState(subject: subject, record: record, pairs: pairs, motion: configuration.motion))
+    }
+
+    /// Puts a vehicle's state back, in place of what the monitor held of it. Pairs of regions the monitor
+    /// does not hold are left out; each pair is taken to be what the store holds.
+    public mutating func restore(_ state: VehicleState) {
+        var track = Track(lastFixTime: state.lastFixTime, baselineSeq: state.baselineSeq)
+        track.gapPending = state.gapPending
+        for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
+            guard let slot = regions.slot(seq: seq) else { continue }
+            track.pairs[slot] = Pair(record: record, stored: record)
+        }
+        if let i = trackBySubject[state.subject] {
+            tracks[i] = track
+            motions[i] = state.motion
+        } else {
+            trackBySubject[state.subject] = tracks.count
+            tracks.append(track)
+            motions.append(state.motion)
+            names.append(state.subject)
+        }
+    }
+}
