@@ -178,6 +178,8 @@ public struct ClaimedDelivery: Sendable, Equatable {
     public var subject: String?
     /// The event's JSON, exactly as stored: the hook's stdin.
     public var body: String
+    /// What the hook's environment takes of `body`, decoded once with it.
+    public var fields: EventFields
     public var hook: String
     public var command: String
     public var runAs: UInt32?
@@ -253,13 +255,20 @@ package struct DeliveryRepository: Sendable {
             let routing = HookRouting(globals: try DeliveryRepository.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
+            // Each region of the batch read (and its hooks decoded) once, for all its events.
+            var regions: [String: HookRouting.RegionHooks?] = [:]
             for event in events {
                 var regionHooks: HookRouting.RegionHooks?
                 if let region = event.region {
-                    try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
-                        regionHooks = HookRouting.RegionHooks(
-                            name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
-                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
+                    if let known = regions[region] {
+                        regionHooks = known
+                    } else {
+                        try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
+                            regionHooks = HookRouting.RegionHooks(
+                                name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
+                                createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
+                        }
+                        regions[region] = .some(regionHooks)
                     }
                 }
                 for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
@@ -383,12 +392,13 @@ package struct DeliveryRepository: Sendable {
                     FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.id = ?
                     """, [id]
                 ) { s in
+                    let body = try s.string("body")
                     claimed.append(
                         ClaimedDelivery(
                             id: try s.int64("id"), eventSeq: try s.int64("event_seq"),
                             eventID: try s.string("event_id"), eventType: try s.string("type"),
                             region: try s.optionalString("region"), regionName: try s.optionalString("region_name"),
-                            subject: try s.optionalString("subject"), body: try s.string("body"),
+                            subject: try s.optionalString("subject"), body: body, fields: EventFields(body: body),
                             hook: try s.string("hook"), command: try s.string("command"),
                             runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
                             orderKey: try DeliveryRepository.orderKey(s), attempt: try s.int("attempts"),

@@ -11,7 +11,11 @@ public struct StoredEvent: Sendable, Equatable {
     public var time: Date
     public var createdAt: Date
     /// The event's JSON, exactly as hooks and `replay` see it.
-    public var body: String
+    public var body: String {
+        didSet { fields = EventFields(body: body) }
+    }
+    /// What consumers read of `body`, decoded once with it.
+    public private(set) var fields: EventFields
 
     package init(
         seq: Int64, id: String, type: String, region: String?, subject: String?, time: Date, createdAt: Date,
@@ -25,6 +29,7 @@ public struct StoredEvent: Sendable, Equatable {
         self.time = time
         self.createdAt = createdAt
         self.body = body
+        self.fields = EventFields(body: body)
     }
 }
 
