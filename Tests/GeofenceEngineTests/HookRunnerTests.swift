@@ -127,6 +127,31 @@ struct HookRunnerTests {
         }
     }
 
+    @Test("the runner reads the time from its clock: deliveries, attempts and retries are stamped with it")
+    func injectedClock() async throws {
+        try await withHookFixture { f in
+            try f.addRegion("depot", hooks: [.enter: #"[ "$GEOFENCE_ATTEMPT" -ge 2 ]"#])
+            try f.addEvents([(.enter, "depot")])
+            let offset = 30 * 86_400.0
+            let before = Date().addingTimeInterval(offset)
+
+            let summary = await f.runner(clock: OffsetClock(offset: offset)).drain()
+
+            let after = Date().addingTimeInterval(offset)
+            #expect(summary.delivered == 1 && summary.failedAttempts == 1)
+            let d = try #require(try f.deliveries().first)
+            #expect(d.status == .done && d.attempts == 2)
+            // Times are kept to the millisecond.
+            let stamps =
+                [d.createdAt, d.queuedAt, d.nextAttemptAt] + [d.startedAt, d.finishedAt].compactMap { $0 }
+                + d.history.map(\.startedAt) + d.history.compactMap(\.retryAt)
+            #expect(stamps.count == 8)
+            for stamp in stamps {
+                #expect(stamp >= before.addingTimeInterval(-0.002) && stamp <= after.addingTimeInterval(1), "\(stamp)")
+            }
+        }
+    }
+
     @Test("while Location Services are off, a location event's hook is held, and runs once they are on")
     func locationHooksHeldWhileServicesOff() async throws {
         try await withHookFixture { f in
