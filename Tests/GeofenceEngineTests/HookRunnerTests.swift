@@ -152,6 +152,36 @@ struct HookRunnerTests {
         }
     }
 
+    @Test("deliveries an older geofence wrote, with the order key as text, are read as keys and run in order")
+    func olderStoreOrderKeys() async throws {
+        try await withHookFixture { f in
+            let region = "a|region:b"
+            let append = "printf '%s\\n' \"$GEOFENCE_EVENT_ID\" >> " + f.shellPath("order")
+            try f.addRegion(region, hooks: [.enter: append, .exit: append])
+            let events = try f.addEvents([(.enter, region), (.exit, region), (.enter, region)])
+            // As an older geofence left them: the rows it made, the column in its text form, the cursor past them.
+            try f.store.queue.write { db in
+                for event in events {
+                    try db.execute(
+                        """
+                        INSERT INTO deliveries (event_seq, hook, command, order_key, status, next_attempt_at,
+                                                created_at, queued_at, change_seq)
+                        SELECT seq, 'region', ?, ?, 'pending', 0, 0, 0, seq FROM events WHERE id = ?
+                        """, [append, "region|region:" + region, event.id])
+                }
+                try db.execute("UPDATE hook_dispatch SET cursor = (SELECT max(seq) FROM events) WHERE id = 1")
+            }
+
+            let summary = await f.runner().drain()
+
+            #expect(summary.delivered == 3, "\(f.log.text)")
+            #expect(f.read("order") == events.map { $0.id + "\n" }.joined())
+            let deliveries = try f.deliveries()
+            #expect(deliveries.count == 3 && deliveries.allSatisfy { $0.status == .done })
+            #expect(deliveries.allSatisfy { $0.orderKey == DeliveryOrderKey(hook: "region", scope: .region(region)) })
+        }
+    }
+
     @Test("while Location Services are off, a location event's hook is held, and runs once they are on")
     func locationHooksHeldWhileServicesOff() async throws {
         try await withHookFixture { f in
