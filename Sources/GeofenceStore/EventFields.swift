@@ -1,7 +1,8 @@
 import GeofenceCore
 
-/// What the consumers of an event (hooks, sinks) read of its JSON, decoded once, where an event is read
-/// from the store (`StoredEvent`, `ClaimedDelivery`): no consumer parses or searches the body itself.
+/// What the consumers of an event (hooks, sinks) read of its JSON, decoded at most once per event read from
+/// the store (`StoredEvent.fields`, at first use; `ClaimedDelivery.fields`): no consumer parses or searches
+/// the body itself.
 ///
 /// The body stays the event's text, exactly as stored: the payload sinks publish and hooks read on stdin.
 public struct EventFields: Sendable, Equatable {
