@@ -40,6 +40,23 @@ package struct DeliveryOrderKey: Sendable, Hashable, CustomStringConvertible {
         return false
     }
 
+    package var description: String { storeValue }
+
+    /// A delivery's `order_key` in neither of the forms geofence writes (edited by hand?).
+    package struct Unreadable: Error, CustomStringConvertible {
+        package var text: String
+        package var description: String {
+            "a delivery's order key \(JSONValue.string(text).serialized()) is in neither form geofence writes"
+        }
+    }
+}
+
+// MARK: The `order_key` column
+
+/// The one place where a key meets its column, which stays TEXT, in the form stores have always held, so an
+/// existing store's deliveries keep their order: written by binding the key, read by `init(storeValue:)`
+/// (`DeliveryRepository` reads the column only through it).
+extension DeliveryOrderKey: DatabaseValueConvertible {
     /// The `order_key` column: `<hook>|region:<id>` or `<hook>|type:<type>`, as stores have always held it.
     package var storeValue: String {
         switch scope {
@@ -63,13 +80,10 @@ package struct DeliveryOrderKey: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    package var description: String { storeValue }
+    package var databaseValue: DatabaseValue { .text(storeValue) }
 
-    /// A delivery's `order_key` in neither of the forms geofence writes (edited by hand?).
-    package struct Unreadable: Error, CustomStringConvertible {
-        package var text: String
-        package var description: String {
-            "a delivery's order key \(JSONValue.string(text).serialized()) is in neither form geofence writes"
-        }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> DeliveryOrderKey? {
+        guard case .text(let text) = value else { return nil }
+        return DeliveryOrderKey(storeValue: text)
     }
 }

@@ -6,216 +6,6 @@ import GeofenceCore
     import Glibc
 #endif
 
-/// Where a delivery (one event to one hook) stands.
-public enum DeliveryStatus: String, Sendable, CaseIterable, Comparable {
-    /// Waiting for its turn or its next attempt.
-    case pending
-    /// A hook process is running it now.
-    case running
-    /// The hook exited 0.
-    case done
-    /// Given up after the maximum attempts or age (or its hook was removed); `geofence events retry` revives it.
-    case dead
-
-    public static func < (a: DeliveryStatus, b: DeliveryStatus) -> Bool {
-        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
-    }
-}
-
-/// One attempt at a delivery, as kept in its history.
-public struct DeliveryAttempt: Sendable, Equatable {
-    public var number: Int
-    public var startedAt: Date
-    /// Seconds from spawn to exit.
-    public var duration: Double
-    public var exitCode: Int32?
-    public var signal: Int32?
-    public var timedOut: Bool
-    /// Why it failed when the hook did not run or was stopped (spawn error, shutdown).
-    public var error: String?
-    /// When the next attempt is due, for an attempt that failed and will be retried.
-    public var retryAt: Date?
-
-    public init(
-        number: Int, startedAt: Date, duration: Double, exitCode: Int32? = nil, signal: Int32? = nil,
-        timedOut: Bool = false, error: String? = nil, retryAt: Date? = nil
-    ) {
-        self.number = number
-        self.startedAt = startedAt
-        self.duration = duration
-        self.exitCode = exitCode
-        self.signal = signal
-        self.timedOut = timedOut
-        self.error = error
-        self.retryAt = retryAt
-    }
-
-    /// True when the hook exited 0.
-    public var succeeded: Bool { exitCode == 0 && signal == nil && !timedOut && error == nil }
-
-    public var json: JSONObject {
-        var o: JSONObject = [
-            "attempt": .number(Double(number)), "startedAt": .string(TimestampParser.format(startedAt)),
-            "duration": .number((duration * 1000).rounded() / 1000),
-        ]
-        if let exitCode { o["exit"] = .number(Double(exitCode)) }
-        if let signal { o["signal"] = .number(Double(signal)) }
-        if timedOut { o["timedOut"] = .bool(true) }
-        if let error { o["error"] = .string(error) }
-        if let retryAt { o["retryAt"] = .string(TimestampParser.format(retryAt)) }
-        return o
-    }
-
-    public init?(json o: JSONObject) {
-        guard let number = o["attempt"]?.intValue, let started = o["startedAt"]?.stringValue,
-            let startedAt = try? TimestampParser.parse(started)
-        else { return nil }
-        self.init(
-            number: number, startedAt: startedAt, duration: o["duration"]?.doubleValue ?? 0,
-            exitCode: o["exit"]?.intValue.map { Int32(truncatingIfNeeded: $0) },
-            signal: o["signal"]?.intValue.map { Int32(truncatingIfNeeded: $0) },
-            timedOut: o["timedOut"]?.boolValue ?? false, error: o["error"]?.stringValue,
-            retryAt: o["retryAt"]?.stringValue.flatMap { try? TimestampParser.parse($0) })
-    }
-}
-
-/// A delivery as the store holds it: which hook, where it stands, what its last attempt did.
-public struct StoredDelivery: Sendable, Equatable {
-    public var id: Int64
-    public var eventSeq: Int64
-    /// `region` for the region's own hook, `hook:<id>` for a global one.
-    public var hook: String
-    /// The command, as it was when the event was dispatched.
-    public var command: String
-    public var regionName: String?
-    /// The uid the hook runs as; nil: the daemon's own (issue 5 sets it).
-    public var runAs: UInt32?
-    /// Deliveries with the same key start one at a time, in id order (`DeliveryOrderKey.storeValue`).
-    public var orderKey: String
-    public var status: DeliveryStatus
-    public var attempts: Int
-    /// When a pending delivery may next start.
-    public var nextAttemptAt: Date
-    public var createdAt: Date
-    /// Start of the current retry budget (creation, or the last retry by hand): the age limit counts from here.
-    public var queuedAt: Date
-    public var startedAt: Date?
-    public var finishedAt: Date?
-    public var lastExit: Int32?
-    public var lastSignal: Int32?
-    public var timedOut: Bool
-    public var lastError: String?
-    public var lastDuration: Double?
-    /// The start of the last attempt's output, at most the runner's cap per stream.
-    public var stdout: [UInt8]
-    public var stderr: [UInt8]
-    /// How much the last attempt wrote in all (more than `stdout.count` when it was capped).
-    public var stdoutBytes: Int
-    public var stderrBytes: Int
-    /// The last attempts, oldest first (at most `DeliveryRepository.historyLimit`).
-    public var history: [DeliveryAttempt]
-    /// Grows with every change, for `geofence events --follow`.
-    public var changeSeq: Int64
-}
-
-/// An event with its deliveries, for `geofence events`.
-public struct EventDeliveries: Sendable, Equatable {
-    public var event: StoredEvent
-    /// False while the event waits for the runner to create its deliveries.
-    public var dispatched: Bool
-    public var deliveries: [StoredDelivery]
-
-    public init(event: StoredEvent, dispatched: Bool, deliveries: [StoredDelivery]) {
-        self.event = event
-        self.dispatched = dispatched
-        self.deliveries = deliveries
-    }
-}
-
-/// Which deliveries `geofence events` shows.
-public enum DeliveryFilter: Sendable, Equatable {
-    /// Every event, with all its deliveries.
-    case all
-    /// Waiting or running.
-    case pending
-    /// Waiting for a retry after a failed attempt.
-    case failed
-    case dead
-
-    var condition: String {
-        switch self {
-        case .all: "1"
-        case .pending: "status IN ('pending', 'running')"
-        case .failed: "status = 'pending' AND attempts > 0"
-        case .dead: "status = 'dead'"
-        }
-    }
-}
-
-/// The first waiting (or running) delivery of an order key: the only one of its key that may run.
-public struct DeliveryHead: Sendable, Equatable {
-    public var id: Int64
-    package var orderKey: DeliveryOrderKey
-    public var nextAttemptAt: Date
-    public var running: Bool
-
-    package init(id: Int64, orderKey: DeliveryOrderKey, nextAttemptAt: Date, running: Bool = false) {
-        self.id = id
-        self.orderKey = orderKey
-        self.nextAttemptAt = nextAttemptAt
-        self.running = running
-    }
-}
-
-/// A delivery taken by the runner: everything needed to run its hook.
-public struct ClaimedDelivery: Sendable, Equatable {
-    public var id: Int64
-    public var eventSeq: Int64
-    public var eventID: String
-    public var eventType: String
-    public var region: String?
-    public var regionName: String?
-    public var subject: String?
-    /// The event's JSON, exactly as stored: the hook's stdin.
-    public var body: String
-    public var hook: String
-    public var command: String
-    public var runAs: UInt32?
-    package var orderKey: DeliveryOrderKey
-    /// This attempt's number, from 1.
-    public var attempt: Int
-    public var queuedAt: Date
-}
-
-/// How an attempt ended, to be recorded.
-public struct DeliveryOutcome: Sendable {
-    public var id: Int64
-    /// `done`, `pending` (retry at `nextAttemptAt`) or `dead`.
-    public var status: DeliveryStatus
-    public var nextAttemptAt: Date?
-    public var attempt: DeliveryAttempt
-    public var stdout: [UInt8]
-    public var stderr: [UInt8]
-    public var stdoutBytes: Int
-    public var stderrBytes: Int
-    public var finishedAt: Date
-
-    public init(
-        id: Int64, status: DeliveryStatus, nextAttemptAt: Date?, attempt: DeliveryAttempt, stdout: [UInt8] = [],
-        stderr: [UInt8] = [], stdoutBytes: Int = 0, stderrBytes: Int = 0, finishedAt: Date
-    ) {
-        self.id = id
-        self.status = status
-        self.nextAttemptAt = nextAttemptAt
-        self.attempt = attempt
-        self.stdout = stdout
-        self.stderr = stderr
-        self.stdoutBytes = stdoutBytes
-        self.stderrBytes = stderrBytes
-        self.finishedAt = finishedAt
-    }
-}
-
 /// Global hooks (`hooks`, in DeliveryRepository+Hooks.swift), and the deliveries of events to hooks
 /// (`deliveries`) with the dispatch cursor (`hook_dispatch`) that makes them exactly once an event and hook.
 package struct DeliveryRepository: Sendable {
@@ -224,8 +14,8 @@ package struct DeliveryRepository: Sendable {
     /// Attempts kept in a delivery's history: enough to see the backoff, bounded however long it retries.
     package static let historyLimit = 20
 
-    /// The order key in column `order_key` of a row of `deliveries`.
-    private static func orderKey(_ s: Statement) throws -> DeliveryOrderKey {
+    /// The order key in column `order_key` of a row of `deliveries` (written by binding the key itself).
+    static func orderKey(_ s: Statement) throws -> DeliveryOrderKey {
         let text = try s.string("order_key")
         guard let key = DeliveryOrderKey(storeValue: text) else { throw DeliveryOrderKey.Unreadable(text: text) }
         return key
@@ -253,13 +43,20 @@ package struct DeliveryRepository: Sendable {
             let routing = HookRouting(globals: try DeliveryRepository.hooks(db: db), runAsCreators: runAsCreators)
             let t = now.timeIntervalSince1970
             var created: [DeliveryHead] = []
+            // Each region of the batch read (and its hooks decoded) once, for all its events.
+            var regions: [String: HookRouting.RegionHooks?] = [:]
             for event in events {
                 var regionHooks: HookRouting.RegionHooks?
                 if let region = event.region {
-                    try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
-                        regionHooks = HookRouting.RegionHooks(
-                            name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
-                            createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
+                    if let known = regions[region] {
+                        regionHooks = known
+                    } else {
+                        try db.forEachRow("SELECT name, hooks, created_by FROM regions WHERE id = ?", [region]) { s in
+                            regionHooks = HookRouting.RegionHooks(
+                                name: try s.optionalString("name"), hooks: try s.optionalString("hooks"),
+                                createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) })
+                        }
+                        regions[region] = .some(regionHooks)
                     }
                 }
                 for route in routing.routes(eventType: event.type, region: event.region, regionHooks: regionHooks) {
@@ -271,7 +68,7 @@ package struct DeliveryRepository: Sendable {
                         """,
                         [
                             event.seq, route.hook, route.command, route.regionName, route.runAs.map { Int64($0) },
-                            route.orderKey.storeValue, t, t, t,
+                            route.orderKey, t, t, t,
                         ])
                     if db.changes > 0 {
                         created.append(
@@ -353,7 +150,7 @@ package struct DeliveryRepository: Sendable {
             """
             SELECT id, next_attempt_at, status FROM deliveries
             WHERE order_key = ? AND status IN ('pending', 'running') ORDER BY id LIMIT 1
-            """, [orderKey.storeValue]
+            """, [orderKey]
         ) {
             head = DeliveryHead(
                 id: try $0.int64("id"), orderKey: orderKey, nextAttemptAt: try $0.date("next_attempt_at"),
@@ -383,12 +180,13 @@ package struct DeliveryRepository: Sendable {
                     FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.id = ?
                     """, [id]
                 ) { s in
+                    let body = try s.string("body")
                     claimed.append(
                         ClaimedDelivery(
                             id: try s.int64("id"), eventSeq: try s.int64("event_seq"),
                             eventID: try s.string("event_id"), eventType: try s.string("type"),
                             region: try s.optionalString("region"), regionName: try s.optionalString("region_name"),
-                            subject: try s.optionalString("subject"), body: try s.string("body"),
+                            subject: try s.optionalString("subject"), body: body, fields: EventFields(body: body),
                             hook: try s.string("hook"), command: try s.string("command"),
                             runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
                             orderKey: try DeliveryRepository.orderKey(s), attempt: try s.int("attempts"),
@@ -463,7 +261,7 @@ package struct DeliveryRepository: Sendable {
             id: try s.int64("id"), eventSeq: try s.int64("event_seq"), hook: try s.string("hook"),
             command: try s.string("command"), regionName: try s.optionalString("region_name"),
             runAs: try s.optionalInt64("run_as").map { UInt32(truncatingIfNeeded: $0) },
-            orderKey: try s.string("order_key"), status: DeliveryStatus(rawValue: try s.string("status")) ?? .dead,
+            orderKey: try orderKey(s), status: DeliveryStatus(rawValue: try s.string("status")) ?? .dead,
             attempts: try s.int("attempts"), nextAttemptAt: try s.date("next_attempt_at"),
             createdAt: try s.date("created_at"), queuedAt: try s.date("queued_at"),
             startedAt: try s.optionalDate("started_at"), finishedAt: try s.optionalDate("finished_at"),

@@ -9,17 +9,25 @@ import GeofenceCore
 /// root) each runs as the user who registered its hook: the region's creator for a region hook, the hook's
 /// creator for a global one; root's, and those of unknown creators, run as the daemon itself.
 package struct HookRouting: Sendable {
-    /// A region's part in routing, as it is now (not as it was at the event).
+    /// A region's part in routing, as it is now (not as it was at the event): its hooks decoded once from its
+    /// `hooks` column, when the dispatcher first meets the region in a batch, and kept for the batch's events.
     package struct RegionHooks: Sendable, Equatable {
         package var name: String?
-        /// The region's `hooks` column: a JSON object of commands by event type, or nil.
-        package var hooks: String?
+        /// The region's own hooks: commands by event type.
+        package var commands: [NotifyKind: String]
         package var createdBy: UInt32?
 
-        package init(name: String?, hooks: String?, createdBy: UInt32?) {
+        package init(name: String?, commands: [NotifyKind: String], createdBy: UInt32?) {
             self.name = name
-            self.hooks = hooks
+            self.commands = commands
             self.createdBy = createdBy
+        }
+
+        /// From the region's row: `hooks` is its `hooks` column (nil: none). A column geofence cannot read
+        /// (edited by hand) gives no region hook; the global hooks still run.
+        package init(name: String?, hooks: String?, createdBy: UInt32?) {
+            self.init(
+                name: name, commands: hooks.flatMap(RegionRepository.decodeHooks) ?? [:], createdBy: createdBy)
         }
     }
 
@@ -37,8 +45,6 @@ package struct HookRouting: Sendable {
 
     /// The `hook` of a region's own hook.
     package static let regionHook = "region"
-    private static let regionHookTypes = Set(NotifyKind.allCases.map(\.rawValue))
-
     package var globals: [GlobalHook]
     package var runAsCreators: Bool
 
@@ -53,10 +59,8 @@ package struct HookRouting: Sendable {
     package func routes(eventType: String, region: String?, regionHooks: RegionHooks?) -> [Route] {
         var routes: [Route] = []
         let name = regionHooks?.name
-        if let regionHooks, HookRouting.regionHookTypes.contains(eventType), let text = regionHooks.hooks,
-            let command = (try? JSON.parse(text))?[eventType]?.stringValue
-        {
-            routes.append(route(HookRouting.regionHook, command, name, regionHooks.createdBy, eventType, region))
+        if let kind = NotifyKind(rawValue: eventType), let command = regionHooks?.commands[kind] {
+            routes.append(route(HookRouting.regionHook, command, name, regionHooks?.createdBy, eventType, region))
         }
         for hook in globals where hook.matches(eventType) {
             routes.append(route(hook.reference, hook.command, name, hook.createdBy, eventType, region))

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import Synchronization
 
 /// An event in the outbox.
 public struct StoredEvent: Sendable, Equatable {
@@ -11,7 +12,14 @@ public struct StoredEvent: Sendable, Equatable {
     public var time: Date
     public var createdAt: Date
     /// The event's JSON, exactly as hooks and `replay` see it.
-    public var body: String
+    public var body: String {
+        didSet { decoded = DecodedFields() }
+    }
+    private var decoded = DecodedFields()
+
+    /// What consumers read of `body`: decoded the first time one asks, then kept with the event (its copies
+    /// share it), so a batch's events are decoded at most once, and not at all by a consumer that needs none.
+    public var fields: EventFields { decoded.fields(of: body) }
 
     package init(
         seq: Int64, id: String, type: String, region: String?, subject: String?, time: Date, createdAt: Date,
@@ -25,6 +33,26 @@ public struct StoredEvent: Sendable, Equatable {
         self.time = time
         self.createdAt = createdAt
         self.body = body
+    }
+
+    public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
+        // The fields follow from the body.
+        a.seq == b.seq && a.id == b.id && a.type == b.type && a.region == b.region && a.subject == b.subject
+            && a.time == b.time && a.createdAt == b.createdAt && a.body == b.body
+    }
+}
+
+/// A `StoredEvent`'s fields once decoded.
+private final class DecodedFields: Sendable {
+    private let value = Mutex<EventFields?>(nil)
+
+    func fields(of body: String) -> EventFields {
+        value.withLock { value in
+            if let value { return value }
+            let decoded = EventFields(body: body)
+            value = decoded
+            return decoded
+        }
     }
 }
 

@@ -267,16 +267,23 @@ package struct RegionRepository: Sendable {
         }
     }
 
+    /// A region's `hooks` column: commands by kind, from a JSON object (nil when it is not one). Members
+    /// that are not a kind geofence knows, or not a string, are left out.
+    package static func decodeHooks(_ text: String) -> [NotifyKind: String]? {
+        guard case .object(let o)? = try? JSON.parse(text) else { return nil }
+        var hooks: [NotifyKind: String] = [:]
+        for (key, value) in o {
+            if let kind = NotifyKind(rawValue: key), let command = value.stringValue { hooks[kind] = command }
+        }
+        return hooks
+    }
+
     static func decodeRegion(_ s: Statement) throws -> StoredRegion {
         let id = try s.string("id")
         var hooks: [NotifyKind: String] = [:]
         if let text = try s.optionalString("hooks") {
-            guard case .object(let o)? = try? JSON.parse(text) else {
-                throw StoreError.corruptRow("hooks of region \"\(id)\"")
-            }
-            for (key, value) in o {
-                if let kind = NotifyKind(rawValue: key), let command = value.stringValue { hooks[kind] = command }
-            }
+            guard let decoded = decodeHooks(text) else { throw StoreError.corruptRow("hooks of region \"\(id)\"") }
+            hooks = decoded
         }
         var subjects: [String]?
         if let text = try s.optionalString("subjects") {

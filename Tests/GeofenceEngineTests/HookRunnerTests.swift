@@ -127,6 +127,61 @@ struct HookRunnerTests {
         }
     }
 
+    @Test("the runner reads the time from its clock: deliveries, attempts and retries are stamped with it")
+    func injectedClock() async throws {
+        try await withHookFixture { f in
+            try f.addRegion("depot", hooks: [.enter: #"[ "$GEOFENCE_ATTEMPT" -ge 2 ]"#])
+            try f.addEvents([(.enter, "depot")])
+            let offset = 30 * 86_400.0
+            let before = Date().addingTimeInterval(offset)
+
+            let summary = await f.runner(clock: OffsetClock(offset: offset)).drain()
+
+            let after = Date().addingTimeInterval(offset)
+            #expect(summary.delivered == 1 && summary.failedAttempts == 1)
+            let d = try #require(try f.deliveries().first)
+            #expect(d.status == .done && d.attempts == 2)
+            // Times are kept to the millisecond.
+            let stamps =
+                [d.createdAt, d.queuedAt, d.nextAttemptAt] + [d.startedAt, d.finishedAt].compactMap { $0 }
+                + d.history.map(\.startedAt) + d.history.compactMap(\.retryAt)
+            #expect(stamps.count == 8)
+            for stamp in stamps {
+                #expect(stamp >= before.addingTimeInterval(-0.002) && stamp <= after.addingTimeInterval(1), "\(stamp)")
+            }
+        }
+    }
+
+    @Test("deliveries an older geofence wrote, with the order key as text, are read as keys and run in order")
+    func olderStoreOrderKeys() async throws {
+        try await withHookFixture { f in
+            let region = "a|region:b"
+            let append = "printf '%s\\n' \"$GEOFENCE_EVENT_ID\" >> " + f.shellPath("order")
+            try f.addRegion(region, hooks: [.enter: append, .exit: append])
+            let events = try f.addEvents([(.enter, region), (.exit, region), (.enter, region)])
+            // As an older geofence left them: the rows it made, the column in its text form, the cursor past them.
+            try f.store.queue.write { db in
+                for event in events {
+                    try db.execute(
+                        """
+                        INSERT INTO deliveries (event_seq, hook, command, order_key, status, next_attempt_at,
+                                                created_at, queued_at, change_seq)
+                        SELECT seq, 'region', ?, ?, 'pending', 0, 0, 0, seq FROM events WHERE id = ?
+                        """, [append, "region|region:" + region, event.id])
+                }
+                try db.execute("UPDATE hook_dispatch SET cursor = (SELECT max(seq) FROM events) WHERE id = 1")
+            }
+
+            let summary = await f.runner().drain()
+
+            #expect(summary.delivered == 3, "\(f.log.text)")
+            #expect(f.read("order") == events.map { $0.id + "\n" }.joined())
+            let deliveries = try f.deliveries()
+            #expect(deliveries.count == 3 && deliveries.allSatisfy { $0.status == .done })
+            #expect(deliveries.allSatisfy { $0.orderKey == DeliveryOrderKey(hook: "region", scope: .region(region)) })
+        }
+    }
+
     @Test("while Location Services are off, a location event's hook is held, and runs once they are on")
     func locationHooksHeldWhileServicesOff() async throws {
         try await withHookFixture { f in

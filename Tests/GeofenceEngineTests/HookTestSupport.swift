@@ -68,7 +68,9 @@ struct HookFixture {
         return out.events
     }
 
-    func runner(_ configure: (inout HookConfiguration) -> Void = { _ in }) -> HookRunner {
+    func runner(
+        clock: any GeofenceClock = SystemClock(), _ configure: (inout HookConfiguration) -> Void = { _ in }
+    ) -> HookRunner {
         var c = HookConfiguration()
         c.retry.initialDelay = 0.05
         c.retry.maxDelay = 0.2
@@ -77,7 +79,8 @@ struct HookFixture {
         c.pollInterval = 0.2
         configure(&c)
         let lines = log
-        return HookRunner(store: store, configuration: c, logger: Logger(minimum: .debug) { lines.append($0) })
+        return HookRunner(
+            store: store, configuration: c, logger: Logger(minimum: .debug) { lines.append($0) }, clock: clock)
     }
 
     /// Every delivery, in id order.
@@ -97,6 +100,14 @@ func withHookFixture<T>(_ body: (HookFixture) async throws -> T) async throws ->
     let fixture = try HookFixture()
     defer { fixture.remove() }
     return try await body(fixture)
+}
+
+/// The system's clocks with the wall clock moved by `offset` seconds: what a runner records then comes from
+/// its clock, not from `Date()`.
+struct OffsetClock: GeofenceClock {
+    var offset: Double
+    func now() -> Date { Date().addingTimeInterval(offset) }
+    func uptime() -> Double { SystemClock().uptime() }
 }
 
 /// Log lines kept for a failing test's message.

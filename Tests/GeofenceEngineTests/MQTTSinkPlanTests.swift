@@ -72,6 +72,29 @@ struct MQTTSinkPlanTests {
         #expect(SinkFormat.stateOf(neither) == nil)
     }
 
+    @Test("an OwnTracks transition and a retained state, byte for byte, from the event's decoded fields")
+    func ownTracksBytes() {
+        let event = RegionEvent(
+            id: "01J0000000000000000000000A", type: .determined, region: "depot", subject: "alice/phone",
+            time: Date(timeIntervalSince1970: 1_795_000_000.75), state: .inside, previous: nil, inferred: false,
+            distance: 12.34, radius: 100,
+            fix: EventFix(
+                latitude: 51.5001, longitude: -0.1201, accuracy: 4.2, mode: .threeD, speed: 8.1, course: 271.4))
+        let stored = StoredEvent(
+            seq: 7, id: event.id, type: "determined", region: "depot", subject: "alice/phone", time: event.time,
+            createdAt: event.time, body: JSONValue.object(event.json).serialized())
+        let plan = SinkFormat.plan([stored], format: .owntracks, topic: Self.topic, stateTopic: Self.state)
+        #expect(
+            plan.map(\.message.topic) == ["geofence/alice%2Fphone/depot/event", "geofence/alice%2Fphone/depot/state"])
+        #expect(
+            String(decoding: plan[0].message.payload, as: UTF8.self)
+                == #"{"_type":"transition","event":"enter","desc":"depot","rid":"depot","t":"c","tst":1795000000,"#
+                + #""wtst":1795000000,"id":"01J0000000000000000000000A","lat":51.5001,"lon":-0.1201,"acc":4.2}"#)
+        #expect(plan[1].message.payload == Array("inside".utf8) && plan[1].message.retain)
+        let asStored = SinkFormat.plan([stored], format: .event, topic: Self.topic, stateTopic: nil)
+        #expect(asStored.map(\.message.payload) == [Array(stored.body.utf8)])
+    }
+
     @Test("a PUBACK that comes before its id was recorded is matched when it is")
     func earlyAcknowledgement() {
         var ids = MessageIDs()

@@ -105,17 +105,50 @@ import Testing
         let store = try StateStore.inMemory()
         try store.deliveries.addHook(GlobalHook(id: "h", events: [], command: "true", createdAt: Date()))
         try Self.record(store, ["a", "b"])
-        let told = Mutex<[(Int, Int64)]>([])
-        let sink = HookDispatchSink(store: store, runAsCreators: false) { created, through in
-            told.withLock { $0.append((created.count, through)) }
+        let told = Mutex<[(Int, Int64, String)]>([])
+        let worker = StoreWorker(name: "geofence.hookdb")
+        let sink = HookDispatchSink(store: store, runAsCreators: false, worker: worker) { created, through in
+            told.withLock { $0.append((created.count, through, currentThreadName())) }
         }
         let cursor = HookDispatchCursor(store: store)
-        try await Self.run(SinkRunner(sink: sink, store: store, logger: Logger(), cursor: cursor)) {
+        try await Self.run(SinkRunner(sink: sink, store: store, logger: Logger(), cursor: cursor, worker: worker)) {
             try cursor.position() == 2
         }
         #expect(told.withLock { $0.map(\.0) } == [2] && told.withLock { $0.map(\.1) } == [2])
+        #expect(told.withLock { $0.map(\.2) } == ["geofence.hookdb"], "the commit ran on the worker's thread")
         // Offered again (a crash between the commit and the runner's own step): nothing is made twice.
         _ = try await sink.deliver(store.outbox.events(after: 0, limit: 10))
         #expect(try store.deliveries.eventDeliveries(filter: .all).flatMap(\.deliveries).count == 2)
     }
+
+    /// A cursor that notes the thread each of its calls runs on.
+    final class ThreadNotingCursor: SinkCursor {
+        let inner = MemorySinkCursor(at: 0)
+        let threads = Mutex<Set<String>>([])
+        func position() throws -> Int64 {
+            threads.withLock { _ = $0.insert(currentThreadName()) }
+            return try inner.position()
+        }
+        func advance(to seq: Int64) throws {
+            threads.withLock { _ = $0.insert(currentThreadName()) }
+            try inner.advance(to: seq)
+        }
+    }
+
+    @Test("a sink runner's store work (outbox reads, its cursor) runs on its worker's thread, not the pool's")
+    func storeWorkOffThePool() async throws {
+        let store = try StateStore.inMemory()
+        try Self.record(store, ["a", "b", "c"])
+        let cursor = ThreadNotingCursor()
+        let runner = SinkRunner(sink: TestSink(), store: store, logger: Logger(), cursor: cursor)
+        try await Self.run(runner) { try cursor.inner.position() == 3 }
+        #expect(try cursor.inner.position() == 3)
+        #expect(cursor.threads.withLock { $0 } == ["geofence.sink"])
+    }
+}
+
+/// The calling thread's name as the kernel has it (what `ThreadExecutor` sets, what `ps -L` shows).
+func currentThreadName() -> String {
+    let text = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -42,7 +42,7 @@ public enum EventReport {
         o["stdoutBytes"] = .number(Double(d.stdoutBytes))
         o["stderrBytes"] = .number(Double(d.stderrBytes))
         o["history"] = .array(d.history.map { .object($0.json) })
-        o["orderKey"] = .string(d.orderKey)
+        o["orderKey"] = .string(d.orderKey.storeValue)
         if let uid = d.runAs { o["runAs"] = .number(Double(uid)) }
         return o
     }

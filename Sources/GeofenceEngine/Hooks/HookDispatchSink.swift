@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceCore
 import GeofenceStore
 
 /// The hooks as a sink of the outbox: what it delivers an event to is the store, as one delivery per
@@ -9,19 +10,26 @@ import GeofenceStore
 /// (`HookDispatchCursor`); the deliveries and the cursor are written in one transaction, so an event gets
 /// its deliveries exactly once however the engine stops. It is not held back while Location Services are
 /// off: the runner holds the deliveries of region events instead, and lets the others run.
+///
+/// Its transaction runs on `worker` (a thread of its own, shared with its `SinkRunner`), not on the
+/// cooperative pool; `dispatched` is called there too, right after the commit.
 package final class HookDispatchSink: EventSink {
     package let id = "hooks"
     private let store: StateStore
     private let runAsCreators: Bool
+    private let clock: any GeofenceClock
+    private let worker: StoreWorker
     private let dispatched: @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
 
     /// `dispatched` is told, after each commit, the deliveries created and the last event seq dispatched.
     package init(
-        store: StateStore, runAsCreators: Bool,
+        store: StateStore, runAsCreators: Bool, clock: any GeofenceClock = SystemClock(), worker: StoreWorker,
         dispatched: @escaping @Sendable (_ created: [DeliveryHead], _ through: Int64) -> Void
     ) {
         self.store = store
         self.runAsCreators = runAsCreators
+        self.clock = clock
+        self.worker = worker
         self.dispatched = dispatched
     }
 
@@ -31,8 +39,11 @@ package final class HookDispatchSink: EventSink {
 
     package func deliver(_ events: [StoredEvent]) async throws -> Int {
         guard let last = events.last else { return 0 }
-        let created = try store.deliveries.dispatchDeliveries(of: events, runAsCreators: runAsCreators)
-        dispatched(created, last.seq)
+        let (deliveries, runAsCreators, clock, dispatched) = (store.deliveries, self.runAsCreators, clock, dispatched)
+        try await worker.run {
+            let created = try deliveries.dispatchDeliveries(of: events, now: clock.now(), runAsCreators: runAsCreators)
+            dispatched(created, last.seq)
+        }
         return events.count
     }
 

@@ -10,18 +10,9 @@ enum HookEnvironment {
     /// Names whose values come from the delivery or the event's well-known fields, whatever else it carries.
     static func variables(for delivery: ClaimedDelivery, inherited: [String: String]) -> [String: String] {
         var vars: [String: String] = [:]
-        let event = (try? JSON.parse(delivery.body))?.objectValue ?? JSONObject()
         // Every scalar field of the event, so state events' own fields (`reason`, ...) and fields added later
         // reach hooks without a change here; the fix's fields without a prefix.
-        for (key, value) in event {
-            if key == "fix", case .object(let fix) = value {
-                for (fixKey, fixValue) in fix {
-                    if let text = scalar(fixValue) { vars["GEOFENCE_" + name(fixKey)] = text }
-                }
-            } else if let text = scalar(value) {
-                vars["GEOFENCE_" + name(key)] = text
-            }
-        }
+        for field in delivery.fields.scalars { vars["GEOFENCE_" + name(field.key)] = field.text }
         vars["GEOFENCE_EVENT"] = delivery.eventType
         vars["GEOFENCE_EVENT_ID"] = delivery.eventID
         vars["GEOFENCE_ID"] = nil
@@ -46,15 +37,6 @@ enum HookEnvironment {
     static func strings(_ vars: [String: String]) -> [String] {
         vars.sorted { $0.key < $1.key }.map { key, value in
             key + "=" + (value.utf8.contains(0) ? value.replacingOccurrences(of: "\0", with: "\u{FFFD}") : value)
-        }
-    }
-
-    /// A JSON value as a variable's text: strings as they are, numbers as in the JSON, booleans as true/false.
-    static func scalar(_ value: JSONValue) -> String? {
-        switch value {
-        case .string(let s): s
-        case .number, .bool: value.serialized()
-        default: nil
         }
     }
 

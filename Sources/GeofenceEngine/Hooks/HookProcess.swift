@@ -1,4 +1,5 @@
 import Foundation
+import GeofenceCore
 import GeofenceSystem
 
 #if canImport(Glibc)
@@ -71,11 +72,11 @@ enum HookProcess {
     }
 
     /// Starts `invocation`; a result with `error` set when it cannot.
-    static func start(_ invocation: HookInvocation) -> Result<Started, HookStartFailure> {
+    static func start(_ invocation: HookInvocation, clock: any GeofenceClock) -> Result<Started, HookStartFailure> {
         let started = MonotonicClock.seconds()
         do {
             let child = try spawn(invocation)
-            return .success(Started(child: child, startedAt: started, spawnedAt: Date()))
+            return .success(Started(child: child, startedAt: started, spawnedAt: clock.now()))
         } catch {
             var result = HookProcessResult()
             result.error = "cannot start /bin/sh: \(error)"
@@ -97,8 +98,10 @@ enum HookProcess {
     }
 
     /// `start`, then `finish`.
-    static func run(_ invocation: HookInvocation, limits: HookLimits, stopFD: Int32) -> HookProcessResult {
-        switch start(invocation) {
+    static func run(
+        _ invocation: HookInvocation, limits: HookLimits, stopFD: Int32, clock: any GeofenceClock = SystemClock()
+    ) -> HookProcessResult {
+        switch start(invocation, clock: clock) {
         case .success(let started): finish(started, limits: limits, stopFD: stopFD)
         case .failure(let failure): failure.result
         }

@@ -52,20 +52,31 @@ public struct HookDrainSummary: Sendable, Equatable {
 /// The runner works on threads of its own (a scheduler, one per running hook), since it blocks on SQLite and
 /// `poll`; `run()` and `drain()` only wait for it. It uses its own database connection, committing with
 /// `synchronous=NORMAL`: a power cut may forget the last deliveries' completion and repeat them, which
-/// at-least-once allows, and nothing else is at stake (events are committed by their writer).
+/// at-least-once allows, and nothing else is at stake (events are committed by their writer). The hooks'
+/// dispatch (a `SinkRunner` task) does its store work on a `StoreWorker` thread of its own (`geofence.hookdb`).
+///
+/// It reads the time only from `clock`: when deliveries are made, claimed, retried and finished, and when
+/// the scheduler's waits end.
+///
+/// The loop's outcomes are in HookRunner+Outcomes.swift, its doorbell (`RunnerControl`) in RunnerControl.swift.
 public final class HookRunner: Sendable {
     public let configuration: HookConfiguration
     private let locationPaused = Atomic(false)
     private let store: StateStore
-    private let logger: Logger
-    private let control = RunnerControl()
+    let logger: Logger
+    let clock: any GeofenceClock
+    let control = RunnerControl()
     /// The session's dispatcher: the hooks' sink, run from the outbox like any other.
     private let dispatcher = Mutex<SinkRunner?>(nil)
 
-    public init(store: StateStore, configuration: HookConfiguration = HookConfiguration(), logger: Logger = Logger()) {
+    public init(
+        store: StateStore, configuration: HookConfiguration = HookConfiguration(), logger: Logger = Logger(),
+        clock: any GeofenceClock = SystemClock()
+    ) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
     }
 
     /// Delivers until the calling task is cancelled. On cancellation, running hooks get SIGTERM and, after
@@ -134,7 +145,7 @@ public final class HookRunner: Sendable {
     // MARK: The scheduler thread
 
     /// Everything the scheduler thread keeps between iterations.
-    private struct LoopState {
+    struct LoopState {
         var scheduler = DeliveryScheduler()
         var running: [Int64: ClaimedDelivery] = [:]
         /// Outcomes not yet recorded (a failed commit keeps them for the next iteration).
@@ -147,7 +158,7 @@ public final class HookRunner: Sendable {
         /// Events are committed after `dispatchedThrough`: their deliveries are still to be made.
         var dispatchBehind = true
         /// When the dispatcher last made progress (a drain gives up on one that makes none).
-        var lastDispatch = Date()
+        var lastDispatch: Date
         var needsReload = true
         var failing = false
         var summary = HookDrainSummary()
@@ -176,7 +187,7 @@ public final class HookRunner: Sendable {
             logger.warning("hooks: no stop pipe (\(error)): on stop, running hooks are left to finish")
         }
         do {
-            let recovered = try db.deliveries.recoverInterrupted()
+            let recovered = try db.deliveries.recoverInterrupted(now: clock.now())
             if recovered > 0 {
                 logger.notice("hooks: \(recovered) deliveries were interrupted by a stop; retrying them")
             }
@@ -184,26 +195,26 @@ public final class HookRunner: Sendable {
             logger.error("hooks: cannot recover interrupted deliveries: \(error)")
         }
 
-        var started = Date()
+        var started = clock.now()
         var inputOpen = mode == .drainAfterInput
-        var state = LoopState()
+        var state = LoopState(lastDispatch: started)
         var wakeAt: Date? = nil
         /// The dispatcher's task, started once the heads are loaded.
         var dispatch: (runner: SinkRunner, task: Task<Void, Never>, done: DispatchSemaphore)?
         /// When a graceful stop was asked for: running hooks have until `shutdownGrace` after it.
         var finishingSince: Date?
         while true {
-            let signal = control.wait(until: wakeAt)
+            let signal = control.wait(seconds: wakeAt.map { $0.timeIntervalSince(clock.now()) })
             if signal.stop { break }
-            if signal.finishing && finishingSince == nil { finishingSince = Date() }
+            if signal.finishing && finishingSince == nil { finishingSince = clock.now() }
             if inputOpen && control.inputHasEnded {
                 // Read before this iteration's poll, which so sees every event committed before the end. The
                 // drain limit counts from here.
                 inputOpen = false
-                started = Date()
+                started = clock.now()
                 state.dispatchBehind = true
             }
-            let now = Date()
+            let now = clock.now()
             collect(signal.finished, now: now, into: &state)
             record(&state, db: db, now: now)
             if let through = signal.dispatchedThrough {
@@ -223,11 +234,11 @@ public final class HookRunner: Sendable {
                 // Finishing: nothing new starts; the running ones finish, or the grace ends and they are stopped.
                 if state.running.isEmpty && state.outcomes.isEmpty { break }
                 let end = since.addingTimeInterval(configuration.shutdownGrace)
-                if Date() >= end {
+                if clock.now() >= end {
                     logger.notice("hooks: \(state.running.count) still running after the grace; stopping them")
                     break
                 }
-                wakeAt = min(end, Date().addingTimeInterval(configuration.pollInterval))
+                wakeAt = min(end, clock.now().addingTimeInterval(configuration.pollInterval))
                 continue
             }
             startDue(&state, db: db, stopFD: stopPipe.read)
@@ -238,15 +249,15 @@ public final class HookRunner: Sendable {
             if state.running.count < configuration.concurrency, let due = state.scheduler.nextDue() {
                 next = min(next, due)
             }
-            if state.failing { next = max(next, Date().addingTimeInterval(1)) }
+            if state.failing { next = max(next, clock.now().addingTimeInterval(1)) }
 
             let draining = mode.drains && !inputOpen
-            if draining && state.failing && Date().timeIntervalSince(started) > configuration.drainLimit {
+            if draining && state.failing && clock.now().timeIntervalSince(started) > configuration.drainLimit {
                 logger.error("hooks: giving up draining: the store keeps failing")
                 break
             }
             if draining && state.dispatchBehind
-                && Date().timeIntervalSince(max(started, state.lastDispatch)) > configuration.drainLimit
+                && clock.now().timeIntervalSince(max(started, state.lastDispatch)) > configuration.drainLimit
             {
                 logger.error("hooks: giving up draining: events are not being dispatched")
                 break
@@ -273,12 +284,12 @@ public final class HookRunner: Sendable {
         var told = false
         // A drain gives up after a moment: the lock may be held an instant longer than its runner lives (a
         // process being spawned elsewhere holds a copy of the descriptor until its exec).
-        let giveUp = Date().addingTimeInterval(2)
+        let giveUp = clock.now().addingTimeInterval(2)
         while true {
             do {
                 return try HookRunnerLock(directory: store.directory)
             } catch is HookRunnerLock.Held {
-                if mode.drains && Date() >= giveUp { return nil }
+                if mode.drains && clock.now() >= giveUp { return nil }
                 if !told && !mode.drains {
                     logger.notice("hooks: another geofence runs this state directory's hooks; waiting")
                 }
@@ -288,7 +299,7 @@ public final class HookRunner: Sendable {
             told = true
             let pause = mode.drains ? 0.1 : configuration.pollInterval
             // A graceful stop while waiting for the lock has nothing to finish: it stops as a cancellation does.
-            let signal = control.wait(until: Date().addingTimeInterval(pause))
+            let signal = control.wait(seconds: pause)
             if signal.stop || signal.finishing { return nil }
         }
     }
@@ -317,7 +328,7 @@ public final class HookRunner: Sendable {
         }
     }
 
-    private func fail(_ state: inout LoopState, _ message: String) {
+    func fail(_ state: inout LoopState, _ message: String) {
         if !state.failing { logger.error("hooks: \(message); retrying every second") }
         state.failing = true
         state.needsReload = true
@@ -329,12 +340,14 @@ public final class HookRunner: Sendable {
         runner: SinkRunner, task: Task<Void, Never>, done: DispatchSemaphore
     ) {
         let control = self.control
-        let sink = HookDispatchSink(store: db, runAsCreators: getuid() == 0) { created, through in
+        let worker = StoreWorker(name: "geofence.hookdb")
+        let sink = HookDispatchSink(store: db, runAsCreators: getuid() == 0, clock: clock, worker: worker) {
+            created, through in
             control.dispatched(created, through: through)
         }
         let runner = SinkRunner(
             sink: sink, store: db, logger: logger, cursor: HookDispatchCursor(store: db), batchSize: 500,
-            pollInterval: configuration.pollInterval)
+            pollInterval: configuration.pollInterval, worker: worker)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
             await runner.run()
@@ -357,13 +370,13 @@ public final class HookRunner: Sendable {
         guard free > 0, !state.failing else { return }
         let paused = locationPaused.load(ordering: .acquiring)
         if !paused && state.scheduler.hasHeld { state.scheduler.release() }
-        let due = state.scheduler.takeDue(now: Date(), limit: free) { head in
+        let due = state.scheduler.takeDue(now: clock.now(), limit: free) { head in
             paused && head.orderKey.isPerRegion
         }
         guard !due.isEmpty else { return }
         let claimed: [ClaimedDelivery]
         do {
-            claimed = try db.deliveries.claim(ids: due.map(\.id))
+            claimed = try db.deliveries.claim(ids: due.map(\.id), now: clock.now())
         } catch {
             fail(&state, "cannot start deliveries: \(error)")
             return
@@ -396,7 +409,7 @@ public final class HookRunner: Sendable {
             shutdownGrace: configuration.shutdownGrace, outputLimit: configuration.outputLimit)
         let control = self.control
         control.started()
-        switch HookProcess.start(invocation) {
+        switch HookProcess.start(invocation, clock: clock) {
         case .failure(let failure):
             control.complete(claim, failure.result)
         case .success(let started):
@@ -408,262 +421,23 @@ public final class HookRunner: Sendable {
         }
     }
 
-    /// Turns finished attempts into outcomes.
-    private func collect(
-        _ finished: [(claim: ClaimedDelivery, result: HookProcessResult)], now: Date, into state: inout LoopState
-    ) {
-        for (claim, result) in finished {
-            state.running[claim.id] = nil
-            let outcome = self.outcome(claim, result, now: now)
-            state.outcomes.append((claim, outcome))
-            switch outcome.status {
-            case .done: state.summary.delivered += 1
-            case .dead:
-                state.summary.dead += 1
-                control.gaveUp()
-            default: break
-            }
-            if !result.succeeded && !result.interrupted { state.summary.failedAttempts += 1 }
-        }
-    }
-
-    /// Commits the outcomes, then moves each key on: a retry keeps its place at its new time; a finished
-    /// delivery hands over to the next of its key.
-    private func record(_ state: inout LoopState, db: StateStore, now: Date) {
-        guard !state.outcomes.isEmpty else { return }
-        let nextHeads: [DeliveryOrderKey: DeliveryHead]
-        do {
-            nextHeads = try db.deliveries.recordOutcomes(state.outcomes.map(\.outcome))
-        } catch {
-            fail(&state, "cannot record deliveries: \(error)")
-            return
-        }
-        for (claim, outcome) in state.outcomes {
-            if outcome.status == .pending, let next = outcome.nextAttemptAt {
-                state.scheduler.setHead(
-                    DeliveryHead(id: claim.id, orderKey: claim.orderKey, nextAttemptAt: next), for: claim.orderKey)
-            } else if var next = nextHeads[claim.orderKey] {
-                // Queued behind the heads already waiting, so that one region's backlog takes its turn with
-                // the others instead of keeping a slot to itself.
-                next.nextAttemptAt = max(next.nextAttemptAt, now)
-                state.scheduler.setHead(next, for: claim.orderKey)
-            } else {
-                state.scheduler.setHead(nil, for: claim.orderKey)
-            }
-        }
-        state.outcomes.removeAll(keepingCapacity: true)
-    }
-
-    private func outcome(_ claim: ClaimedDelivery, _ result: HookProcessResult, now: Date) -> DeliveryOutcome {
-        var attempt = DeliveryAttempt(
-            number: claim.attempt, startedAt: result.spawnedAt ?? now, duration: result.duration,
-            exitCode: result.exitCode, signal: result.signal, timedOut: result.timedOut, error: result.error)
-        var status = DeliveryStatus.done
-        var next: Date?
-        if result.succeeded {
-            let level: LogLevel = claim.attempt > 1 ? .info : .debug
-            logger.log(
-                level, "hooks: \(describe(claim)) delivered" + (claim.attempt > 1 ? " on attempt \(claim.attempt)" : "")
-            )
-        } else if result.interrupted {
-            attempt.error = "interrupted: geofence stopped while the hook ran"
-            status = .pending
-            next = now
-        } else {
-            let age = now.timeIntervalSince(claim.queuedAt)
-            if configuration.retry.givesUp(afterAttempt: claim.attempt, age: age) {
-                status = .dead
-                logger.error(
-                    "hooks: \(describe(claim)) failed (\(reason(result))), giving up after \(claim.attempt) attempts"
-                        + " (see 'geofence events --dead', retry with 'geofence events retry \(claim.id)')"
-                        + excerpt(result))
-            } else {
-                let delay = configuration.retry.delay(afterAttempt: claim.attempt, unit: Double.random(in: 0...1))
-                status = .pending
-                next = now.addingTimeInterval(delay)
-                attempt.retryAt = next
-                logger.warning(
-                    "hooks: \(describe(claim)) failed on attempt \(claim.attempt) (\(reason(result))), retrying in "
-                        + DurationParser.format((delay * 1000).rounded() / 1000) + excerpt(result))
-            }
-        }
-        return DeliveryOutcome(
-            id: claim.id, status: status, nextAttemptAt: next, attempt: attempt, stdout: result.stdout,
-            stderr: result.stderr, stdoutBytes: result.stdoutBytes, stderrBytes: result.stderrBytes, finishedAt: now)
-    }
-
-    private func describe(_ claim: ClaimedDelivery) -> String {
-        let hook = claim.hook == "region" ? "region hook" : "hook \"\(claim.hook.dropFirst(5))\""
-        let region = claim.region.map { " in \(JSONValue.string($0).serialized())" } ?? ""
-        return "\(hook) for \(claim.eventType)\(region) (event \(claim.eventID), delivery \(claim.id))"
-    }
-
-    private func reason(_ result: HookProcessResult) -> String {
-        if let error = result.error { return error }
-        if result.timedOut { return "timed out after \(DurationParser.format(configuration.timeout)), killed" }
-        if let signal = result.signal { return "killed by signal \(signal)" }
-        return "exit \(result.exitCode ?? -1)"
-    }
-
-    /// The first line of the hook's stderr (else stdout), for the log.
-    private func excerpt(_ result: HookProcessResult) -> String {
-        let bytes = result.stderr.isEmpty ? result.stdout : result.stderr
-        guard !bytes.isEmpty else { return "" }
-        let text = String(decoding: bytes.prefix(512), as: UTF8.self)
-        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        return line.isEmpty ? "" : ": " + String(line.prefix(200))
-    }
-
     /// Stops running hooks (their process groups get SIGTERM, then SIGKILL), waits for them a bounded time, and
     /// records them as interrupted, due again at once. A hook that will not die keeps its delivery `running`;
     /// the next start retries it.
     private func shutDown(_ state: inout LoopState, db: StateStore, stopPipe: (read: Int32, write: Int32)) {
         HookSystem.closeIgnoringErrors(stopPipe.write)
-        let deadline = Date().addingTimeInterval(configuration.shutdownGrace + 1)
+        let deadline = clock.now().addingTimeInterval(configuration.shutdownGrace + 1)
         while !state.running.isEmpty {
-            let signal = control.wait(until: deadline, ignoringStop: true)
-            collect(signal.finished, now: Date(), into: &state)
-            if Date() >= deadline { break }
+            let signal = control.wait(seconds: deadline.timeIntervalSince(clock.now()), ignoringStop: true)
+            collect(signal.finished, now: clock.now(), into: &state)
+            if clock.now() >= deadline { break }
         }
-        record(&state, db: db, now: Date())
+        record(&state, db: db, now: clock.now())
         if state.running.isEmpty {
             HookSystem.closeIgnoringErrors(stopPipe.read)
         } else {
             // Their threads still poll it: leave it open rather than let the number be reused under them.
             logger.warning("hooks: \(state.running.count) hooks did not stop; they are retried at the next start")
         }
-    }
-}
-
-/// The scheduler thread's doorbell: wake-ups, stop requests and finished hooks, under one lock.
-final class RunnerControl: @unchecked Sendable {
-    // @unchecked: every field is read and written only under `condition`'s lock.
-    private let condition = NSCondition()
-    private var woken = false
-    private var stopRequested = false
-    private var finishRequested = false
-    private var inputEnded = false
-    private var finished: [(claim: ClaimedDelivery, result: HookProcessResult)] = []
-    private var created: [DeliveryHead] = []
-    private var dispatchedThrough: Int64?
-    private var stats = HookRunnerStatistics()
-
-    struct Signal {
-        var woken: Bool
-        var stop: Bool
-        /// A graceful stop was asked for (`HookRunner.finish`).
-        var finishing: Bool
-        var finished: [(claim: ClaimedDelivery, result: HookProcessResult)]
-        /// Deliveries the dispatcher made since the last wait, and the last event seq it dispatched (nil: none).
-        var created: [DeliveryHead]
-        var dispatchedThrough: Int64?
-    }
-
-    func beginSession() {
-        condition.withLock {
-            stopRequested = false
-            woken = true
-            created.removeAll()
-            dispatchedThrough = nil
-        }
-    }
-
-    func endInput() {
-        condition.withLock {
-            inputEnded = true
-            woken = true
-            condition.signal()
-        }
-    }
-
-    var inputHasEnded: Bool { condition.withLock { inputEnded } }
-
-    /// After a `drainAfterInput` session (not at its start: `inputEnded()` may come before the session starts).
-    func resetInput() {
-        condition.withLock { inputEnded = false }
-    }
-
-    func wake() {
-        condition.withLock {
-            woken = true
-            condition.signal()
-        }
-    }
-
-    /// The graceful stop is done: a later session of the same runner runs normally.
-    func endFinish() {
-        condition.withLock { finishRequested = false }
-    }
-
-    func requestFinish() {
-        condition.withLock {
-            finishRequested = true
-            woken = true
-            condition.signal()
-        }
-    }
-
-    /// The dispatcher committed the deliveries of the events up to `through`.
-    func dispatched(_ heads: [DeliveryHead], through: Int64) {
-        condition.withLock {
-            created += heads
-            dispatchedThrough = max(dispatchedThrough ?? 0, through)
-            woken = true
-            condition.signal()
-        }
-    }
-
-    func requestStop() {
-        condition.withLock {
-            stopRequested = true
-            condition.signal()
-        }
-    }
-
-    func started() {
-        condition.withLock {
-            stats.started += 1
-            stats.running += 1
-            stats.maxConcurrent = max(stats.maxConcurrent, stats.running)
-        }
-    }
-
-    func complete(_ claim: ClaimedDelivery, _ result: HookProcessResult) {
-        condition.withLock {
-            stats.running -= 1
-            if result.succeeded {
-                stats.delivered += 1
-            } else if result.interrupted {
-                stats.interrupted += 1
-            } else {
-                stats.failed += 1
-            }
-            finished.append((claim, result))
-            condition.signal()
-        }
-    }
-
-    /// Counts a delivery given up (the scheduler decides that, not the hook).
-    func gaveUp() {
-        condition.withLock { stats.dead += 1 }
-    }
-
-    var statistics: HookRunnerStatistics { condition.withLock { stats } }
-
-    /// Waits until something happens or `deadline` (nil: do not wait), then takes what happened.
-    func wait(until deadline: Date?, ignoringStop: Bool = false) -> Signal {
-        condition.lock()
-        defer { condition.unlock() }
-        while !woken && finished.isEmpty && (ignoringStop || !stopRequested), let deadline {
-            if !condition.wait(until: deadline) { break }
-        }
-        let signal = Signal(
-            woken: woken, stop: stopRequested, finishing: finishRequested, finished: finished, created: created,
-            dispatchedThrough: dispatchedThrough)
-        woken = false
-        finished.removeAll(keepingCapacity: true)
-        created.removeAll(keepingCapacity: true)
-        dispatchedThrough = nil
-        return signal
     }
 }

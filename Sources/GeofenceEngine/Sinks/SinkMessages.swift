@@ -167,43 +167,29 @@ public enum SinkFormat: String, Sendable, CaseIterable {
         return out
     }
 
-    /// The pair's state after a `determined`, `enter` or `exit`: read from the stored JSON without parsing
-    /// it (the engine writes it compact, `"state":"inside"`), since this runs for every event published.
+    /// The pair's state after a `determined`, `enter` or `exit`: an enter's and an exit's by their type, a
+    /// determined event's from its decoded `state` (`StoredEvent.fields`).
     package static func stateOf(_ event: StoredEvent) -> String? {
         switch event.type {
-        case "enter": return "inside"
-        case "exit": return "outside"
+        case "enter": return RegionState.inside.rawValue
+        case "exit": return RegionState.outside.rawValue
         default:
-            // On the UTF-8 bytes: `String.contains(String)` goes through Foundation's NSString search.
-            var body = event.body
-            return body.withUTF8 { bytes in
-                if contains(bytes, #""state":"inside""#) { return "inside" }
-                if contains(bytes, #""state":"outside""#) { return "outside" }
-                return nil
+            switch event.fields.state {
+            case .inside: return RegionState.inside.rawValue
+            case .outside: return RegionState.outside.rawValue
+            case .unknown, nil: return nil
             }
         }
-    }
-
-    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
-        let count = needle.utf8CodeUnitCount
-        guard count > 0, bytes.count >= count else { return false }
-        let first = needle.utf8Start.pointee
-        var at = 0
-        while at <= bytes.count - count {
-            if bytes[at] == first, memcmp(bytes.baseAddress! + at, needle.utf8Start, count) == 0 { return true }
-            at += 1
-        }
-        return false
     }
 
     /// OwnTracks' `transition` (https://owntracks.org/booklet/tech/json/): `event` `enter` or `leave`, `desc`
     /// and `rid` the region, `t` `c` (a circular region), `tst` the fix time, `wtst` the same (geofence has no
     /// waypoint creation time to give), the fix's `lat`, `lon`, `acc`; and geofence's `id`, to de-duplicate.
     static func ownTracksTransition(_ event: StoredEvent) -> [UInt8]? {
-        guard let body = try? JSON.parse(event.body), let region = event.region else { return nil }
+        guard let region = event.region else { return nil }
         let word: String
-        switch (event.type, body["state"]?.stringValue) {
-        case ("enter", _), ("determined", "inside"): word = "enter"
+        switch (event.type, event.fields.state) {
+        case ("enter", _), ("determined", .inside): word = "enter"
         case ("exit", _): word = "leave"
         default: return nil
         }
@@ -212,10 +198,10 @@ public enum SinkFormat: String, Sendable, CaseIterable {
             "_type": "transition", "event": .string(word), "desc": .string(region), "rid": .string(region),
             "t": "c", "tst": tst, "wtst": tst, "id": .string(event.id),
         ]
-        if let fix = body["fix"] {
-            for (from, to) in [("lat", "lat"), ("lon", "lon"), ("accuracy", "acc")] {
-                if let value = fix[from] { o[to] = value }
-            }
+        if let fix = event.fields.fix {
+            o["lat"] = .number(fix.latitude)
+            o["lon"] = .number(fix.longitude)
+            o["acc"] = .number(fix.accuracy)
         }
         return Array(JSONValue.object(o).serialized().utf8)
     }

@@ -11,10 +11,14 @@ import Synchronization
 /// A receiver that is away is retried with backoff (`ReconnectBackoff`, 0.05 s doubling to 1 s: the sink
 /// itself reconnects, and this only looks again); new events wake it at once (`wake()`), else it looks
 /// every `pollInterval`.
+///
+/// Its reads of the outbox and its cursor's reads and writes block on SQLite: they run on its `StoreWorker`
+/// (a thread of its own), while the loop itself, its waits and the sink's `deliver` are async.
 public final class SinkRunner: Sendable {
     public let sink: any EventSink
     private let store: StateStore
     private let place: any SinkCursor
+    private let worker: StoreWorker
     private let logger: Logger
     private let bell = Doorbell()
     private let paused = Atomic(false)
@@ -34,15 +38,17 @@ public final class SinkRunner: Sendable {
     public let pollInterval: Double
     public let backoff: ReconnectBackoff
 
-    /// `cursor` is where the sink's place is kept: by default its row in `sink_cursors`.
+    /// `cursor` is where the sink's place is kept: by default its row in `sink_cursors`. `worker` is where its
+    /// store work runs: by default a `geofence.sink` thread of its own.
     package init(
         sink: any EventSink, store: StateStore, logger: Logger, cursor: (any SinkCursor)? = nil,
         batchSize: Int = 2_000, pollInterval: Double = 1,
-        backoff: ReconnectBackoff = ReconnectBackoff(base: 0.05, cap: 1)
+        backoff: ReconnectBackoff = ReconnectBackoff(base: 0.05, cap: 1), worker: StoreWorker? = nil
     ) {
         self.sink = sink
         self.store = store
         self.place = cursor ?? StoredSinkCursor(store: store, id: sink.id)
+        self.worker = worker ?? StoreWorker(name: "geofence.sink")
         self.logger = logger
         self.batchSize = batchSize
         self.pollInterval = pollInterval
@@ -63,6 +69,7 @@ public final class SinkRunner: Sendable {
 
     /// Delivers until the task is cancelled, then closes the sink.
     public func run() async {
+        defer { worker.finish() }
         var opened = false
         var failures = 0
         var cursor: Int64?
@@ -93,10 +100,14 @@ public final class SinkRunner: Sendable {
             }
             let batch: [StoredEvent]
             do {
-                let from = try cursor ?? place.position()
+                let (place, outbox, batchSize) = (self.place, store.outbox, self.batchSize)
+                let from: Int64
+                (from, batch) = try await worker.run { [cursor] in
+                    let from = try cursor ?? place.position()
+                    return (from, try outbox.events(after: from, limit: batchSize))
+                }
                 cursor = from
                 counters.withLock { $0.cursor = from }
-                batch = try store.outbox.events(after: from, limit: batchSize)
             } catch {
                 await failed("cannot read the outbox: \(error)")
                 continue
@@ -128,7 +139,8 @@ public final class SinkRunner: Sendable {
             }
             if reached > from {
                 do {
-                    try place.advance(to: reached)
+                    let place = self.place
+                    try await worker.run { [reached] in try place.advance(to: reached) }
                     cursor = reached
                     counters.withLock {
                         $0.cursor = reached

@@ -6,6 +6,9 @@ import Synchronization
 /// The engine's sinks: one `SinkRunner` per sink in the store, started and stopped as sinks are added and
 /// removed (`reload()` after a change through the control socket; the store is also looked at every
 /// second), and their health written for `geofence status` (`DaemonSettings.sinks`).
+///
+/// Its own store work (reading the sinks, writing their health) runs on a `StoreWorker` thread
+/// (`geofence.sinks`); each runner has its own (`geofence.sink`).
 public final class SinkSupervisor: Sendable {
     /// Makes a sink from its definition; throws when it cannot (a password file that cannot be read).
     public typealias Factory = @Sendable (SinkDefinition) throws -> any EventSink
@@ -15,6 +18,7 @@ public final class SinkSupervisor: Sendable {
     private let factory: Factory
     private let bell = Doorbell()
     private let state = Mutex(State())
+    private let worker = StoreWorker(name: "geofence.sinks")
 
     private struct Running {
         var definition: SinkDefinition
@@ -75,9 +79,12 @@ public final class SinkSupervisor: Sendable {
 
     /// Runs the sinks until the task is cancelled; then stops each (an MQTT sink says `offline`).
     public func run() async {
+        defer { worker.finish() }
         while !Task.isCancelled {
-            reconcile()
-            recordStatus()
+            await worker.run {
+                self.reconcile()
+                self.recordStatus()
+            }
             await bell.wait(seconds: 1)
         }
         let all = state.withLock { s in
@@ -86,7 +93,7 @@ public final class SinkSupervisor: Sendable {
         }
         for running in all { running.task.cancel() }
         for running in all { await running.task.value }
-        recordStatus(stopped: true)
+        await worker.run { self.recordStatus(stopped: true) }
     }
 
     /// Sinks were added or removed: look at the store now.
