@@ -118,7 +118,11 @@ public final class SinkRunner: Sendable {
             }
             // Held back while Location Services are off: everything from the first region event on.
             var offered = batch[...]
-            if paused.load(ordering: .acquiring), let held = batch.firstIndex(where: Self.carriesPosition) {
+            if paused.load(ordering: .acquiring),
+                let held = batch.firstIndex(where: {
+                    RegionEventType.carriesPosition(type: $0.type, region: $0.region)
+                })
+            {
                 offered = batch[..<held]
             }
             guard let lastOffered = offered.last else {
@@ -158,10 +162,6 @@ public final class SinkRunner: Sendable {
             }
         }
         await sink.close()
-    }
-
-    static func carriesPosition(_ event: StoredEvent) -> Bool {
-        event.region != nil && RegionEventType(rawValue: event.type) != nil
     }
 }
 
