@@ -158,11 +158,6 @@ public final class Daemon: Sendable {
         // The one event id generator: the pipeline's, shared with the control handler.
         let ids = pipeline.ids
         let metrics = EngineMetrics()
-        // An MQTT source acknowledging after commit hears how far its fixes are committed.
-        var commitMark: (@Sendable (Int64) -> Void)?
-        if let mqtt = source as? MQTTSource, mqtt.acknowledgesAfterCommit {
-            commitMark = { mark in mqtt.committed(through: mark) }
-        }
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -176,7 +171,7 @@ public final class Daemon: Sendable {
                 hooks.wake()
                 sinks.wake()
             }, metrics: metrics, liveness: c.liveness, space: space,
-            commitMark: commitMark)
+            commitMark: MQTTSource.commitMark(for: source))
         let started = Date()
         let regions = try await service.load()
         try store.settings.set(DaemonSettings.pid, String(getpid()))

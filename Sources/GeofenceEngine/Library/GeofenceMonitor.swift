@@ -118,7 +118,7 @@ public actor GeofenceMonitor {
             store: self.store, pipeline: pipeline, logger: configuration.logger ?? Logger(minimum: .error) { _ in },
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid()), maxRegions: nil, onServices: { _ in },
-            onEvents: { waker.wake() }, clock: clock)
+            onEvents: { waker.wake() }, clock: clock, commitMark: MQTTSource.commitMark(for: source))
     }
 
     deinit {

@@ -175,6 +175,14 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         acknowledgement == .commit && !address.tls && MQTTClientKind.forPlainConnections == .native
     }
 
+    /// What the monitor calls after each commit, for a source that acknowledges after commit (nil: one that
+    /// acknowledges on receipt). The daemon and the library both wire it: a source that holds its
+    /// acknowledgements back and never hears the mark would stall once the broker's in-flight window is full.
+    package static func commitMark(for source: any LocationSource) -> (@Sendable (Int64) -> Void)? {
+        guard let mqtt = source as? MQTTSource, mqtt.acknowledgesAfterCommit else { return nil }
+        return { mark in mqtt.committed(through: mark) }
+    }
+
     /// The engine has committed (or refused) every fix this source handed over, up to the `mark`th (counted
     /// from 1): the messages that carried them, and those before them, are acknowledged to the broker.
     public func committed(through mark: Int64) {
