@@ -138,6 +138,20 @@ struct OutsideInputTests {
         }
     }
 
+    @Test("a directory as a fleet source is refused at start; a file whose read fails is said, not taken for its end")
+    func unreadableFleetSources() async throws {
+        try await withCLI { cli in
+            let result = try cli.run(["run", "--source", "json:" + cli.dir.path])
+            #expect(result.status != 0)
+            #expect(result.stderr == "Error: cannot open the fleet source \(cli.dir.path): it is a directory\n")
+            // Reading /proc/self/mem at offset 0 fails with EIO: the engine's read of its own memory's first page.
+            let daemon = try cli.daemon(["--source", "json:/proc/self/mem"])
+            #expect(
+                await daemon.waitForLog("cannot read /proc/self/mem: Input/output error", timeout: 10), "\(daemon.log)")
+            _ = await daemon.stop()
+        }
+    }
+
     @Test("lines of 2 MB and 200 MB on a FIFO are each counted as too-long, in bounded memory; the next is taken")
     func hugeLines() async throws {
         try await withCLI { cli in

@@ -149,6 +149,7 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
             }
             return
         }
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw SourceOpenError(path: path, reason: "it is a directory") }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw SourceOpenError(path: path, reason: String(cString: strerror(errno))) }
         close(descriptor)
@@ -223,7 +224,22 @@ public final class JSONLineSource: LocationSource, @unchecked Sendable {
             var batch: [Fix] = []
             // After a stop, the whole lines already read still go (the reader no longer waits for input, nor for
             // room): nothing taken from the producer is dropped but a line it had not finished writing.
-            while !isStopped || lines.hasBufferedLine, let report = try? lines.next() {
+            while !isStopped || lines.hasBufferedLine {
+                let report: GPSDJSONReport
+                do {
+                    guard let next = try lines.next() else { break }
+                    report = next
+                } catch is LineReader.Interrupted {
+                    break
+                } catch {
+                    // A read that fails (EIO, a directory) ends this reading as the end of the input would, but
+                    // is said, in the log and in `status`, never taken for a clean end.
+                    let why = (error as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error)"
+                    let reason = "cannot read \(path): \(why)"
+                    logger?.warning(reason)
+                    intake.update { $0.problem = reason }
+                    break
+                }
                 if let fix = intake.take(report) { batch.append(fix) }
                 if !batch.isEmpty && (batch.count >= maximumBatch || !lines.hasBufferedLine) {
                     intake.send(.fixes(batch))
