@@ -280,7 +280,15 @@ public final class ControlServer: @unchecked Sendable {
         /// A `watch`: the client only listens, so silence is no reason to close it.
         var streaming = false
         while connection.isOpen && !stopping.load(ordering: .relaxed) {
-            if let newline = buffer.firstIndex(of: 10) {
+            let newline = buffer.firstIndex(of: 10)
+            // Over the limit, whether the read that took it there brought its newline too or not: one answer,
+            // and the connection ends (the rest of the line is never read).
+            if (newline ?? buffer.count) > ControlRequest.maximumLineLength {
+                let limit = "request line is over the 1 MiB limit (\(ControlRequest.maximumLineLength) bytes)"
+                connection.send(ControlResponse(id: nil, result: .failure(ControlError(.tooLong, limit))).line)
+                return
+            }
+            if let newline {
                 let line = buffer[..<newline]
                 defer {
                     buffer.removeSubrange(...newline)
@@ -299,13 +307,6 @@ public final class ControlServer: @unchecked Sendable {
                     }
                 }
                 continue
-            }
-            if buffer.count > ControlRequest.maximumLineLength {
-                connection.send(
-                    ControlResponse(
-                        id: nil, result: .failure(ControlError(.tooLong, "request line is over the 1 MiB limit"))
-                    ).line)
-                return
             }
             let partial = !buffer.isEmpty
             let left = (partial ? requestTimeout : idleTimeout) - (MonotonicClock.seconds() - since)
