@@ -1,8 +1,7 @@
 import Foundation
+import GeofenceEngine
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 #if canImport(Glibc)
     import Glibc
