@@ -175,11 +175,10 @@ struct ControlSocketTests {
         // A services event fires the hook.
         #expect(try e.cli.run("services", "off").status == 0)
         var uid: String?
-        for _ in 0..<100 {
-            // The shell creates the file before `id` has written to it: wait for a whole line.
+        // The shell creates the file before `id` has written to it: wait for a whole line.
+        _ = await Wait.until(timeout: 10, every: .milliseconds(20)) {
             uid = try? String(contentsOfFile: out + "/uid", encoding: .utf8)
-            if uid?.hasSuffix("\n") == true { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return uid?.hasSuffix("\n") == true
         }
         #expect(uid?.trimmingCharacters(in: .whitespacesAndNewlines) == String(Self.stranger), "\(e.daemon.log)")
         #expect(try e.cli.run("services", "on").status == 0)

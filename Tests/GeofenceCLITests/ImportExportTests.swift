@@ -324,6 +324,7 @@ struct ImportExportTests {
             #expect(try JSON.parse(try client.exchange(part(0..<1000, final: false)))["result"]?["staged"] == 1000)
             // The engine writes the switch and its event while the import holds the write lock...
             let switching = Task { try cli.run("services", "off") }
+            // Time for the switch to reach the lock and wait there: that it waits shows only as time passing.
             try await Task.sleep(for: .seconds(1))
             // ...they wait for it, and neither ends up in the other's transaction.
             let answer = try JSON.parse(try client.exchange(part(1000..<2000, final: true)))
