@@ -195,7 +195,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double) async -> Bool {
         func found() -> Bool { log.components(separatedBy: text).count - 1 >= occurrences }
         // An engine that has exited writes no more: what its log holds then is the answer.
-        _ = await Wait.until(timeout: timeout, every: .milliseconds(20)) { found() || !process.isRunning }
+        _ = await Wait.until(timeout: timeout, every: .milliseconds(50)) { found() || !process.isRunning }
         return found()
     }
 

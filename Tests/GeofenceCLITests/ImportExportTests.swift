@@ -125,6 +125,8 @@ struct ImportExportTests {
             #expect(result.stdout.contains("Imported 20000 regions"), "\(result.stdout)")
             #expect(await daemon.waitForLog("regions changed: 20000", timeout: 20), "\(daemon.log)")
             let store = try StateStore(directory: cli.stateDir)
+            // The engine logs the change before it writes the statuses that follow from it: wait for them.
+            _ = await Wait.until(timeout: 20) { (try? store.regions.countsByStatus()) == ["monitoring": 20_000] }
             #expect(try store.regions.countsByStatus() == ["monitoring": 20_000])
 
             // Bad entries in a later part: the CLI stops sending at the first, still reports every one, and the
