@@ -154,6 +154,7 @@ public final class GPSDHarness: Sendable {
     public func send(nmea sentences: [String], pace: Duration) async throws {
         for sentence in sentences {
             try send(nmea: sentence)
+            // The pace is the receiver being simulated (sentences come so far apart): nothing to wait for.
             if pace > .zero { try await Task.sleep(for: pace) }
         }
     }
@@ -240,8 +241,7 @@ public final class GPSDHarness: Sendable {
         let gpsd = current.gpsd
         if gpsd.isRunning {
             Glibc.kill(gpsd.processIdentifier, signal)
-            let deadline = Date().addingTimeInterval(1)
-            while gpsd.isRunning, Date() < deadline { usleep(5_000) }
+            _ = Wait.blocking(timeout: 1, every: .milliseconds(5)) { !gpsd.isRunning }
             if gpsd.isRunning { Glibc.kill(gpsd.processIdentifier, SIGKILL) }
         }
         gpsd.waitUntilExit()
@@ -252,13 +252,12 @@ public final class GPSDHarness: Sendable {
     }
 
     private func waitUntilAccepting(timeout: Duration) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while clock.now < deadline {
-            guard isRunning else { throw Failure.startFailed("gpsd exited; its log:\n\(log)") }
-            if Self.acceptsConnections(port: port) { return }
-            try await Task.sleep(for: .milliseconds(10))
+        let (seconds, attoseconds) = timeout.components
+        _ = await Wait.until(timeout: Double(seconds) + Double(attoseconds) / 1e18) {
+            !isRunning || Self.acceptsConnections(port: port)
         }
+        guard isRunning else { throw Failure.startFailed("gpsd exited; its log:\n\(log)") }
+        if Self.acceptsConnections(port: port) { return }
         throw Failure.startFailed("gpsd did not accept connections on port \(port) within \(timeout); its log:\n\(log)")
     }
 

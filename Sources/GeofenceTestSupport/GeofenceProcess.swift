@@ -193,13 +193,10 @@ public final class DaemonProcess: @unchecked Sendable {
     /// seen); returns false at the timeout.
     @discardableResult
     public func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if log.components(separatedBy: text).count - 1 >= occurrences { return true }
-            if !process.isRunning { return log.components(separatedBy: text).count - 1 >= occurrences }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return false
+        func found() -> Bool { log.components(separatedBy: text).count - 1 >= occurrences }
+        // An engine that has exited writes no more: what its log holds then is the answer.
+        _ = await Wait.until(timeout: timeout, every: .milliseconds(50)) { found() || !process.isRunning }
+        return found()
     }
 
     /// Sends `signal` and waits for the exit; returns the seconds it took, or nil if it did not exit in time
@@ -207,9 +204,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public func stop(signal: Int32 = SIGTERM, timeout: Double = 5) async -> Double? {
         let started = Date()
         kill(process.processIdentifier, signal)
-        while process.isRunning, Date().timeIntervalSince(started) < timeout {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await Wait.until(timeout: timeout) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

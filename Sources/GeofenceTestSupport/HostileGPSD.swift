@@ -151,6 +151,7 @@ public final class HostileGPSD: @unchecked Sendable {
             }
             if !ok { return }
             sent.add(1, ordering: .relaxed)
+            // Reports at uneven times, as the hostile peer's pace: nothing to wait for.
             usleep(UInt32.random(in: 2_000...20_000, using: &rng))
         }
     }

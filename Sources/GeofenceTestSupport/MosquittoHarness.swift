@@ -99,12 +99,8 @@ public final class MosquittoBroker: @unchecked Sendable {
         p.standardError = errorHandle
         try GPSDHarness.withUnblockedSignals { try p.run() }
         process = p
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if GPSDHarness.acceptsConnections(port: port) { return }
-            guard p.isRunning else { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let listening = Wait.blocking(timeout: 10) { GPSDHarness.acceptsConnections(port: port) || !p.isRunning }
+        if listening && p.isRunning { return }
         let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
         throw GPSDHarness.Failure.startFailed("mosquitto did not listen on \(port): \(said)\(log)")
     }

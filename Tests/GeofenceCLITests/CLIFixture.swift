@@ -81,11 +81,7 @@ extension CLI {
         case .log(let text):
             return await daemon.waitForLog(text, timeout: timeout)
         case .socketAnswers:
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline, daemon.isRunning {
-                if Self.answers(socket) { return true }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await Wait.until(timeout: timeout) { Self.answers(socket) || !daemon.isRunning }
             return Self.answers(socket)
         }
     }

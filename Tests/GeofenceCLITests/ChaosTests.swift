@@ -45,6 +45,7 @@ struct ChaosTests {
                             for: .init(time: Date(), latitude: p.latitude, longitude: p.longitude, hdop: 0.5)
                         )
                         .joined(separator: "\r\n"))
+                    // The receiver's pace, not a wait.
                     try? await Task.sleep(for: .milliseconds(250))
                 }
             }
@@ -53,6 +54,7 @@ struct ChaosTests {
 
             var rng = SeededGenerator(seed: 11)
             for round in 1...restarts {
+                // Kills and restarts at random moments are the test: there is nothing to wait for.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 200...1500, using: &rng)))
                 gpsd.kill()
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...800, using: &rng)))
@@ -67,9 +69,8 @@ struct ChaosTests {
             gpsd.stop()
             let hostile = try HostileGPSD(port: gpsd.port, seed: 5)
             // The engine comes back within its backoff (at most 30 s), then takes the garbage for a while.
-            for _ in 0..<400 where !daemon.log.contains("is it really gpsd?") {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            _ = await Wait.until(timeout: 40, every: .milliseconds(100)) { daemon.log.contains("is it really gpsd?") }
+            // The soak itself: the engine takes the garbage for this long (no condition ends it).
             try await Task.sleep(for: .seconds(SoakScale.pick(short: 6.0, long: 60.0)))
             #expect(hostile.connectionCount >= 1, "the engine never came back to the port")
             // It says what it sees: lines that are not gpsd's, or a connection dropped on garbage.

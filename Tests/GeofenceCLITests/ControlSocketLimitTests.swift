@@ -178,11 +178,8 @@ final class LineCollector: @unchecked Sendable {
 
     /// The next line not yet taken, waiting up to `timeout` seconds.
     func next(timeout: Double) async -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = lock.withLock({ lines.isEmpty ? nil : lines.removeFirst() }) { return line }
-            try? await Task.sleep(for: .milliseconds(50))
+        await Wait.value(timeout: timeout, every: .milliseconds(50)) {
+            lock.withLock { lines.isEmpty ? nil : lines.removeFirst() }
         }
-        return nil
     }
 }

@@ -64,6 +64,7 @@ struct CrashSafetyTests {
                 process.standardOutput = out
                 process.standardError = FileHandle.nullDevice
                 try process.run()
+                // A kill at a random moment is the test: there is nothing to wait for.
                 usleep(UInt32.random(in: 20_000...400_000, using: &rng))
                 if process.isRunning {
                     kill(process.processIdentifier, SIGKILL)

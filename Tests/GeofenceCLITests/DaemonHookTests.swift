@@ -39,6 +39,7 @@ struct DaemonHookTests {
             var kills = 0
             for round in 0..<SoakScale.pick(short: 12, long: 100) {
                 let daemon = try Self.engine(cli, log: "run-\(round).log")
+                // A kill at a random moment is the test: there is nothing to wait for.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 100...700, using: &rng)))
                 kill(daemon.pid, SIGKILL)
                 await waitForExit(daemon.process)
@@ -47,10 +48,9 @@ struct DaemonHookTests {
             // The last start delivers what is left and is stopped only when nothing is pending.
             let daemon = try Self.engine(cli, log: "run-last.log")
             var pending = -1
-            for _ in 0..<600 {
+            _ = try await Wait.until(timeout: 60, every: .milliseconds(100)) {
                 pending = try await cli.events("--pending").count
-                if pending == 0 { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return pending == 0
             }
             #expect(pending == 0)
             _ = await daemon.stop()
@@ -94,6 +94,7 @@ struct DaemonHookTests {
                 if (try? JSON.parse(status.stdout))?["engine"]?["running"] == true { answered += 1 }
                 let lines = (cli.read("delivered") ?? "").split(separator: "\n").count
                 if lines >= queued { break }
+                // Paces the status requests, which are what this loop tests while the hooks deliver.
                 try await Task.sleep(for: .milliseconds(250))
             }
             _ = await daemon.stop()

@@ -62,13 +62,14 @@ struct DaemonTests {
             let watcher = try GPSDWatcher(port: gpsd.port)
             defer { watcher.close() }
             // gpsd sends TPVs only to clients already watching: wait for the watcher's DEVICES answer.
-            for _ in 0..<100 where !watcher.reports.contains(where: { $0.contains("\"DEVICES\"") }) {
-                try await Task.sleep(for: .milliseconds(20))
+            _ = await Wait.until(timeout: 5, every: .milliseconds(20)) {
+                watcher.reports.contains { $0.contains("\"DEVICES\"") }
             }
             // Fix times start 25 s in the past and are fed at 5 epochs a second (2.5x real time), so every fix
             // stays within the filter's age limits at receipt.
             for epoch in Self.drive(epochs: 70, from: Date().addingTimeInterval(-25)) {
                 try await gpsd.send(nmea: epoch, pace: .milliseconds(60))
+                // The receiver's pace (5 epochs a second), not a wait.
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(await daemon.waitForLog("event exit region=\"gate\"", timeout: 5), "\(daemon.log)")
@@ -137,6 +138,7 @@ struct DaemonTests {
             let daemon = try DaemonProcess(
                 ["run", "--gpsd", "127.0.0.1:9", "--state-dir", cli.stateDir], logPath: cli.dir.file("run.log"),
                 environment: cli.environment, blockingTermination: true)
+            // The SIGTERM is to come while the engine starts, before anything it could say: no signal to wait on.
             try await Task.sleep(for: .milliseconds(100))
             #expect(!daemon.log.contains("running:"), "sent before it runs: \(daemon.log)")
             let stopped = await daemon.stop(timeout: 30)
@@ -176,6 +178,7 @@ struct DaemonTests {
                                 time: Date(), latitude: Self.start.latitude, longitude: Self.start.longitude, hdop: 0.5)
                         ),
                         pace: .milliseconds(5))
+                    // The receiver's pace (a fix every 0.5 s), not a wait.
                     try await Task.sleep(for: .milliseconds(500))
                 }
             }
@@ -237,6 +240,7 @@ struct DaemonTests {
                 let generator = NMEAGenerator()
                 while !Task.isCancelled {
                     try? gpsd.send(nmea: generator.noFixSentences(at: Date()).joined(separator: "\r\n"))
+                    // The receiver's pace, not a wait.
                     try? await Task.sleep(for: .milliseconds(500))
                 }
             }
@@ -275,6 +279,7 @@ struct DaemonTests {
                             for: .init(
                                 time: Date(), latitude: Self.start.latitude, longitude: Self.start.longitude, hdop: 0.5)
                         ).joined(separator: "\r\n"))
+                    // The receiver's pace, not a wait.
                     Thread.sleep(forTimeInterval: 0.25)
                 }
             }

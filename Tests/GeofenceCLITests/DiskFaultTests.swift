@@ -123,6 +123,7 @@ struct DiskFaultTests {
             }
             feed.send(phases[1])
             #expect(await daemon.waitForLog("cannot write to the store", timeout: 15), "\(daemon.log)")
+            // Shows that something does not happen (the engine does not exit while the disk is full): only time.
             try await Task.sleep(for: .seconds(1.5))
             #expect(daemon.isRunning)
             mount.free()
@@ -201,6 +202,7 @@ struct DiskFaultTests {
                 try gpsd.send(
                     nmea: generator.sentences(for: .init(time: Date(), latitude: 48.85, longitude: 2.35, hdop: 0.5))
                         .joined(separator: "\r\n"))
+                // The receiver's pace, not a wait.
                 try await Task.sleep(for: .milliseconds(250))
             }
             #expect(await daemon.waitForLog("event determined", timeout: 15), "\(daemon.log)")

@@ -30,6 +30,7 @@ struct ExitStatusTests {
                 while !Task.isCancelled {
                     feed.send([FleetSourceTests.line(second)])
                     second += 1
+                    // The fleet's pace (a fix every 0.2 s), not a wait.
                     try? await Task.sleep(for: .milliseconds(200))
                 }
             }
@@ -45,12 +46,11 @@ struct ExitStatusTests {
     /// `status` until its JSON satisfies `done`; returns the last run.
     static func status(_ cli: CLI, until done: (JSONValue) -> Bool) async throws -> GeofenceBinary.Result {
         var last: GeofenceBinary.Result?
-        for _ in 0..<50 {
+        _ = try await Wait.until(timeout: 30, every: .milliseconds(100)) {
             let result = try cli.run(
                 ["status", "--json", "--wait", "0.5s"], environment: try FleetSourceTests.deadGPSD())
             last = result
-            if done((try? JSON.parse(result.stdout)) ?? .null) { return result }
-            try await Task.sleep(for: .milliseconds(100))
+            return done((try? JSON.parse(result.stdout)) ?? .null)
         }
         return last!
     }
@@ -106,8 +106,7 @@ struct ExitStatusTests {
     /// Waits for `process` to end; its exit status, or nil if it did not end within `timeout` (or died of a
     /// signal).
     static func exitStatus(_ process: DaemonProcess, timeout: Double) async -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        _ = await Wait.until(timeout: timeout, every: .milliseconds(20)) { !process.isRunning }
         guard !process.isRunning, process.process.terminationReason == .exit else { return nil }
         return process.process.terminationStatus
     }
@@ -163,6 +162,7 @@ struct ExitStatusTests {
             // Events until the pipeline ends: the first goes through head, a later one finds the pipe closed.
             for attempt in 0..<60 where pipeline.isRunning {
                 #expect(try cli.run("services", attempt % 2 == 0 ? "off" : "on").status == 0)
+                // The pace of the events that make the pipeline end; its end is what the loop waits for.
                 try await Task.sleep(for: .milliseconds(100))
             }
             let ended = !pipeline.isRunning

@@ -41,11 +41,10 @@ struct FleetSourceTests {
     /// `status --json` until `done` holds for it (the engine writes its source's account every 0.5 s).
     static func status(_ cli: CLI, until done: (JSONValue) -> Bool) async throws -> JSONValue {
         var last = JSONValue.null
-        for _ in 0..<40 {
+        _ = try await Wait.until(timeout: 45, every: .milliseconds(100)) {
             let result = try cli.run(["status", "--json", "--wait", "1s"], environment: try deadGPSD())
             last = (try? JSON.parse(result.stdout)) ?? .null
-            if done(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return done(last)
         }
         return last
     }
@@ -217,9 +216,8 @@ struct VehicleNameTests {
             #expect(json["data"]?["unusable"]?["wrong-type"]?.intValue == 2, "\(json)")
             #expect(json["data"]?["usableFixes"]?.intValue == 3)
             #expect(await daemon.waitForLog("event determined", timeout: 10), "\(daemon.log)")
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline, !((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").hasSuffix("\n") {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = await Wait.until(timeout: 10) {
+                ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").hasSuffix("\n")
             }
             feed.close()
             _ = await daemon.stop()

@@ -14,18 +14,17 @@ private final class CountingFeed: @unchecked Sendable {
 
     /// Opens the FIFO once the engine has opened it for reading (within `timeout`), blocking for writes.
     init(fifo: String, timeout: Double = 20) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-            if fd >= 0 {
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-                handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-                return
-            }
-            // ENXIO: no reader yet (the engine is still starting, or did not start).
-            guard errno == ENXIO, Date() < deadline else { throw POSIXError(.ENXIO) }
-            usleep(20_000)
+        var fd: Int32 = -1
+        var failure: Int32 = 0
+        // ENXIO: no reader yet (the engine is still starting, or did not start); any other error ends the wait.
+        _ = Wait.blocking(timeout: timeout, every: .milliseconds(20)) {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            failure = fd >= 0 ? 0 : errno
+            return fd >= 0 || failure != ENXIO
         }
+        guard fd >= 0 else { throw POSIXError(.ENXIO) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     func send(_ lines: [String]) {
@@ -41,12 +40,7 @@ private final class CountingFeed: @unchecked Sendable {
 
     /// Waits until the engine has read everything written.
     func drained(timeout: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if unread == 0 { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+        await Wait.until(timeout: timeout, every: .milliseconds(20)) { unread == 0 }
     }
 
     func close() { try? handle.close() }
@@ -127,12 +121,9 @@ struct FullDiskStopTests {
             func waitCommitted(upTo index: Int, timeout: Double) async -> Bool {
                 var expected: [String: Date] = [:]
                 for fix in drive[..<index] { expected[fix.truck] = fix.time }
-                let deadline = Date().addingTimeInterval(timeout)
-                while Date() < deadline {
-                    if Self.committed(state: state, environment: env) == expected { return true }
-                    try? await Task.sleep(for: .milliseconds(100))
+                return await Wait.until(timeout: timeout, every: .milliseconds(100)) {
+                    Self.committed(state: state, environment: env) == expected
                 }
-                return false
             }
 
             var daemon = try DaemonProcess(
@@ -166,6 +157,7 @@ struct FullDiskStopTests {
                 while kill(pid, 0) == 0 && !Task.isCancelled {
                     ScratchMount.shell("dd if=/dev/zero of=\(mount.path)/filler-\(n) bs=4k 2>/dev/null")
                     n += 1
+                    // The pace of the filling, not a wait: the disk fills while the engine runs.
                     try? await Task.sleep(for: .milliseconds(10))
                 }
             }

@@ -31,12 +31,14 @@ struct GPSDFloodTests {
             #expect(await daemon.waitForLog("connected to gpsd", timeout: 15), "\(daemon.log)")
             let seconds = SoakScale.pick(short: 10.0, long: 60.0)
             // Warm-up: the first second fills the engine's buffers, its store's cache and the allocator's arenas.
+            // A measurement: a warm-up, then samples for a fixed time; no condition to wait for.
             try await Task.sleep(for: .seconds(2))
             let sentAtStart = peer.messageCount
             let start = try #require(Self.residentMiB(daemon.pid))
             var samples: [Double] = []
             let began = Date()
             while Date().timeIntervalSince(began) < seconds {
+                // Samples twice a second: a measurement, not a wait.
                 try await Task.sleep(for: .milliseconds(500))
                 if let rss = Self.residentMiB(daemon.pid) { samples.append(rss) }
             }

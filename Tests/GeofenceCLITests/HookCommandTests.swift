@@ -80,7 +80,7 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
 
 /// Waits for a process to end without blocking a thread of the cooperative pool.
 func waitForExit(_ process: Process) async {
-    while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+    _ = await Wait.until(timeout: 600, every: .milliseconds(20)) { !process.isRunning }
     process.waitUntilExit()
 }
 
@@ -320,6 +320,7 @@ struct HookCommandTests {
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 try process.run()
+                // A kill at a random moment is the test: there is nothing to wait for.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 50...400, using: &rng)))
                 if process.isRunning {
                     kill(process.processIdentifier, SIGKILL)
@@ -398,10 +399,9 @@ struct HookCommandTests {
             #expect(try await cli.exec("replay", "--hooks", track).status == 0)
 
             var text = ""
-            for _ in 0..<50 {
+            _ = await Wait.until(timeout: 5) {
                 text = cli.read("follow.out") ?? ""
-                if text.contains("done on attempt 1") { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return text.contains("done on attempt 1")
             }
             #expect(text.contains("event #2 enter \"depot\""), "\(text)")
             #expect(text.contains("(enter \"depot\", hook region): done on attempt 1"), "\(text)")
@@ -433,11 +433,7 @@ struct HookCommandTests {
             defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
             // The first pass enters the region (at its middle) and leaves it; the input stays open.
             input.fileHandleForWriting.write(Data((lines[0..<41].joined(separator: "\n") + "\n").utf8))
-            var entered = false
-            for _ in 0..<100 where !entered {
-                try await Task.sleep(for: .milliseconds(50))
-                entered = FileManager.default.fileExists(atPath: marker)
-            }
+            let entered = await Wait.until(timeout: 5) { FileManager.default.fileExists(atPath: marker) }
             #expect(entered, "the enter hook did not run while the input was open")
             #expect(process.isRunning)
             input.fileHandleForWriting.write(Data((lines[41...].joined(separator: "\n") + "\n").utf8))

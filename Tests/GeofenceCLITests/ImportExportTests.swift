@@ -125,6 +125,8 @@ struct ImportExportTests {
             #expect(result.stdout.contains("Imported 20000 regions"), "\(result.stdout)")
             #expect(await daemon.waitForLog("regions changed: 20000", timeout: 20), "\(daemon.log)")
             let store = try StateStore(directory: cli.stateDir)
+            // The engine logs the change before it writes the statuses that follow from it: wait for them.
+            _ = await Wait.until(timeout: 20) { (try? store.regions.countsByStatus()) == ["monitoring": 20_000] }
             #expect(try store.regions.countsByStatus() == ["monitoring": 20_000])
 
             // Bad entries in a later part: the CLI stops sending at the first, still reports every one, and the
@@ -324,6 +326,7 @@ struct ImportExportTests {
             #expect(try JSON.parse(try client.exchange(part(0..<1000, final: false)))["result"]?["staged"] == 1000)
             // The engine writes the switch and its event while the import holds the write lock...
             let switching = Task { try cli.run("services", "off") }
+            // Time for the switch to reach the lock and wait there: that it waits shows only as time passing.
             try await Task.sleep(for: .seconds(1))
             // ...they wait for it, and neither ends up in the other's transaction.
             let answer = try JSON.parse(try client.exchange(part(1000..<2000, final: true)))

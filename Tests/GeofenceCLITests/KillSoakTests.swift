@@ -33,7 +33,7 @@ final class RegionChurn: @unchecked Sendable {
     /// Waits for the change in progress to finish and holds the next one back.
     func pause() async {
         lock.withLock { paused = true }
-        while lock.withLock({ busy }) { try? await Task.sleep(for: .milliseconds(20)) }
+        _ = await Wait.until(timeout: 120, every: .milliseconds(20)) { !lock.withLock { busy } }
     }
 
     func resume() { lock.withLock { paused = false } }
@@ -52,7 +52,7 @@ final class RegionChurn: @unchecked Sendable {
             }
             guard let go else { return }
             guard go else {
-                try? await Task.sleep(for: .milliseconds(20))
+                _ = await Wait.until(timeout: 1, every: .milliseconds(20)) { lock.withLock { !paused || stopped } }
                 continue
             }
             let mine = snapshot.filter { $0.hasPrefix("client-") }.sorted()
@@ -77,18 +77,22 @@ final class RegionChurn: @unchecked Sendable {
                 }
             }
             lock.withLock { busy = false }
+            // Changes at uneven times, as users make them: the pace of the load, not a wait.
             try? await Task.sleep(for: .milliseconds(Int.random(in: 20...150, using: &rng)))
         }
     }
 
     /// Repeats a change until it exits with an accepted status (a kill may cut the first try short).
     private func settle(_ args: [String], accept: Set<Int32>) async {
-        for attempt in 0..<200 {
+        var attempt = 0
+        let settled = await Wait.until(timeout: 60, every: .milliseconds(50)) {
             let result = try? await offThread { [cli] in try cli.run(args) }
-            if let result, accept.contains(result.status) { return }
+            if let result, accept.contains(result.status) { return true }
             if attempt == 0 { lock.withLock { retries += 1 } }
-            try? await Task.sleep(for: .milliseconds(50))
+            attempt += 1
+            return false
         }
+        if settled { return }
         Issue.record("\(args) never succeeded")
     }
 }
@@ -139,6 +143,7 @@ struct KillSoakTests {
                                 time: Date(), latitude: p.latitude, longitude: p.longitude, speed: 80, hdop: 0.5)
                         )
                         .joined(separator: "\r\n"))
+                    // The receiver's pace (a fix every 0.2 s), not a wait.
                     try? await Task.sleep(for: .milliseconds(200))
                 }
             }
@@ -152,6 +157,7 @@ struct KillSoakTests {
             for round in 0..<kills {
                 let daemon = try cli.daemon(
                     ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-\(round).log")
+                // A kill at a random moment is the test: there is nothing to wait for.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 300...2_500, using: &rng)))
                 kill(daemon.pid, SIGKILL)
                 await waitForExit(daemon.process)
@@ -179,10 +185,9 @@ struct KillSoakTests {
             let daemon = try cli.daemon(
                 ["--gpsd", "127.0.0.1:\(gpsd.port)", "--log-level", "warning"], log: "run-last.log")
             var pending = -1
-            for _ in 0..<600 {
+            _ = try await Wait.until(timeout: 60, every: .milliseconds(100)) {
                 pending = try await cli.events("--pending").count
-                if pending == 0 { break }
-                try await Task.sleep(for: .milliseconds(100))
+                return pending == 0
             }
             #expect(pending == 0, "deliveries still pending")
             #expect(await daemon.stop() != nil, "the daemon did not stop on SIGTERM")

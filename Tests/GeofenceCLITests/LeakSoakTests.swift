@@ -86,6 +86,7 @@ struct LeakSoakTests {
             try StateStore(directory: cli.stateDir).regions.addAll(regions)
             let daemon = try cli.daemon(["--gpsd", "127.0.0.1:9"])
             #expect(await daemon.waitForLog("running:", timeout: 120), "\(daemon.log)")
+            // A measurement: a warm-up, then a fixed window of CPU time; no condition to wait for.
             try await Task.sleep(for: .seconds(2))
             let window = SoakScale.pick(short: 8.0, long: 30.0)
             let before = Self.cpuSeconds(daemon.pid)
@@ -140,12 +141,12 @@ struct LeakSoakTests {
             let feedSeconds = Date().timeIntervalSince(began)
             feed.close()
             var pending = -1
-            for _ in 0..<600 {
+            _ = try await Wait.until(timeout: 120, every: .milliseconds(200)) {
                 let r = try await cli.exec("events", "--pending", "--json", "--limit", "1")
                 pending = (try? JSON.parse(r.stdout))?.arrayValue?.count ?? -1
-                if pending == 0 { break }
-                try await Task.sleep(for: .milliseconds(200))
+                return pending == 0
             }
+            // A measurement: the footprint once the engine has been idle a moment, not a condition.
             try await Task.sleep(for: .seconds(1))
             let end = ProcessFootprint(pid: daemon.pid)
             // The first samples are warm-up (caches, pools, SQLite's page cache); flat means no growth after it.

@@ -52,6 +52,7 @@ struct MQTTAckKillTests {
         let publisher = Task.detached {
             for step in lines {
                 _ = try? broker.publish("fleet/all", step)
+                // The fleet's pace, not a wait.
                 try? await Task.sleep(for: .milliseconds(60))
             }
             done.set()
@@ -60,6 +61,7 @@ struct MQTTAckKillTests {
         var kills = 0
         var logs = ""
         while true {
+            // A kill at a random moment is the test: there is nothing to wait for.
             try await Task.sleep(for: .milliseconds(Int.random(in: 150...500, using: &rng)))
             let publishing = !done.isSet
             kill(daemon.pid, SIGKILL)
@@ -86,20 +88,19 @@ struct MQTTAckKillTests {
         // The last engine takes what the broker still holds: until the events match, or they stop changing.
         var live: [String] = []
         var unchangedSince = Date()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
+        _ = try await Wait.until(timeout: 60, every: .milliseconds(200)) {
             let now = try MQTTSourceTests.bodies(cli.stateDir)
             if now == replayed {
                 live = now
-                break
+                return true
             }
             if now != live {
                 live = now
                 unchangedSince = Date()
             } else if Date().timeIntervalSince(unchangedSince) > 10 {
-                break
+                return true
             }
-            try await Task.sleep(for: .milliseconds(200))
+            return false
         }
         #expect(await daemon.stop() != nil, "did not stop in 5 s: \(daemon.log)")
         return (kills, live, replayed, logs + daemon.log)

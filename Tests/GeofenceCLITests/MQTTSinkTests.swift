@@ -33,11 +33,10 @@ struct MQTTSinkTests {
     /// `sink list --json`, polled until `done` holds (or about 20 s).
     static func sinks(_ cli: CLI, until done: ([JSONValue]) -> Bool) async throws -> [JSONValue] {
         var last: [JSONValue] = []
-        for _ in 0..<200 {
+        _ = try await Wait.until(timeout: 30, every: .milliseconds(100)) {
             let result = try cli.run("sink", "list", "--json")
             last = (try? JSON.parse(result.stdout))?.arrayValue ?? []
-            if done(last) { return last }
-            try await Task.sleep(for: .milliseconds(100))
+            return done(last)
         }
         return last
     }
@@ -366,11 +365,13 @@ struct MQTTSinkTests {
                         return
                             #"{"class":"TPV","device":"v\#(v)","mode":3,"time":"\#(time)","lat":48.85,"lon":\#(MQTTSourceTests.longitude(x)),"eph":3,"speed":20,"track":90}"#
                     })
+                // The fleet's pace, not a wait.
                 try? await Task.sleep(for: .milliseconds(30))
             }
         }
         var restarts = 0
         while restarts < 10 {
+            // Restarts at random moments are the test: there is nothing to wait for.
             try await Task.sleep(for: .milliseconds(Int.random(in: 150...600)))
             broker.stop()
             try await Task.sleep(for: .milliseconds(Int.random(in: 50...400)))
@@ -438,6 +439,7 @@ struct MQTTSinkTests {
                     published.withLock { $0 += names }
                 }
                 batch += 1
+                // The fleet's pace, not a wait.
                 try? await Task.sleep(for: .milliseconds(60))
             }
         }
@@ -446,6 +448,7 @@ struct MQTTSinkTests {
             let daemon = try cli.daemon(source, log: "run-\(kills).log")
             #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
             engineUp.store(true, ordering: .releasing)
+            // Kills at random moments are the test: there is nothing to wait for.
             try await Task.sleep(for: .milliseconds(Int.random(in: 500...1200)))
             engineUp.store(false, ordering: .releasing)
             #expect(await daemon.stop(signal: SIGKILL) != nil)
@@ -460,13 +463,12 @@ struct MQTTSinkTests {
         // Until every fix of a downtime is judged (or 30 s), and then as long as more keep coming.
         var determined = Set<String>()
         var settled = 0
-        for _ in 0..<300 {
+        _ = try await Wait.until(timeout: 30, every: .milliseconds(100)) {
             let now = Set(try Self.outbox(cli).compactMap { $0.type == "determined" ? $0.subject : nil })
             settled = now.count == determined.count ? settled + 1 : 0
             determined = now
             let downSeen = sent.allSatisfy { !$0.hasPrefix("down-") || determined.contains($0) }
-            if determined.count >= sent.count || (downSeen && settled >= 10) { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return determined.count >= sent.count || (downSeen && settled >= 10)
         }
         let listed = try await Self.sinks(cli, until: Self.drained)
         #expect(await last.stop() != nil)

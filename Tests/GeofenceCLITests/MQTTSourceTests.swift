@@ -231,12 +231,10 @@ struct MQTTSourceTests {
         #expect(await second.waitForLog("event determined", timeout: 10), "\(second.log)")
         #expect(await second.stop() != nil, "did not stop in 5 s: \(second.log)")
         let third = try cli.daemon(source, log: "third.log")
-        let deadline = Date().addingTimeInterval(30)
         var subjects = Set<String>()
-        while Date() < deadline {
+        _ = try await Wait.until(timeout: 30, every: .milliseconds(200)) {
             subjects = Set(try Self.events(cli).filter { $0.type == "determined" }.map(\.subject))
-            if subjects.count == count { break }
-            try await Task.sleep(for: .milliseconds(200))
+            return subjects.count == count
         }
         #expect(await third.stop() != nil, "did not stop in 5 s: \(third.log)")
         #expect(subjects.count == count, "\(second.log)\n\(third.log)")

@@ -236,12 +236,10 @@ struct MetricsEndpointTests {
     static func health(
         port: UInt16, until done: ((status: Int, body: String)) -> Bool, timeout: Double
     ) async -> (status: Int, body: String)? {
-        let deadline = Date().addingTimeInterval(timeout)
         var last: (status: Int, body: String)?
-        while Date() < deadline {
+        _ = await Wait.until(timeout: timeout, every: .milliseconds(100)) {
             last = httpGet(port: port, path: "/healthz")
-            if let last, done(last) { return last }
-            try? await Task.sleep(for: .milliseconds(100))
+            return last.map(done) ?? false
         }
         return last
     }

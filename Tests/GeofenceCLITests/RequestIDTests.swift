@@ -66,6 +66,7 @@ struct RequestIDTests {
             let err = Pipe()
             add.standardError = err
             try add.run()
+            // Shows that something does not happen (the add does not end without the engine): only time shows it.
             try await Task.sleep(for: .seconds(1))
             #expect(add.isRunning, "the add waits for the engine")
             kill(daemon.pid, SIGKILL)
@@ -107,17 +108,18 @@ struct RequestIDTests {
         command.standardInput = FileHandle.nullDevice
         try command.run()
         // Until it has connected (a file is checked first), and a little more for its request to be under way.
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline, command.isRunning,
-            !((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(command.processIdentifier)/fd")) ?? [])
-                .contains(where: {
-                    (Int($0) ?? 0) > 2
-                        && (try? FileManager.default.destinationOfSymbolicLink(
-                            atPath: "/proc/\(command.processIdentifier)/fd/\($0)"))?.hasPrefix("socket:") == true
-                })
-        {
-            try await Task.sleep(for: .milliseconds(10))
+        _ = await Wait.until(timeout: 5) {
+            !command.isRunning
+                || ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(command.processIdentifier)/fd"))
+                    ?? [])
+                    .contains(where: {
+                        (Int($0) ?? 0) > 2
+                            && (try? FileManager.default.destinationOfSymbolicLink(
+                                atPath: "/proc/\(command.processIdentifier)/fd/\($0)"))?.hasPrefix("socket:") == true
+                    })
         }
+        // Shows that something does not happen (the command does not end while the engine does not answer):
+        // no signal, only time.
         try await Task.sleep(for: .milliseconds(500))
         #expect(command.isRunning, "\(args) waits for the engine")
         kill(daemon.pid, SIGKILL)

@@ -25,6 +25,7 @@ struct SilentOKTests {
                 let old = Date().addingTimeInterval(-15 * 86_400 - 3600)
                 for (i, epoch) in DaemonTests.drive(epochs: 400, from: old).enumerated() where !Task.isCancelled {
                     try? await gpsd.send(nmea: epoch, pace: .milliseconds(20))
+                    // The recording's pace, not a wait.
                     try? await Task.sleep(for: .milliseconds(i < 10 ? 20 : 80))
                 }
             }

@@ -18,11 +18,12 @@ struct SubjectNameTests {
             #expect(await daemon.waitForLog("connected to gpsd", timeout: 10), "\(daemon.log)")
             let watcher = try GPSDWatcher(port: gpsd.port)
             defer { watcher.close() }
-            for _ in 0..<100 where !watcher.reports.contains(where: { $0.contains("\"DEVICES\"") }) {
-                try await Task.sleep(for: .milliseconds(20))
+            _ = await Wait.until(timeout: 5, every: .milliseconds(20)) {
+                watcher.reports.contains { $0.contains("\"DEVICES\"") }
             }
             for epoch in DaemonTests.drive(epochs: 40, from: Date().addingTimeInterval(-15)) {
                 try await gpsd.send(nmea: epoch, pace: .milliseconds(60))
+                // The receiver's pace (5 epochs a second), not a wait.
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(await daemon.waitForLog("event enter region=\"gate\"", timeout: 10), "\(daemon.log)")

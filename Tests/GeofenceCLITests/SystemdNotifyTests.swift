@@ -51,6 +51,8 @@ struct SystemdNotifyTests {
             // The monitor held stuck: no more WATCHDOG=1 (systemd would restart the engine), and they come back
             // once it is released.
             _ = FileManager.default.createFile(atPath: stall, contents: nil)
+            // Shows that something does not happen (no WATCHDOG=1 while stuck): a window of time, after one for a
+            // ping already under way; there is no signal to wait for.
             try await Task.sleep(for: .milliseconds(700))
             let stuckFrom = Date()
             try await Task.sleep(for: .milliseconds(2500))
@@ -138,17 +140,13 @@ final class NotifyReceiver: Sendable {
 
     /// The first message for which `match` holds, waiting up to `timeout` seconds for it.
     func wait(timeout: Double, _ match: (Message) -> Bool) async -> Message? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let found = messages.first(where: match) { return found }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await Wait.until(timeout: timeout, every: .milliseconds(20)) { messages.contains(where: match) }
         return messages.first(where: match)
     }
 
     func close() {
         closed.store(true, ordering: .releasing)
-        while !exited.load(ordering: .acquiring) { usleep(10_000) }
+        _ = Wait.blocking(timeout: 60) { exited.load(ordering: .acquiring) }
         Glibc.close(fd)
         unlink(path)
     }

@@ -65,17 +65,14 @@ struct WatchTests {
                 for i in 0..<3 {
                     try record("marker-\(i)")
                     let committed = Date()
-                    var seen = false
-                    while !seen, Date().timeIntervalSince(committed) < 5 {
-                        seen = Self.tail(live.logPath).contains("marker-\(i)")
-                        if !seen { try await Task.sleep(for: .milliseconds(10)) }
-                    }
+                    let seen = await Wait.until(timeout: 5) { Self.tail(live.logPath).contains("marker-\(i)") }
                     #expect(seen)
                     #expect(Date().timeIntervalSince(committed) < 1, "live event \(i) within 1 s of its commit")
                 }
 
                 // The stuck one was cut off once it had taken nothing for 5 s: what it can still read ends, far short
-                // of what was sent.
+                // of what was sent. The cut shows nowhere but in what it reads, and reading before it would be taking
+                // events: only time can pass here.
                 try await Task.sleep(for: .seconds(max(0, 6 - Date().timeIntervalSince(bulk))))
                 var received: [UInt8] = []
                 var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -89,8 +86,7 @@ struct WatchTests {
                 #expect(ended, "the engine closed the stuck watcher")
                 #expect(received.count < 4 << 20, "\(received.count) bytes: its buffer was bounded")
                 kill(paused.pid, SIGCONT)
-                let deadline = Date().addingTimeInterval(20)
-                while paused.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                _ = await Wait.until(timeout: 20, every: .milliseconds(50)) { !paused.isRunning }
                 #expect(!paused.isRunning && paused.process.terminationStatus == 75, "the paused watch ends, exit 75")
                 #expect(Self.tail(paused.logPath).contains("Error: this watcher took no events"), "and says why")
                 // Reading again, it was told why, in a line of its own.

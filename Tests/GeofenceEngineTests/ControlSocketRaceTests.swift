@@ -69,8 +69,9 @@ struct ControlSocketRaceTests {
             try server.start()
             server.stop()
             // The swapper's answer to this start, before the path is cleared for the next one.
-            let deadline = Date().addingTimeInterval(5)
-            while swapper.handled.load(ordering: .acquiring) < round, Date() < deadline { usleep(1000) }
+            _ = Wait.blocking(timeout: 5, every: .milliseconds(1)) {
+                swapper.handled.load(ordering: .acquiring) >= round
+            }
             unlink(dir.file("engine.sock"))
             #expect(stat(secret, &info) == 0)
             if info.st_mode & 0o777 != 0o600 { break }

@@ -208,7 +208,7 @@ struct HookRunnerTests {
             try f.addEvents([(.enter, "quick"), (.enter, "slow")])
             let runner = f.runner { $0.shutdownGrace = 1 }
             let run = Task { await runner.run() }
-            while runner.statistics.running < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            _ = await Wait.until(timeout: 60) { runner.statistics.running >= 2 }
             let asked = ContinuousClock.now
             runner.finish()
             await run.value
@@ -460,10 +460,8 @@ struct HookRunnerTests {
             let clock = ContinuousClock()
             let start = clock.now
             task.cancel()
-            while runner.statistics.running > 0 || pgids.contains(where: { !liveProcesses(inGroup: $0).isEmpty }),
-                clock.now - start < .seconds(5)
-            {
-                usleep(10_000)
+            _ = Wait.blocking(timeout: 5) {
+                runner.statistics.running == 0 && !pgids.contains(where: { !liveProcesses(inGroup: $0).isEmpty })
             }
             #expect(clock.now - start < .seconds(2))
             await task.value
@@ -605,6 +603,8 @@ struct HookRunnerTests {
             let task = Task { await first.run() }
             defer { task.cancel() }
             #expect(await eventually(60) { FileManager.default.fileExists(atPath: f.dir.file("state/hooks.lock")) })
+            // The file exists a moment before the runner's flock holds it, and a probe with flock could take the
+            // lock from the runner: nothing to observe safely, so a little time.
             try await Task.sleep(for: .milliseconds(100))
             let summary = await f.runner().drain()
             #expect(summary.busy)
@@ -635,6 +635,8 @@ struct HookRunnerTests {
             let runner = f.runner { $0.pollInterval = 30 }
             let task = Task { await runner.run() }
             defer { task.cancel() }
+            // Time for the runner's first pass to end, so that the wake is what starts the next: no signal shows
+            // the runner idle.
             try await Task.sleep(for: .milliseconds(200))
             try f.addEvents([(.enter, "a")])
             runner.wake()

@@ -140,10 +140,5 @@ func liveProcesses(inGroup pgid: Int32) -> [Int32] {
 /// Waits up to `seconds` for `condition`, without blocking a thread of the cooperative pool (which the
 /// runner's own tasks, and other tests, need).
 func eventually(_ seconds: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
+    try await Wait.until(timeout: seconds, every: .milliseconds(20), condition)
 }

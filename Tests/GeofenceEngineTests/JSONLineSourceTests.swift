@@ -106,10 +106,13 @@ import Testing
         defer { dir.remove() }
         let source = JSONLineSource(path: path)
         source.start()
+        // Time for the reader to block in `open` of the FIFO: a state no signal shows from outside.
         try await Task.sleep(for: .milliseconds(200))
         let began = Date()
         await source.stop()
         #expect(Date().timeIntervalSince(began) < 2, "stop waited \(Date().timeIntervalSince(began)) s")
+        // Not a wait on the condition below: probing it opens a writer, which the reader (if the defect left one)
+        // would see.
         try await Task.sleep(for: .milliseconds(100))
         // A writer that does not wait finds no reader (ENXIO): the source's reader is gone, not blocked in
         // `open`, where it would take the next producer's lines for nobody.
@@ -136,6 +139,7 @@ import Testing
         _ = fcntl(writer, F_SETFL, O_NONBLOCK)
         let sent = text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
         #expect(sent > 0)
+        // Time for the reader to take what it can and be held back by the consumer: no signal shows it.
         try await Task.sleep(for: .milliseconds(300))
         // The consumer took nothing so far; now the engine stops.
         let stopping = Task { await source.stop() }

@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceEngine
+import GeofenceTestSupport
 import Synchronization
 import Testing
 
@@ -33,11 +34,13 @@ import Testing
             reports.finish()
         }
         producer.start()
+        // Shows that something does not happen (the fourth send does not return): no signal, only time.
         try await Task.sleep(for: .milliseconds(200))
         #expect(sent.load(ordering: .relaxed) == 3, "the fourth send waits (it is in the buffer, not returned)")
         #expect(reports.pending == 4)
         var iterator = reports.makeAsyncIterator()
         for _ in 0..<2 { _ = await iterator.next() }
+        // Again something that does not happen (the producer goes on waiting): only time shows it.
         try await Task.sleep(for: .milliseconds(100))
         #expect(sent.load(ordering: .relaxed) == 3, "above the low watermark the producer still waits")
         _ = await iterator.next()
@@ -59,7 +62,7 @@ import Testing
             return n
         }
         reports.sendNow(.up)
-        while taken.load(ordering: .relaxed) < 1 { try? await Task.sleep(for: .milliseconds(5)) }
+        _ = await Wait.until(timeout: 10, every: .milliseconds(5)) { taken.load(ordering: .relaxed) >= 1 }
         consumer.cancel()
         #expect(await consumer.value == 1)
 

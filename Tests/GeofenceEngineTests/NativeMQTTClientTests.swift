@@ -1,8 +1,8 @@
 import Foundation
+import GeofenceEngine
+import GeofenceTestSupport
 import Synchronization
 import Testing
-
-@testable import GeofenceEngine
 
 #if canImport(Glibc)
     import Glibc
@@ -121,12 +121,9 @@ struct NativeMQTTClientTests {
 
         /// Until `count` events start with `prefix`.
         func wait(for prefix: String, count: Int = 1, seconds: Double = 5) -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline {
-                if all.filter({ $0.hasPrefix(prefix) }).count >= count { return true }
-                usleep(5_000)
+            Wait.blocking(timeout: seconds, every: .milliseconds(5)) {
+                all.filter { $0.hasPrefix(prefix) }.count >= count
             }
-            return false
         }
     }
 
@@ -187,9 +184,13 @@ struct NativeMQTTClientTests {
         var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test")
         options.reconnectDelay = 0
         // The handler takes its time over a message: meanwhile the broker is gone, and the PUBACK written
-        // after it meets a reset socket.
+        // after it meets a reset socket. (The slow handler is the scenario, not a wait.)
+        let handling = Atomic(false)
         let client = NativeMQTTClient(options: options) { event in
-            if case .message = event { usleep(300_000) }
+            if case .message = event {
+                handling.store(true, ordering: .releasing)
+                usleep(300_000)
+            }
             events.record(event)
         }
         defer { client.stop() }
@@ -199,7 +200,7 @@ struct NativeMQTTClientTests {
         try first.acceptConnect()
         #expect(events.wait(for: "connected"))
         first.send(MQTTPacketTests.incoming(topic: "fleet/v", payload: Array("{}".utf8), qos: 1, id: 1))
-        usleep(50_000)
+        _ = Wait.blocking(timeout: 5, every: .milliseconds(1)) { handling.load(ordering: .acquiring) }
         // Gone, with a reset (not a polite FIN).
         var linger = linger(l_onoff: 1, l_linger: 0)
         setsockopt(first.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
@@ -257,6 +258,7 @@ struct NativeMQTTClientTests {
         var options = MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test", topicFilter: "fleet/#")
         options.reconnectDelay = 0
         // The first message's handler takes 0.3 s: its PUBACK, and those of the messages read with it, after.
+        // (The slow handler is the scenario, not a wait.)
         let first = Atomic(true)
         let client = NativeMQTTClient(options: options) { event in
             if case .message = event, first.exchange(false, ordering: .relaxed) { usleep(300_000) }
@@ -285,6 +287,8 @@ struct NativeMQTTClientTests {
         var fds = [pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)]
         #expect(poll(&fds, 1, 5_000) == 1)
         let waited = Date().timeIntervalSince(sent)
+        // Kept: the read below asserts how the client wrote its acknowledgements, so no condition on the bytes
+        // can stand in for this pause.
         usleep(50_000)
         var bytes = [UInt8](repeating: 0, count: 64)
         let n = read(connection.fd, &bytes, bytes.count)
@@ -334,11 +338,13 @@ struct NativeMQTTClientTests {
         let events = Events()
         let client = Self.client(broker, events: events)
         defer { client.stop() }
+        let started = Atomic(false)
         let answering = Thread {
             guard let connection = try? broker.accept(), (try? connection.next()) != nil else { return }
-            // A PUBACK for a message never sent, then the CONNACK.
+            // A PUBACK for a message never sent, then the CONNACK; the connection stays open until `start`
+            // has given its answer.
             connection.send([MQTTPacket.puback, 2, 0, 1, MQTTPacket.connack, 2, 0, 0])
-            usleep(500_000)
+            _ = Wait.blocking(timeout: 5) { started.load(ordering: .acquiring) }
         }
         answering.start()
         do {
@@ -347,6 +353,7 @@ struct NativeMQTTClientTests {
         } catch {
             #expect(error.description.hasSuffix("the broker sent a packet before its CONNACK"), "\(error)")
         }
+        started.store(true, ordering: .releasing)
         #expect(events.all.isEmpty, "\(events.all)")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceEngine
+import GeofenceTestSupport
 import Synchronization
 import Testing
 
@@ -23,6 +24,7 @@ import Testing
                     journal.note("cancelled \(name)")
                     return
                 }
+                // A service that takes this long to stop is the scenario, not a wait.
                 try? await Task.sleep(for: .seconds(lingering))
                 journal.note(Task.isCancelled ? "cancelled \(name)" : "stopped \(name)")
                 _ = stopped
@@ -57,7 +59,9 @@ import Testing
                 },
             ], deadline: .seconds(5))
         let run = Task { await group.run { journal.note("ending: \($0.service)") } }
-        while journal.all.filter({ $0.hasPrefix("start") }).count < 4 { try await Task.sleep(for: .milliseconds(5)) }
+        _ = await Wait.until(timeout: 10, every: .milliseconds(5)) {
+            journal.all.filter { $0.hasPrefix("start") }.count >= 4
+        }
         ends.set()
         let ending = await run.value
         #expect(ending.service == "source" && ending.cancelled.isEmpty)

@@ -2,6 +2,7 @@ import Foundation
 import GeofenceCore
 import GeofenceEngine
 import GeofenceStore
+import GeofenceTestSupport
 import Synchronization
 import Testing
 
@@ -43,8 +44,7 @@ import Testing
     /// Runs `runner` until `done` holds (at most 10 s), then stops it.
     static func run(_ runner: SinkRunner, until done: @escaping @Sendable () throws -> Bool) async throws {
         let task = Task { await runner.run() }
-        let deadline = Date().addingTimeInterval(10)
-        while try !done(), Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        _ = try await Wait.until(timeout: 10, every: .milliseconds(5), done)
         task.cancel()
         await task.value
     }

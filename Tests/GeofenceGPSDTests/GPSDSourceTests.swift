@@ -135,6 +135,7 @@ struct GPSDSourceTests {
             #expect(recorder.snapshots.last?.devices.map(\.path) == [harness.devicePath])
 
             // A connection that lasted longer than healthyConnectionDuration resets the backoff.
+            // The connection must last a time (healthyConnectionDuration): time is the condition itself.
             try await Task.sleep(for: .milliseconds(500))
             let before = recorder.disconnections.count
             harness.kill()
@@ -164,6 +165,7 @@ struct GPSDSourceTests {
                 while !Task.isCancelled, sendsNoFixSentences {
                     try? await harness.send(nmea: Self.generator.noFixSentences(at: time), pace: .zero)
                     time.addTimeInterval(1)
+                    // The receiver's pace, not a wait.
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }
@@ -172,6 +174,7 @@ struct GPSDSourceTests {
             // Never before the deadline; the upper bound is generous for a busy, shared machine.
             let elapsed = clock.now - started
             #expect(elapsed >= .seconds(1.9) && elapsed < .seconds(6), "silent after \(elapsed)")
+            // Shows that something does not happen (a second report): only time shows it.
             try await Task.sleep(for: .milliseconds(300))
             #expect(recorder.transitions == [.silent], "reported once")
             #expect(recorder.fixes.allSatisfy { $0.mode < .twoD })

@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceGPSD
+import GeofenceTestSupport
 import Synchronization
 import Testing
 
@@ -67,17 +68,11 @@ final class ReportRecorder: Sendable {
         timeout: Duration = .seconds(10),
         until condition: ([GPSDReport]) -> Bool
     ) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while true {
-            let reports = self.reports
-            if condition(reports) { return }
-            if clock.now >= deadline {
-                let tail = reports.suffix(8).map { "\($0)".prefix(160) }.joined(separator: "\n  ")
-                throw TimedOut(description: "timed out after \(timeout) waiting for \(what); last reports:\n  \(tail)")
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let (seconds, attoseconds) = timeout.components
+        let timeoutSeconds = Double(seconds) + Double(attoseconds) / 1e18
+        if await Wait.until(timeout: timeoutSeconds, every: .milliseconds(5), { condition(self.reports) }) { return }
+        let tail = reports.suffix(8).map { "\($0)".prefix(160) }.joined(separator: "\n  ")
+        throw TimedOut(description: "timed out after \(timeout) waiting for \(what); last reports:\n  \(tail)")
     }
 }
 

@@ -102,11 +102,11 @@ private final class Flag: Sendable {
                 }
             }
             writer.start()
+            // Shows that something does not happen (the writer stays blocked): no signal, only time.
             usleep(300_000)
             #expect(!written.isSet, "it waits for the import's lock")
             load.rollback()
-            let deadline = Date().addingTimeInterval(10)
-            while !written.isSet && Date() < deadline { usleep(10_000) }
+            _ = Wait.blocking(timeout: 10) { written.isSet }
             // The import's rollback undid none of it.
             #expect(written.isSet)
             #expect(try store.outbox.count() == 1)

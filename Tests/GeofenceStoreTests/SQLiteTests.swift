@@ -29,12 +29,8 @@ private func permissions(of path: String) throws -> Int {
 
 /// Polls `condition` (set by another thread) until it holds or `timeout` passes.
 private func wait(timeout: Duration = .seconds(10), until condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(10_000)
-    }
-    return true
+    let (seconds, attoseconds) = timeout.components
+    return Wait.blocking(timeout: Double(seconds) + Double(attoseconds) / 1e18, condition)
 }
 
 private struct Boom: Error, Equatable {}
@@ -116,6 +112,8 @@ private final class Progress: Sendable {
                 }
             }
             #expect(wait { progress.state.started || progress.state.error != nil })
+            // Shows that something does not happen (the other connection never gets the lock while this
+            // transaction holds it): no signal to wait for, only time.
             usleep(300_000)
             // The other connection cannot get the write lock while this transaction holds it.
             #expect(progress.state.finished == false)

@@ -54,12 +54,7 @@ import Testing
         var ids: [String] { output.filter { $0.contains(" ") }.map { String($0.split(separator: " ")[0]) } }
 
         func waitFor(timeout: Double, _ condition: ([String]) -> Bool) async -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if condition(output) { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return condition(output)
+            await Wait.until(timeout: timeout) { condition(output) }
         }
     }
 
@@ -91,9 +86,9 @@ import Testing
             // Non-blocking until the probe has opened its end: a probe that died must fail the test, not hang it.
             var writer: Int32 = -1
             let deadline = Date().addingTimeInterval(20)
-            while writer < 0 && probe.process.isRunning && Date() < deadline {
+            _ = await Wait.until(timeout: deadline.timeIntervalSinceNow) {
                 writer = open(fifo, O_WRONLY | O_NONBLOCK)
-                if writer < 0 { try await Task.sleep(for: .milliseconds(10)) }
+                return writer >= 0 || !probe.process.isRunning
             }
             try #require(writer >= 0, "round \(round): the probe never opened the FIFO: \(probe.output)")
             _ = fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) & ~O_NONBLOCK)
@@ -103,6 +98,7 @@ import Testing
                 let slice = lines[written..<min(lines.count, written + 20)].joined()
                 _ = slice.withCString { write(writer, $0, strlen($0)) }
                 written = min(lines.count, written + 20)
+                // The feed's pace, so that the kill lands mid-run: the events printed are checked just after.
                 try await Task.sleep(for: .milliseconds(15))
                 if probe.ids.count >= before + 4 { break }
             }

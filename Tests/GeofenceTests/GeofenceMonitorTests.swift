@@ -348,11 +348,6 @@ import Testing
 
     /// Polls `condition` for up to `timeout` seconds.
     func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await condition()
+        await Wait.until(timeout: timeout, every: .milliseconds(20), condition)
     }
 }

@@ -7,140 +7,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// Who is on the other end of a control connection, from the kernel (`SO_PEERCRED`), not from anything
-/// the client says.
-public struct ControlPeer: Sendable, Equatable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-}
-
-/// State a handler keeps on a connection that must be released when the client goes, whether or not it
-/// finished what it started (an import in parts holds the store's write lock).
-public protocol ControlConnectionState: Sendable {
-    /// Called once, on the connection's thread, after the client has gone.
-    func connectionClosed()
-    /// A line of this connection could not be read as a request: it may have been part of what this state
-    /// is for (an import's part), so it must not end as if it had not been sent.
-    mutating func requestUnreadable()
-}
-
-extension ControlConnectionState {
-    public mutating func requestUnreadable() {}
-}
-
-/// One client connection: write response lines to it; per-connection state lives in `userInfo`.
-public final class ControlConnection: @unchecked Sendable {
-    // @unchecked: `fd` is fixed; `open` and `userInfo` are guarded by `lock`; writes are serialized by it.
-    let fd: Int32
-    public let peer: ControlPeer
-    private let lock = NSLock()
-    private var open = true
-    private var info: [String: any Sendable] = [:]
-
-    init(fd: Int32, peer: ControlPeer) {
-        self.fd = fd
-        self.peer = peer
-    }
-
-    public var isOpen: Bool { lock.withLock { open } }
-
-    /// State a handler keeps across requests of this connection (an import in several parts); a value that
-    /// is a `ControlConnectionState` is told when the connection closes.
-    public subscript(key: String) -> (any Sendable)? {
-        get { lock.withLock { info[key] } }
-        set { lock.withLock { info[key] = newValue } }
-    }
-
-    /// Sends one line; false once the client has gone.
-    @discardableResult
-    public func send(_ line: String) -> Bool {
-        lock.withLock {
-            guard open else { return false }
-            if !writeLine(line, to: fd) { open = false }
-            return open
-        }
-    }
-
-    /// Writes as much of `bytes` as the socket takes now, without waiting; returns how much, or nil once
-    /// the client has gone.
-    func sendAvailable(_ bytes: [UInt8]) -> Int? {
-        lock.withLock {
-            guard open else { return nil }
-            var offset = 0
-            while offset < bytes.count {
-                let n = System.retryingEINTR {
-                    bytes.withUnsafeBytes {
-                        Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-                    }
-                }
-                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-                guard n > 0 else {
-                    open = false
-                    break
-                }
-                offset += n
-            }
-            return open ? offset : nil
-        }
-    }
-
-    /// Ends the connection from the engine's side: `last` goes out if the socket takes it without waiting,
-    /// then the connection is shut down (its thread then sees it closed and releases what it holds).
-    func cutOff(last: [UInt8]) {
-        lock.withLock {
-            guard open else { return }
-            open = false
-            if !last.isEmpty {
-                _ = last.withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-                }
-            }
-            shutdown(fd, Int32(SHUT_RDWR))
-        }
-    }
-
-    /// Tells every state kept on the connection that a line could not be read (see `ControlConnectionState`).
-    func requestUnreadable() {
-        lock.withLock {
-            for (key, value) in info {
-                guard var state = value as? any ControlConnectionState else { continue }
-                state.requestUnreadable()
-                info[key] = state
-            }
-        }
-    }
-
-    /// Marks the connection closed and releases what handlers kept on it.
-    func markClosed() {
-        let kept = lock.withLock {
-            open = false
-            defer { info = [:] }
-            return info
-        }
-        for case let state as any ControlConnectionState in kept.values { state.connectionClosed() }
-    }
-}
-
-/// Writes `line` and its newline to a stream socket, whole (both ends of the control socket); false once
-/// the peer has gone.
-func writeLine(_ line: String, to fd: Int32) -> Bool {
-    do {
-        try System.writeAll(Array(line.utf8) + [10], call: "send") {
-            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-        }
-        return true
-    } catch {
-        return false
-    }
-}
-
 /// Why the control socket could not be set up.
 public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
     public var description: String
@@ -414,7 +280,15 @@ public final class ControlServer: @unchecked Sendable {
         /// A `watch`: the client only listens, so silence is no reason to close it.
         var streaming = false
         while connection.isOpen && !stopping.load(ordering: .relaxed) {
-            if let newline = buffer.firstIndex(of: 10) {
+            let newline = buffer.firstIndex(of: 10)
+            // Over the limit, whether the read that took it there brought its newline too or not: one answer,
+            // and the connection ends (the rest of the line is never read).
+            if (newline ?? buffer.count) > ControlRequest.maximumLineLength {
+                let limit = "request line is over the 1 MiB limit (\(ControlRequest.maximumLineLength) bytes)"
+                connection.send(ControlResponse(id: nil, result: .failure(ControlError(.tooLong, limit))).line)
+                return
+            }
+            if let newline {
                 let line = buffer[..<newline]
                 defer {
                     buffer.removeSubrange(...newline)
@@ -433,13 +307,6 @@ public final class ControlServer: @unchecked Sendable {
                     }
                 }
                 continue
-            }
-            if buffer.count > ControlRequest.maximumLineLength {
-                connection.send(
-                    ControlResponse(
-                        id: nil, result: .failure(ControlError(.tooLong, "request line is over the 1 MiB limit"))
-                    ).line)
-                return
             }
             let partial = !buffer.isEmpty
             let left = (partial ? requestTimeout : idleTimeout) - (MonotonicClock.seconds() - since)
@@ -476,171 +343,5 @@ public final class ControlServer: @unchecked Sendable {
         var length = socklen_t(MemoryLayout.size(ofValue: raw))
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &length) == 0 else { return nil }
         return ControlPeer(pid: raw.0, uid: raw.1, gid: raw.2)
-    }
-}
-
-/// The CLI's side of the control socket.
-public struct ControlClient: Sendable {
-    public let path: String
-    /// The error message when a request was sent and the engine went away before answering it: a change
-    /// may then have been applied or not.
-    public static let noAnswer = "the engine closed the connection without an answer"
-    /// The error message when the engine went away before the last of several request lines was sent
-    /// (`call(lines:)`): the last one, which may be the one that commits, never reached it.
-    public static let closedEarly = "the engine closed the connection before the last request was sent"
-
-    public init(path: String) { self.path = path }
-
-    /// Whether something accepts connections at `path` (a running engine).
-    public static func isListening(_ path: String) -> Bool {
-        guard let fd = try? connect(path) else { return false }
-        close(fd)
-        return true
-    }
-
-    /// What answers at a socket path when asked `hello`.
-    public enum Greeting: Sendable {
-        /// Nothing listens there.
-        case nobody
-        /// An engine, and what it says of itself (`stateDirectory`, `pid`, `version`, ...).
-        case engine(JSONObject)
-        /// Something listens but refused (`busy`) or did not answer as an engine does.
-        case refused(ControlError)
-    }
-
-    /// Asks whoever listens at `path` which engine it is.
-    public static func greet(_ path: String) -> Greeting {
-        guard let fd = try? connect(path) else { return .nobody }
-        defer { close(fd) }
-        // A client turned away (`busy`) is answered before its request is read, and may find the connection
-        // closed when it sends: the answer is still there to read.
-        _ = writeLine(ControlRequest(method: .hello).line, to: fd)
-        var reader = LineReader(fd: fd, maximumLength: 1 << 20)
-        guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-            return .refused(ControlError(.unavailable, "the engine at \(path) closed the connection without an answer"))
-        }
-        switch response.result {
-        case .success(let value):
-            guard let o = value.objectValue, o["stateDirectory"]?.stringValue != nil else {
-                return .refused(ControlError(.unavailable, "\(path) does not answer as a geofence engine does"))
-            }
-            return .engine(o)
-        case .failure(let error):
-            return .refused(error)
-        }
-    }
-
-    static func connect(_ path: String) throws(ControlError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ControlError(.unavailable, "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw ControlError(.unavailable, "control socket path is too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard ok == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw ControlError(.unavailable, "cannot connect to the engine at \(path): \(reason)")
-        }
-        return fd
-    }
-
-    /// Sends requests on one connection and returns their responses, in order, each read before the next
-    /// is sent (an answer may be large: `export`).
-    public func call(_ requests: [ControlRequest]) throws(ControlError) -> [ControlResponse] {
-        let fd = try ControlClient.connect(path)
-        defer { close(fd) }
-        var responses: [ControlResponse] = []
-        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
-        for request in requests {
-            let sent = writeLine(request.line, to: fd)
-            // Unsent, there may still be an answer: the `busy` of a client turned away.
-            guard let response = try? ControlClient.response(from: &reader) else {
-                throw ControlError(
-                    .unavailable,
-                    sent
-                        ? ControlClient.noAnswer : "the engine closed the connection")
-            }
-            responses.append(response)
-        }
-        return responses
-    }
-
-    /// Sends request lines (serialized requests, without the newline) on one connection without waiting
-    /// for each answer, then returns the answers, in order: the engine works on one while the next is made
-    /// (lines are produced as they are sent). For a long run of requests whose answers only matter together,
-    /// such as the parts of an import. The engine answers every line, so the answers fit its socket buffer.
-    public func call(lines: some Sequence<String>) throws(ControlError) -> [ControlResponse] {
-        let fd = try ControlClient.connect(path)
-        defer { close(fd) }
-        var sent = 0
-        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
-        for line in lines {
-            guard writeLine(line, to: fd) else {
-                // Closed on us: the engine's answers so far say why (`busy`, or a part it refused).
-                var responses: [ControlResponse] = []
-                while let response = try? ControlClient.response(from: &reader) { responses.append(response) }
-                if responses.contains(where: { if case .failure = $0.result { true } else { false } }) {
-                    return responses
-                }
-                throw ControlError(.unavailable, ControlClient.closedEarly)
-            }
-            sent += 1
-        }
-        var responses: [ControlResponse] = []
-        for _ in 0..<sent { responses.append(try ControlClient.response(from: &reader)) }
-        return responses
-    }
-
-    /// Reads the next answer.
-    private static func response(from reader: inout LineReader) throws(ControlError) -> ControlResponse {
-        guard let line = try? reader.next(), let response = ControlResponse.parse(line) else {
-            throw ControlError(.unavailable, ControlClient.noAnswer)
-        }
-        return response
-    }
-
-    /// Sends one request whose answer comes in lines (`list` and `export` with `stream`): each line that is
-    /// not an answer goes to `item` as it arrives; returns the answer that ends them (or the refusal that
-    /// comes instead).
-    public func streamed(_ request: ControlRequest, _ item: (ArraySlice<UInt8>) throws -> Void) throws
-        -> ControlResponse
-    {
-        let fd = try ControlClient.connect(path)
-        defer { close(fd) }
-        _ = writeLine(request.line, to: fd)
-        var reader = LineReader(fd: fd, maximumLength: 16 << 20)
-        let answer = Array(#"{"ok":"#.utf8)
-        while let line = try? reader.next() {
-            if line.starts(with: answer) {
-                guard let response = ControlResponse.parse(line) else { break }
-                return response
-            }
-            try item(line)
-        }
-        throw ControlError(.unavailable, ControlClient.noAnswer)
-    }
-
-    /// Sends one request and calls `body` with each line the engine streams back, until it returns false
-    /// or the engine closes the connection (`watch`).
-    public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
-        let fd = try ControlClient.connect(path)
-        defer { close(fd) }
-        _ = writeLine(request.line, to: fd)
-        var reader = LineReader(fd: fd, maximumLength: 64 << 20)
-        while let line = try? reader.next() {
-            if !body(String(decoding: line, as: UTF8.self)) { return }
-        }
     }
 }

@@ -29,14 +29,14 @@ protocol MQTTClient: AnyObject, Sendable {
 }
 
 /// An incoming QoS 1 message whose acknowledgement waits for `MQTTClient.acknowledge`.
-struct MQTTReceipt: Sendable, Equatable {
+package struct MQTTReceipt: Sendable, Equatable {
     /// Which connection it came on (counted by the client).
-    var connection: Int
-    var packetID: UInt16
+    package var connection: Int
+    package var packetID: UInt16
 }
 
 /// What a client's thread reports.
-enum MQTTEvent: Sendable {
+package enum MQTTEvent: Sendable {
     /// The broker accepted the connection, and the subscription has been asked for again.
     case connected
     /// The broker answered the connection (or the subscription) with a refusal: bad credentials, a
@@ -54,37 +54,69 @@ enum MQTTEvent: Sendable {
 }
 
 /// A message the broker publishes for us when the connection is lost without a DISCONNECT.
-struct MQTTWill: Sendable {
-    var topic: String
-    var payload: String
-    var retain = true
+package struct MQTTWill: Sendable {
+    package var topic: String
+    package var payload: String
+    package var retain = true
+
+    package init(topic: String, payload: String, retain: Bool = true) {
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+    }
 }
 
-struct MQTTOptions: Sendable {
-    var host: String
-    var port: Int32
-    var clientID: String
-    var username: String?
-    var password: String?
+/// One client's settings: which broker, as whom, what to subscribe to, and how it behaves.
+package struct MQTTOptions: Sendable {
+    package var host: String
+    package var port: Int32
+    package var clientID: String
+    package var username: String?
+    package var password: String?
     /// What to subscribe to at every connection (QoS 1); nil: a client that only publishes.
-    var topicFilter: String?
-    var will: MQTTWill?
+    package var topicFilter: String?
+    package var will: MQTTWill?
     /// QoS 1 messages sent and not yet acknowledged, at most (more wait in the client's queue).
-    var sendMaximum: Int32 = 20
+    package var sendMaximum: Int32
     /// TLS, with the CA certificates of `caFile` (nil: the system's), and the client's own certificate
     /// and key when the broker asks for one.
-    var tls = false
-    var caFile: String?
-    var certificateFile: String?
-    var keyFile: String?
-    var keepalive: Int32 = 30
+    package var tls: Bool
+    package var caFile: String?
+    package var certificateFile: String?
+    package var keyFile: String?
+    package var keepalive: Int32
     /// Reconnect delays, seconds: first, at most (doubling in between).
-    var reconnectDelay: UInt32 = 1
-    var reconnectDelayMax: UInt32 = 30
+    package var reconnectDelay: UInt32
+    package var reconnectDelayMax: UInt32
     /// Incoming QoS 1 messages are acknowledged only through `acknowledge` (the MQTT source's
     /// `--mqtt-ack commit`); false: once the handler has returned. libmosquitto acknowledges inside the
     /// library, whatever this says.
-    var deferAcknowledgements = false
+    package var deferAcknowledgements: Bool
+
+    /// Every setting, in the order of the properties; the defaults are those the sources and sinks start from.
+    package init(
+        host: String, port: Int32, clientID: String, username: String? = nil, password: String? = nil,
+        topicFilter: String? = nil, will: MQTTWill? = nil, sendMaximum: Int32 = 20, tls: Bool = false,
+        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil, keepalive: Int32 = 30,
+        reconnectDelay: UInt32 = 1, reconnectDelayMax: UInt32 = 30, deferAcknowledgements: Bool = false
+    ) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+        self.username = username
+        self.password = password
+        self.topicFilter = topicFilter
+        self.will = will
+        self.sendMaximum = sendMaximum
+        self.tls = tls
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.keepalive = keepalive
+        self.reconnectDelay = reconnectDelay
+        self.reconnectDelayMax = reconnectDelayMax
+        self.deferAcknowledgements = deferAcknowledgements
+    }
 }
 
 /// Which client `makeMQTTClient` builds for a plain connection: geofence's own unless

@@ -4,19 +4,19 @@
 /// Pure functions and a reader over bytes, so that every rule of the wire format is tested without a
 /// socket (`MQTTPacketTests`); the client (`NativeMQTTClient`) only moves the bytes.
 package enum MQTTPacket {
-    static let connect: UInt8 = 0x10
-    static let connack: UInt8 = 0x20
+    package static let connect: UInt8 = 0x10
+    package static let connack: UInt8 = 0x20
     package static let publish: UInt8 = 0x30
     package static let puback: UInt8 = 0x40
     static let pubrec: UInt8 = 0x50
     /// PUBREL and SUBSCRIBE carry the fixed flags 0b0010 (§3.6.1, §3.8.1).
     package static let pubrel: UInt8 = 0x62
     static let pubcomp: UInt8 = 0x70
-    static let subscribe: UInt8 = 0x82
-    static let suback: UInt8 = 0x90
+    package static let subscribe: UInt8 = 0x82
+    package static let suback: UInt8 = 0x90
     static let pingreq: UInt8 = 0xC0
     static let pingresp: UInt8 = 0xD0
-    static let disconnect: UInt8 = 0xE0
+    package static let disconnect: UInt8 = 0xE0
     /// The DUP flag of a PUBLISH sent again (§3.3.1.1).
     static let duplicate: UInt8 = 0x08
     /// The largest Remaining Length the protocol can say (four bytes of seven bits, §2.2.3).

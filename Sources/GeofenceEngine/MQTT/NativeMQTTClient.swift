@@ -23,7 +23,7 @@ import GeofenceSystem
 /// order. An incoming QoS 1 message is acknowledged once the handler has returned: a handler that waits
 /// holds the broker back (its in-flight window) rather than filling memory. With `deferAcknowledgements`,
 /// only when `acknowledge` is called with its receipt (the MQTT source, once its fix is committed).
-final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
+package final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`, but for `socketState`, the I/O thread's own.
     private let options: MQTTOptions
     private let handler: @Sendable (MQTTEvent) -> Void
@@ -62,7 +62,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
-    init(options: MQTTOptions, handler: @escaping @Sendable (MQTTEvent) -> Void) {
+    package init(options: MQTTOptions, handler: @escaping @Sendable (MQTTEvent) -> Void) {
         self.options = options
         self.handler = handler
         // A socket pair rather than a pipe: made close-on-exec at once, so a hook spawned meanwhile never
@@ -80,13 +80,13 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         if wakeWrite >= 0 { close(wakeWrite) }
     }
 
-    var address: String { "\(options.host):\(options.port)" }
+    package var address: String { "\(options.host):\(options.port)" }
 
     /// Held in a dictionary by packet id: a thousand cost no more than a hundred, and keep a broker on
     /// loopback busy (with 128 the engine woke for every few PUBACKs: 13 µs of CPU a message against 7-8).
     var preferredWindow: Int { 1_000 }
 
-    func start(timeout: Double) throws(MQTTError) {
+    package func start(timeout: Double) throws(MQTTError) {
         guard wakeRead >= 0 else {
             throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
         }
@@ -120,7 +120,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         }
     }
 
-    func stop() {
+    package func stop() {
         let wasRunning = lock.withLock {
             defer { stopping = true }
             return running && !stopping
@@ -137,7 +137,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         }
     }
 
-    func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
+    package func publish(topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
         if let problem = MQTTPacket.problem(publishingTo: topic) {
             throw MQTTError(description: "cannot publish to \(topic): \(problem)")
         }
@@ -169,7 +169,7 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         return Int32(id)
     }
 
-    func acknowledge(_ receipts: [MQTTReceipt]) {
+    package func acknowledge(_ receipts: [MQTTReceipt]) {
         guard !receipts.isEmpty else { return }
         lock.lock()
         // Those of a connection lost are the broker's to send again (DUP): a PUBACK now would name a packet
@@ -194,7 +194,8 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
 
     private func wake() {
         var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        // Non-blocking: a full socket pair (EAGAIN) already holds a wake-up.
+        System.retryingEINTR { write(wakeWrite, &byte, 1) }
     }
 
     /// Under `lock`: the next packet identifier no unacknowledged packet holds.
@@ -276,14 +277,14 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
             let left = deadline - MonotonicClock.seconds()
             if left <= 0 { return false }
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&fds, 1, Int32(min(left, 1) * 1000) + 1)
+            // A poll that fails is a wait cut short: the loop looks at the time and the stop again.
+            _ = try? System.poll(&fds, milliseconds: Int32(min(left, 1) * 1000) + 1)
             drainWake()
         }
     }
 
     private func drainWake() {
-        var bytes = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &bytes, bytes.count) > 0 {}
+        BrokerDialer.drain(wakeRead)
     }
 
     /// One connection: dial, CONNECT, then read and write until it ends.
@@ -291,7 +292,10 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         // One deadline for the TCP connection and the CONNACK together, as `start` waits.
         let answerBy = MonotonicClock.seconds() + connectTimeout
         let socket: Int32
-        switch dial(timeout: connectTimeout) {
+        let dialed = BrokerDialer.dial(
+            host: options.host, port: options.port, timeout: connectTimeout, wake: wakeRead,
+            stopped: { lock.withLock { stopping } })
+        switch dialed {
         case .success(let fd): socket = fd
         case .failure(let why): return lock.withLock { stopping } ? .stopped : .unreachable(why.description)
         }
@@ -321,11 +325,13 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
 
         func flush() -> String? {
             while written < pending.count {
-                let n = pending.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
+                let n = System.retryingEINTR {
+                    pending.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
+                }
                 if n > 0 {
                     written += n
                     lastSent = MonotonicClock.seconds()
-                } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
+                } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                     // A broker that reads slowly: what it took is dropped now, not once all is written.
                     if written >= 1 << 16 {
                         pending.removeFirst(written)
@@ -376,17 +382,20 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
                 pollfd(fd: socket, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = poll(&fds, 2, timeout)
-            if ready < 0 && errno != EINTR { return .lost(String(cString: strerror(errno))) }
+            do throws(SystemError) {
+                _ = try System.poll(&fds, milliseconds: timeout)
+            } catch {
+                return .lost(error.reason)
+            }
             if fds[1].revents != 0 { drainWake() }
             guard fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
-            let n = chunk.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+            let n = System.retryingEINTR { chunk.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) } }
             if n == 0 {
                 let why = "the broker closed the connection"
                 return accepted ? .lost(why) : .unreachable(why)
             }
             if n < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { continue }
                 let why = String(cString: strerror(errno))
                 return accepted ? .lost(why) : .unreachable(why)
             }
@@ -528,12 +537,13 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
         var written = 0
         let deadline = MonotonicClock.seconds() + 1
         while written < bytes.count, MonotonicClock.seconds() < deadline {
-            let n = bytes.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
+            let n = System.retryingEINTR {
+                bytes.withUnsafeBytes { Self.send(socket, $0.baseAddress! + written, $0.count - written) }
+            }
             if n > 0 {
                 written += n
-            } else if n < 0 && (errno == EAGAIN || errno == EINTR) {
-                var fds = [pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)]
-                _ = poll(&fds, 1, 100)
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                _ = try? System.poll(socket, events: Int16(POLLOUT), timeout: 0.1)
             } else {
                 return
             }
@@ -545,74 +555,5 @@ final class NativeMQTTClient: MQTTClient, @unchecked Sendable {
     /// (an embedding application may not ignore SIGPIPE as the `geofence` command does).
     private static func send(_ socket: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
         Glibc.send(socket, bytes, count, Int32(MSG_NOSIGNAL))
-    }
-
-    private struct DialFailure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// A non-blocking TCP connection to the broker, within `timeout` (given up when stopped).
-    private func dial(timeout: Double) -> Result<Int32, DialFailure> {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        let looked = getaddrinfo(options.host, String(options.port), &hints, &found)
-        guard looked == 0, let found else {
-            return .failure(DialFailure(description: String(cString: gai_strerror(looked))))
-        }
-        defer { freeaddrinfo(found) }
-        var why = "no address for \(options.host)"
-        let deadline = MonotonicClock.seconds() + timeout
-        var candidate: UnsafeMutablePointer<addrinfo>? = found
-        while let address = candidate {
-            candidate = address.pointee.ai_next
-            let fd = socket(
-                address.pointee.ai_family,
-                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-                    | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else {
-                why = String(cString: strerror(errno))
-                continue
-            }
-            var on: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-            if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return .success(fd) }
-            guard errno == EINPROGRESS else {
-                why = String(cString: strerror(errno))
-                close(fd)
-                continue
-            }
-            // Connecting: until writable, the deadline, or a stop.
-            var result: Int32 = -1
-            while true {
-                if lock.withLock({ stopping }) {
-                    close(fd)
-                    return .failure(DialFailure(description: "stopped while connecting"))
-                }
-                let left = deadline - MonotonicClock.seconds()
-                if left <= 0 {
-                    why = "no answer to the connection within \(Int(timeout)) s"
-                    break
-                }
-                var fds = [
-                    pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
-                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-                ]
-                _ = poll(&fds, 2, Int32(min(left, 1) * 1000) + 1)
-                if fds[1].revents != 0 { drainWake() }
-                if fds[0].revents != 0 {
-                    var error: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-                    result = error
-                    break
-                }
-            }
-            if result == 0 { return .success(fd) }
-            if result > 0 { why = String(cString: strerror(result)) }
-            close(fd)
-        }
-        return .failure(DialFailure(description: why))
     }
 }
