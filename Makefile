@@ -63,6 +63,7 @@ release: deps
 # must print the events `geofence replay` prints on the same drive, typed; and every block of Swift in
 # Docs/library.md must be one of its files, which that build compiles (Scripts/example-check.sh).
 test: deps
+	python3 Scripts/surface-check.py
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 	Scripts/example-check.sh

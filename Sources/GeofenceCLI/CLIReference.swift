@@ -1,8 +1,8 @@
 /// Docs/cli.md, made from the command tree itself so the reference can never drift from `--help`.
 /// A test fails when the file is out of date; `GEOFENCE_UPDATE_DOCS=1 swift test --filter CLIReference`
 /// rewrites it.
-public enum CLIReference {
-    public static func markdown() -> String {
+package enum CLIReference {
+    package static func markdown() -> String {
         let parser = CommandLineParser(root: CommandTree.root)
         var out = """
             # geofence command reference

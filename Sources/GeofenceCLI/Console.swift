@@ -11,16 +11,16 @@ import Synchronization
 ///
 /// Commands write through this, never to the process's streams directly, so tests can run them in-process
 /// and read what they printed.
-public final class Console: @unchecked Sendable {
+package final class Console: @unchecked Sendable {
     // @unchecked: the closures are set once at creation and the standard ones only call thread-safe stdio;
     // a capturing console guards its buffers with a lock.
     private let writeOut: @Sendable (String) -> Void
     private let writeErr: @Sendable (String) -> Void
     /// Whether stderr is a terminal (progress bars are drawn only then).
-    public let stderrIsTerminal: Bool
+    package let stderrIsTerminal: Bool
     private let stdoutRefused: Flag?
 
-    public init(
+    package init(
         out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
         stderrIsTerminal: Bool = false
     ) {
@@ -39,13 +39,13 @@ public final class Console: @unchecked Sendable {
     }
 
     /// The process's stdout and stderr.
-    public static func standard() -> Console {
+    package static func standard() -> Console {
         Console(standardWithTerminal: isatty(2) == 1)
     }
 
     /// Whether a write to stdout failed: its reader went away (`geofence watch | head -n 1`), so a command
     /// that streams can stop. Always false for a console made of closures.
-    public var outputClosed: Bool { stdoutRefused?.value.load(ordering: .relaxed) ?? false }
+    package var outputClosed: Bool { stdoutRefused?.value.load(ordering: .relaxed) ?? false }
 
     private final class Flag: Sendable {
         let value = Atomic(false)
@@ -64,29 +64,29 @@ public final class Console: @unchecked Sendable {
     // escapes are JSON's own.
 
     /// Writes `text` and a newline to stdout.
-    public func print(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
+    package func print(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
     /// Writes `text` to stdout.
-    public func write(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true)) }
+    package func write(_ text: String) { writeOut(PrintableText.escaped(text, keepingLineBreaks: true)) }
     /// Writes `text` and a newline to stderr.
-    public func message(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
+    package func message(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true) + "\n") }
     /// Writes `text` to stderr.
-    public func writeError(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true)) }
+    package func writeError(_ text: String) { writeErr(PrintableText.escaped(text, keepingLineBreaks: true)) }
     /// Redraws a progress line on stderr: a carriage return, then `text` escaped.
-    public func progress(_ text: String) { writeErr("\r" + PrintableText.escaped(text)) }
+    package func progress(_ text: String) { writeErr("\r" + PrintableText.escaped(text)) }
 }
 
 /// A console that keeps what was written, for tests.
-public final class CapturedOutput: @unchecked Sendable {
+package final class CapturedOutput: @unchecked Sendable {
     private let lock = NSLock()
     private var outText = ""
     private var errText = ""
 
-    public init() {}
+    package init() {}
 
-    public var stdout: String { lock.withLock { outText } }
-    public var stderr: String { lock.withLock { errText } }
+    package var stdout: String { lock.withLock { outText } }
+    package var stderr: String { lock.withLock { errText } }
 
-    public var console: Console {
+    package var console: Console {
         Console(
             out: { [self] text in lock.withLock { outText += text } },
             err: { [self] text in lock.withLock { errText += text } })

@@ -7,11 +7,11 @@ import GeofenceStore
 #endif
 
 /// The `geofence` command line: parse, dispatch, map failures to one clear line and a sysexits code.
-public enum GeofenceCommand {
-    public static let version = "0.1.0"
+package enum GeofenceCommand {
+    package static let version = "0.1.0"
 
     /// Runs the process's command line and exits with its status.
-    public static func main() -> Never {
+    package static func main() -> Never {
         signal(SIGPIPE, SIG_IGN)
         let status = run(
             Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
@@ -20,7 +20,7 @@ public enum GeofenceCommand {
     }
 
     /// Runs one command line; returns the exit status. Everything it prints goes through `console`.
-    public static func run(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
+    package static func run(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
         let parser = CommandLineParser(root: CommandTree.root)
         switch parser.parse(arguments, environment: environment) {
         case .help(let text):

@@ -2,13 +2,13 @@ import Foundation
 import GeofenceCore
 
 /// The capability snapshot as JSON (`status --json`, and the daemon's copy in the store), both ways.
-public enum CapabilityJSON {
+package enum CapabilityJSON {
     static let fieldNames: [(CapabilitySnapshot.ReportedFields, String)] = [
         (.time, "time"), (.position2D, "2D"), (.position3D, "3D"), (.speed, "speed"), (.course, "course"),
         (.horizontalAccuracy, "horizontal-accuracy"), (.verticalAccuracy, "vertical-accuracy"),
     ]
 
-    public static func encode(_ s: CapabilitySnapshot) -> JSONObject {
+    package static func encode(_ s: CapabilitySnapshot) -> JSONObject {
         var o = JSONObject()
         if let d = s.daemon {
             o["gpsd"] = [
@@ -31,7 +31,7 @@ public enum CapabilityJSON {
     }
 
     /// Reads back what `encode` wrote (for `status` from the daemon's copy).
-    public static func decode(_ o: JSONObject) -> CapabilitySnapshot {
+    package static func decode(_ o: JSONObject) -> CapabilitySnapshot {
         var snapshot = CapabilitySnapshot()
         if let g = o["gpsd"]?.objectValue {
             let proto = (g["protocol"]?.stringValue ?? "0.0").split(separator: ".").compactMap { Int($0) }
@@ -55,7 +55,7 @@ public enum CapabilityJSON {
     }
 
     /// One line for people: `u-blox on /dev/ttyACM0, every 1 s, reports 3D, speed, course, horizontal accuracy`.
-    public static func describe(_ d: CapabilitySnapshot.Device) -> String {
+    package static func describe(_ d: CapabilitySnapshot.Device) -> String {
         var text = d.path
         if let driver = d.driver { text += " (\(driver)" + (d.subtype.map { ", \($0)" } ?? "") + ")" }
         if let interval = d.updateInterval { text += String(format: ", a fix every %g s", interval) }

@@ -9,9 +9,9 @@ import Synchronization
 #endif
 
 /// What `geofence run` is told.
-public struct DaemonConfiguration: Sendable {
+package struct DaemonConfiguration: Sendable {
     /// Where the fixes come from.
-    public enum Source: Sendable, Equatable {
+    package enum Source: Sendable, Equatable {
         case gpsd(GPSDAddress)
         /// gpsd-style TPV JSON lines from a path (`-` for standard input).
         case jsonLines(String)
@@ -20,39 +20,39 @@ public struct DaemonConfiguration: Sendable {
         case mqtt(MQTTAddress, clientID: String?)
     }
 
-    public var stateDirectory: String
-    public var source: Source = .gpsd(.default)
-    public var liveness = SourceLiveness.Configuration()
-    public var filter = FixFilterConfiguration()
-    public var monitor = MonitorConfiguration()
+    package var stateDirectory: String
+    package var source: Source = .gpsd(.default)
+    package var liveness = SourceLiveness.Configuration()
+    package var filter = FixFilterConfiguration()
+    package var monitor = MonitorConfiguration()
     /// How often the daemon looks for regions added or removed by the CLI, seconds.
-    public var regionSyncInterval = 0.5
+    package var regionSyncInterval = 0.5
     /// The control socket's path; nil runs without one (tests of the pipeline alone).
-    public var socketPath: String?
+    package var socketPath: String?
     /// Users the policy file restricts.
-    public var restricted: Set<UInt32> = []
+    package var restricted: Set<UInt32> = []
     /// The hook runner's settings (timeouts, retries, concurrency).
-    public var hooks = HookConfiguration()
+    package var hooks = HookConfiguration()
     /// At most this many regions are monitored; the others are `pending: limit` (nil: no limit).
-    public var maxRegions: Int?
+    package var maxRegions: Int?
     /// A vehicle not heard from for this long (seconds) is dropped from memory, its state kept in the store
     /// until its next fix (`FixPipeline.idleLimit`); nil keeps every vehicle in memory.
-    public var idleLimit: Double? = 86_400
+    package var idleLimit: Double? = 86_400
     /// Fault injection, for the watchdog's test: while a file is at this path, the monitor's loop blocks on
     /// its own thread, as a monitor stuck in its work would (the CLI sets it only in debug builds, from
     /// `GEOFENCE_TEST_STALL_MONITOR`). nil: never.
-    public var stallMonitorWhile: String?
+    package var stallMonitorWhile: String?
     /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
-    public var subject: String?
+    package var subject: String?
     /// How an MQTT source's messages name their vehicles.
-    public var mqttVehicle = MQTTVehicleNaming.payload
+    package var mqttVehicle = MQTTVehicleNaming.payload
     /// When an MQTT source acknowledges a message to the broker: once its fix is committed (the default,
     /// nothing lost at a kill), or on receipt.
-    public var mqttAcknowledgement = MQTTAcknowledgement.commit
+    package var mqttAcknowledgement = MQTTAcknowledgement.commit
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
 
-    public init(stateDirectory: String) {
+    package init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
     }
 }
@@ -95,8 +95,8 @@ private final class SignalName: Sendable {
 }
 
 /// `geofence run`: store → source → monitor → outbox, under one task group, stopped by SIGTERM/SIGINT.
-public final class Daemon: Sendable {
-    public let configuration: DaemonConfiguration
+package final class Daemon: Sendable {
+    package let configuration: DaemonConfiguration
     private let logger: Logger
     private let version: String
 
@@ -105,7 +105,7 @@ public final class Daemon: Sendable {
     /// The source the engine was handed (an embedder's own); nil: the one `configuration.source` names.
     private let given: (any LocationSource)?
 
-    public init(
+    package init(
         configuration: DaemonConfiguration, logger: Logger, version: String, source: (any LocationSource)? = nil
     ) {
         given = source
@@ -116,7 +116,7 @@ public final class Daemon: Sendable {
 
     /// Runs until SIGTERM or SIGINT (or the end of a file source). Throws only for what prevents starting:
     /// another daemon on the same state directory, a store that cannot be opened.
-    public func run() async throws {
+    package func run() async throws {
         // First of all: a SIGTERM (systemd's stop, a Ctrl-C) that comes while the engine opens the store and
         // loads its regions, which can take seconds, then stops it gracefully once it has, instead of
         // killing it half-way.
@@ -318,13 +318,13 @@ public final class Daemon: Sendable {
 
 /// `geofence run` stopped with fixes judged but not committed: the store refused the writes (a full disk).
 /// Says exactly what was not committed and what to send again; `geofence run` exits 74 (EX_IOERR).
-public struct UncommittedAtStop: Error, CustomStringConvertible, Sendable {
+package struct UncommittedAtStop: Error, CustomStringConvertible, Sendable {
     /// Accepted fixes not committed, per vehicle: how many, and the fix time of the first.
-    public let vehicles: [(subject: String, count: Int, first: Date)]
-    public let fixes: Int
-    public let regionEvents: Int
-    public let stateEvents: Int
-    public let reason: String
+    package let vehicles: [(subject: String, count: Int, first: Date)]
+    package let fixes: Int
+    package let regionEvents: Int
+    package let stateEvents: Int
+    package let reason: String
     let source: String
 
     init(_ s: StopShortfall, source: String) {
@@ -341,7 +341,7 @@ public struct UncommittedAtStop: Error, CustomStringConvertible, Sendable {
     /// The vehicles named in the message, at most; the earliest first.
     static let named = 20
 
-    public var description: String {
+    package var description: String {
         var text = "stopped without committing \(fixes) accepted fix(es) of \(vehicles.count) vehicle(s)"
         text += " and the \(regionEvents) region event(s) they made"
         if stateEvents > 0 { text += ", and \(stateEvents) state event(s)" }

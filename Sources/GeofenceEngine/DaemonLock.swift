@@ -9,23 +9,23 @@ import GeofenceSystem
 ///
 /// `flock` locks belong to the open file description, so the kernel releases it when the daemon dies,
 /// however it dies: a stale lock file never blocks a restart.
-public final class DaemonLock: Sendable {
-    public static let fileName = "geofence.lock"
-    public let path: String
+package final class DaemonLock: Sendable {
+    package static let fileName = "geofence.lock"
+    package let path: String
     private let fd: Int32
 
     /// Why the lock could not be taken.
-    public struct Held: Error, CustomStringConvertible {
-        public var path: String
-        public var pid: Int32?
-        public var description: String {
+    package struct Held: Error, CustomStringConvertible {
+        package var path: String
+        package var pid: Int32?
+        package var description: String {
             "another geofence engine is already running on this state directory"
                 + (pid.map { " (pid \($0))" } ?? "") + ": \(path) is locked; stop it first, or use another --state-dir"
         }
     }
 
     /// Takes the lock or throws `Held` (or a `POSIXError` if the file cannot be opened).
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         path = (directory as NSString).appendingPathComponent(DaemonLock.fileName)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
@@ -46,7 +46,7 @@ public final class DaemonLock: Sendable {
     }
 
     /// The pid of the running daemon, or nil when none holds the lock on `directory`.
-    public static func holder(directory: String) -> Int32? {
+    package static func holder(directory: String) -> Int32? {
         let path = (directory as NSString).appendingPathComponent(fileName)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }

@@ -12,19 +12,19 @@ import GeofenceSystem
 /// Events are returned only after the transaction that stored them (with the state change that caused
 /// them) has committed, so whatever a caller prints or runs is already durable. Fixes that change only
 /// bookkeeping (a subject's last fix time) are batched into fewer transactions.
-public final class FixPipeline {
-    public let store: StateStore
-    public private(set) var filter: FixFilter
-    public private(set) var monitor: RegionMonitor
+package final class FixPipeline {
+    package let store: StateStore
+    package private(set) var filter: FixFilter
+    package private(set) var monitor: RegionMonitor
     /// Region change generation the monitor has caught up with.
-    public private(set) var generation: Int64 = 0
+    package private(set) var generation: Int64 = 0
     /// The highest region seq the monitor has taken (loaded or followed): the engine's mark in the store,
     /// written with the next commit.
-    public private(set) var takenSeq: Int64 = 0
+    package private(set) var takenSeq: Int64 = 0
     /// The store keeps no region change before this generation (see `pruneFollowedChanges`).
     private var prunedBefore: Int64 = 0
     /// Followed region changes forgotten per sync, at most.
-    public var pruneBatch = 50_000
+    package var pruneBatch = 50_000
     private var recordedTakenSeq: Int64 = 0
     private var pending: [MonitorOutput] = []
     private var urgent = false
@@ -33,13 +33,13 @@ public final class FixPipeline {
     private let monotonic: @Sendable () -> Double
     private var assembler: EpochAssembler
     /// Commit bookkeeping at least this often (seconds of wall clock) and every this many fixes.
-    public var batchInterval: Double = 1
+    package var batchInterval: Double = 1
     /// The engine's one event id generator: the monitor's events take their ids from it, and so do the
     /// events the engine makes around the pipeline (`MonitorService`, the control handler).
-    public let ids: EventIDs
-    public var batchSize = 512
+    package let ids: EventIDs
+    package var batchSize = 512
 
-    public init(
+    package init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
         settle: Double = 0.3, clock: @escaping @Sendable () -> Date = { Date() },
         monotonic: @escaping @Sendable () -> Double = FixPipeline.uptime, ids: EventIDs = EventIDs()
@@ -55,7 +55,7 @@ public final class FixPipeline {
     }
 
     /// Seconds on the monotonic clock.
-    public static let uptime: @Sendable () -> Double = { MonotonicClock.seconds() }
+    package static let uptime: @Sendable () -> Double = { MonotonicClock.seconds() }
 
     /// Loads every region that is not expired, and every subject's state, from the store, and records
     /// that the engine has taken them (`RegionRepository.markTaken`: one row, however many regions were waiting).
@@ -64,7 +64,7 @@ public final class FixPipeline {
     /// (`RegionRepository.monitoringSnapshot`), in chunks, on another thread, while this one builds the monitor
     /// from the chunks already read. Regions added after the snapshot come through `syncRegions()`, as any
     /// later change does.
-    public func load() throws {
+    package func load() throws {
         let mark = try store.regions.monitoringMark()
         generation = mark.generation
         let reader = SnapshotReader(store: store, upTo: mark.lastSeq)
@@ -87,12 +87,12 @@ public final class FixPipeline {
     }
 
     /// Takes regions out of monitoring (their states stay in the store).
-    public func deactivate(seqs: Set<Int64>) {
+    package func deactivate(seqs: Set<Int64>) {
         for id in monitor.regionIDs(seqs: seqs) { monitor.remove(id: id) }
     }
 
     /// Brings regions (back) into monitoring, with their subjects' states from the store.
-    public func activate(_ regions: [StoredRegion]) throws {
+    package func activate(_ regions: [StoredRegion]) throws {
         for stored in regions where stored.status.kind != .expired {
             monitor.insert(stored.region, seq: stored.seq)
             monitor.restorePairs(regionSeq: stored.seq, pairs: try store.monitorState.pairs(regionSeq: stored.seq))
@@ -100,13 +100,13 @@ public final class FixPipeline {
     }
 
     /// The next change of every subject is reported `inferred` (monitoring was off meanwhile).
-    public func beginGap() {
+    package func beginGap() {
         monitor.beginGap()
     }
 
     /// Follows regions added or removed (by the CLI) since the last call. Returns how many changed.
     @discardableResult
-    public func syncRegions() throws -> Int {
+    package func syncRegions() throws -> Int {
         let (latest, changes) = try store.regions.changes(after: generation)
         guard latest != generation else {
             pruneFollowedChanges()
@@ -170,15 +170,15 @@ public final class FixPipeline {
     }
 
     /// What one step decided: the verdict on every report it settled (in order), and the events it committed.
-    public struct Step: Sendable {
-        public var decisions: [(fix: Fix, verdict: FixVerdict)] = []
-        public var events: [RegionEvent] = []
+    package struct Step: Sendable {
+        package var decisions: [(fix: Fix, verdict: FixVerdict)] = []
+        package var events: [RegionEvent] = []
     }
 
     /// Runs one report through epoch assembly, the filter and the monitor. Returns the events committed by
     /// this call: those it caused, and any earlier ones whose commit had failed (a full disk) and succeeded
     /// now. If the commit fails, the error is thrown and nothing is lost: the changes stay queued.
-    public func process(_ fix: Fix) throws -> Step {
+    package func process(_ fix: Fix) throws -> Step {
         var step = Step()
         offer(fix) { step.decisions.append(($0, $1)) }
         step.events = try commitIfDue()
@@ -250,14 +250,14 @@ public final class FixPipeline {
     }
 
     /// Reports offered so far, counted from 1 in the order offered (`skip` counts too).
-    public private(set) var offered: Int64 = 0
+    package private(set) var offered: Int64 = 0
     /// The numbers of the reports the epoch assembler holds, by vehicle.
     private var heldNumbers: [String: Int64] = [:]
     /// The lowest number of an accepted report whose outputs wait in `pending` (nil: none wait).
     private var lowestPending: Int64?
 
     /// Counts reports that are not offered (Location Services off): they need no commit.
-    public func skip(_ count: Int) {
+    package func skip(_ count: Int) {
         offered += Int64(count)
     }
 
@@ -265,7 +265,7 @@ public final class FixPipeline {
     /// (a duplicate, a bad fix) or changing nothing to store. A report the epoch assembler holds, or whose
     /// outputs wait for a commit (a batch of bookkeeping, a commit that failed), holds the mark below it.
     /// What a source may now tell its own source is safe (an MQTT broker's acknowledgement).
-    public var committedThrough: Int64 {
+    package var committedThrough: Int64 {
         var mark = offered
         if let lowestPending { mark = min(mark, lowestPending - 1) }
         for number in heldNumbers.values { mark = min(mark, number - 1) }
@@ -273,7 +273,7 @@ public final class FixPipeline {
     }
 
     /// Whether a commit now would move `committedThrough`: accepted reports wait in `pending`.
-    public var holdsMark: Bool { lowestPending != nil }
+    package var holdsMark: Bool { lowestPending != nil }
 
     /// The reports held released, with their numbers, in the assembler's order.
     private func released(_ fixes: [Fix]) -> [(Fix, Int64)] {
@@ -284,7 +284,7 @@ public final class FixPipeline {
     }
 
     /// Passes on reports that waited long enough for the rest of their epoch (the daemon calls this often).
-    public func settle() throws -> Step {
+    package func settle() throws -> Step {
         var step = Step()
         for (fix, number) in released(assembler.due(now: monotonic())) {
             step.decisions.append((fix, judge(fix, number: number)))
@@ -299,7 +299,7 @@ public final class FixPipeline {
     }
 
     /// The end of a recording: passes on every report still held, and commits.
-    public func finish() throws -> Step {
+    package func finish() throws -> Step {
         var step = Step()
         for (fix, number) in released(assembler.flush()) { step.decisions.append((fix, judge(fix, number: number))) }
         step.events = try flush()
@@ -309,12 +309,12 @@ public final class FixPipeline {
     /// Vehicles whose last fix is older than this (seconds) are dropped from memory by `evictIdle` and
     /// not loaded at start; their state stays in the store and comes back with their next fix. Nil keeps
     /// every vehicle in memory.
-    public var idleLimit: Double? = 86_400
+    package var idleLimit: Double? = 86_400
 
     /// Drops from memory every vehicle not heard from for `idleLimit` (the daemon calls this now and
     /// then), after committing what is queued, so that what it forgets is in the store. Returns how many.
     @discardableResult
-    public func evictIdle(now: Date) throws -> Int {
+    package func evictIdle(now: Date) throws -> Int {
         guard let idleLimit else { return 0 }
         try flush()
         let gone = monitor.evict(lastFixBefore: now.addingTimeInterval(-idleLimit))
@@ -367,18 +367,18 @@ public final class FixPipeline {
     }
 
     /// Expires regions by the wall clock (the daemon calls this now and then). Returns committed events.
-    public func expire(now: Date) throws -> [RegionEvent] {
+    package func expire(now: Date) throws -> [RegionEvent] {
         try flush(with: monitor.expire(upTo: now, now: now))
     }
 
     /// Commits whatever is queued. Returns the events that were committed.
     @discardableResult
-    public func flush() throws -> [RegionEvent] {
+    package func flush() throws -> [RegionEvent] {
         try flush(with: nil)
     }
 
     /// Number of events made but not yet committed (non-zero only after a failed commit).
-    public private(set) var pendingEvents = 0
+    package private(set) var pendingEvents = 0
 
     /// Whether to time each live fix from its receipt to the commit of what it changed (`commitLatency`, for
     /// `/metrics`). An append per fix and a few comparisons per commit; off, nothing at all.
@@ -389,7 +389,7 @@ public final class FixPipeline {
     /// The receipts of the fixes whose outputs wait in `pending`.
     private var pendingReceipts: [Date] = []
     /// The accepted fixes whose effects are not yet committed, by vehicle.
-    public private(set) var uncommitted = UncommittedFixes()
+    package private(set) var uncommitted = UncommittedFixes()
 
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
         if let extra, !extra.isEmpty {
@@ -418,12 +418,12 @@ public final class FixPipeline {
 
 /// The accepted fixes whose effects (state, events) are not yet committed: what a stop on a full disk must
 /// account for, vehicle by vehicle, so that the operator knows which fixes to send again.
-public struct UncommittedFixes: Sendable {
+package struct UncommittedFixes: Sendable {
     /// Per vehicle: how many, and the fix time of the first (the store holds everything before it).
-    public private(set) var vehicles: [String: (count: Int, first: Date)] = [:]
-    public private(set) var count = 0
+    package private(set) var vehicles: [String: (count: Int, first: Date)] = [:]
+    package private(set) var count = 0
 
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     mutating func add(subject: String, time: Date) {
         count += 1

@@ -9,12 +9,12 @@ import GeofenceSystem
 ///
 /// Lines longer than `maximumLength` are skipped whole, counted and said (`nextItem()`), so a hostile or broken
 /// producer can never make the reader hold more than one buffer and one maximum line, nor make a line vanish.
-public struct LineReader {
-    public let fd: Int32
-    public let maximumLength: Int
+package struct LineReader {
+    package let fd: Int32
+    package let maximumLength: Int
     /// A descriptor that, once readable, ends the wait for input (a stop pipe); -1: none, reads block.
-    public let interrupt: Int32
-    public private(set) var oversizedLines = 0
+    package let interrupt: Int32
+    package private(set) var oversizedLines = 0
     private var buffer: [UInt8]
     private var start = 0
     private var end = 0
@@ -24,12 +24,12 @@ public struct LineReader {
     private var eof = false
 
     /// Thrown by `next()` when `interrupt` became readable while it waited for input.
-    public struct Interrupted: Error {}
+    package struct Interrupted: Error {}
 
     /// With an `interrupt` descriptor, `next()` waits for input in `poll` on both, and throws `Interrupted` as
     /// soon as the interrupt is readable: a reader of an idle FIFO can be stopped. `fd` may then be
     /// non-blocking (a FIFO opened with `O_NONBLOCK`, so that the open itself never waits for a writer).
-    public init(fd: Int32, maximumLength: Int = 64 * 1024, interrupt: Int32 = -1) {
+    package init(fd: Int32, maximumLength: Int = 64 * 1024, interrupt: Int32 = -1) {
         self.fd = fd
         self.maximumLength = maximumLength
         self.interrupt = interrupt
@@ -38,7 +38,7 @@ public struct LineReader {
     }
 
     /// Whether a whole line is already buffered (so `next()` will not block).
-    public var hasBufferedLine: Bool {
+    package var hasBufferedLine: Bool {
         newline() != nil
     }
 
@@ -53,7 +53,7 @@ public struct LineReader {
     }
 
     /// What `nextItem()` read: a line, or the length of a line too long to keep (skipped, not held).
-    public enum Item {
+    package enum Item {
         /// A line without its newline (and without a `\r` before it).
         case line(ArraySlice<UInt8>)
         /// A line longer than `maximumLength`, skipped whole: its length in bytes without the newline.
@@ -62,7 +62,7 @@ public struct LineReader {
 
     /// The next line without its newline, or nil at end of input. A final line without a newline counts.
     /// Over-long lines are passed over (counted in `oversizedLines`); `nextItem()` says each of them.
-    public mutating func next() throws -> ArraySlice<UInt8>? {
+    package mutating func next() throws -> ArraySlice<UInt8>? {
         while let item = try nextItem() {
             if case .line(let line) = item { return line }
         }
@@ -74,7 +74,7 @@ public struct LineReader {
     /// An over-long line is skipped as it arrives: at most one buffer of about `maximumLength` is held
     /// whatever its length (a line of 200 MB costs what one of 70 KB does), and it is said once its end
     /// (its newline, or the end of input) is read, so every line is counted by what became of it.
-    public mutating func nextItem() throws -> Item? {
+    package mutating func nextItem() throws -> Item? {
         while true {
             if let newline = newline() {
                 let line = buffer[start..<newline]

@@ -5,15 +5,15 @@ import Synchronization
 /// systemd's side of a `Type=notify` service (sd_notify(3)): READY=1 once the engine serves, a one-line
 /// STATUS=, STOPPING=1 at a stop, and WATCHDOG=1 from the monitor's own loop. Without `NOTIFY_SOCKET` in
 /// the environment (not under systemd, or `Type=simple`) every call does nothing.
-public final class ServiceManager: Sendable {
+package final class ServiceManager: Sendable {
     /// Whether systemd listens (NOTIFY_SOCKET is set).
-    public let isEnabled: Bool
+    package let isEnabled: Bool
     /// How often the monitor's loop says it is alive: half the watchdog timeout systemd set for this
     /// process (WATCHDOG_USEC, and WATCHDOG_PID when given); nil: no watchdog.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
     private let lastStatus = Mutex<String?>(nil)
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         isEnabled = !(environment["NOTIFY_SOCKET"] ?? "").isEmpty
         var usec: UInt64 = 0
         // sd_watchdog_enabled reads the process's own environment (and checks WATCHDOG_PID against getpid()),
@@ -27,19 +27,19 @@ public final class ServiceManager: Sendable {
 
     /// Sends one notification (several `KEY=value` lines); nothing without NOTIFY_SOCKET. A failure to send is
     /// not the engine's: systemd then times out or restarts it, which is what it is for.
-    public func notify(_ text: String) {
+    package func notify(_ text: String) {
         guard isEnabled else { return }
         _ = sd_notify(0, text)
     }
 
     /// The engine serves: the control socket listens and the regions are loaded.
-    public func ready(status: String) {
+    package func ready(status: String) {
         lastStatus.withLock { $0 = status }
         notify("READY=1\nSTATUS=\(Self.oneLine(status))")
     }
 
     /// What `systemctl status geofence` shows under the unit's name; sent only when it changed.
-    public func status(_ line: String) {
+    package func status(_ line: String) {
         guard isEnabled else { return }
         let changed = lastStatus.withLock { last in
             defer { last = line }
@@ -49,12 +49,12 @@ public final class ServiceManager: Sendable {
     }
 
     /// The engine stops (systemd then waits for it rather than calling it failed).
-    public func stopping(_ why: String) {
+    package func stopping(_ why: String) {
         notify("STOPPING=1\nSTATUS=stopping (\(Self.oneLine(why)))")
     }
 
     /// The work loop is alive.
-    public func watchdog() {
+    package func watchdog() {
         notify("WATCHDOG=1")
     }
 

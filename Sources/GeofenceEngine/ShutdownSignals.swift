@@ -9,11 +9,11 @@ import Foundation
 ///
 /// Installed from a nonisolated function, never from main-actor code: a main-actor closure run on
 /// Dispatch's queue traps in Swift 6.
-public final class ShutdownSignals {
-    public let signals: AsyncStream<Int32>
+package final class ShutdownSignals {
+    package let signals: AsyncStream<Int32>
     private let sources: [any DispatchSourceSignal]
 
-    public init(_ numbers: [Int32] = [SIGTERM, SIGINT]) {
+    package init(_ numbers: [Int32] = [SIGTERM, SIGINT]) {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         signals = stream
         let queue = DispatchQueue(label: "geofence.signals")

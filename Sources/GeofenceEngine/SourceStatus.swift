@@ -31,7 +31,7 @@ public struct SourceStatus: Sendable, Equatable {
     /// When the last usable fix was read, by the wall clock; nil before the first.
     public var lastFixRead: Date?
     /// The watchdog's word: `awaiting-first-fix`, `receiving`, `silent` or `lost`.
-    public var liveness = Liveness.awaitingFirstFix
+    package var liveness = Liveness.awaitingFirstFix
     /// Vehicle names that arrived on more than one MQTT topic (two receivers taken as one vehicle).
     public var sharedNames = 0
 
@@ -111,7 +111,7 @@ public struct SourceStatus: Sendable, Equatable {
         return text
     }
 
-    public var json: JSONObject {
+    package var json: JSONObject {
         var o: JSONObject = [
             "kind": .string(kind), "path": .string(path), "open": .bool(open), "lines": .number(Double(lines)),
             "usableFixes": .number(Double(usableFixes)), "ignored": .number(Double(ignored)),
@@ -130,7 +130,7 @@ public struct SourceStatus: Sendable, Equatable {
     }
 
     /// Reads back what `json` wrote (nil for anything else).
-    public init?(json value: JSONValue) {
+    package init?(json value: JSONValue) {
         guard let kind = value["kind"]?.stringValue, kind == "json" || kind == "mqtt",
             let path = value["path"]?.stringValue
         else { return nil }

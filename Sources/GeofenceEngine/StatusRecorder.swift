@@ -3,22 +3,22 @@ import GeofenceCore
 import GeofenceStore
 
 /// The keys the daemon keeps in the store's settings so `geofence status` can tell what it sees.
-public enum DaemonSettings {
-    public static let pid = "daemon.pid"
-    public static let started = "daemon.started"
-    public static let stopped = "daemon.stopped"
-    public static let sourceAddress = "source.address"
+package enum DaemonSettings {
+    package static let pid = "daemon.pid"
+    package static let started = "daemon.started"
+    package static let stopped = "daemon.stopped"
+    package static let sourceAddress = "source.address"
     /// The gpsd the engine reads (`HOST:PORT[:DEVICE]`), for `status` without `--gpsd`; empty for other sources.
-    public static let gpsd = "source.gpsd"
-    public static let connection = "source.connection"
-    public static let connectionReason = "source.connection.reason"
-    public static let liveness = "source.liveness"
-    public static let livenessChanged = "source.liveness.changed"
-    public static let capabilities = "source.capabilities"
+    package static let gpsd = "source.gpsd"
+    package static let connection = "source.connection"
+    package static let connectionReason = "source.connection.reason"
+    package static let liveness = "source.liveness"
+    package static let livenessChanged = "source.liveness.changed"
+    package static let capabilities = "source.capabilities"
     /// A fleet source's own account of itself (`SourceStatus.json`); absent for gpsd.
-    public static let sourceStatus = "source.status"
+    package static let sourceStatus = "source.status"
     /// The sinks' health as the engine last saw it (`SinkSupervisor.health`), JSON.
-    public static let sinks = "sinks.status"
+    package static let sinks = "sinks.status"
 }
 
 /// What the engine tells `geofence status` through the store's settings (the four questions as the engine

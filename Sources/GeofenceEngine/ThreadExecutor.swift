@@ -6,7 +6,7 @@ import GeofenceSystem
 /// The monitor's actor runs here because its work blocks: SQLite commits wait for fsync, and loading a
 /// million regions takes seconds. On Swift concurrency's cooperative pool (one thread per core, two here)
 /// that would stall every other task; on its own thread it stalls nobody.
-public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
+package final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     // @unchecked: every mutable field is only touched under `condition`'s lock.
     private let condition = NSCondition()
     private let name: String
@@ -14,11 +14,11 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     private var finished = false
     private var threadRunning = false
 
-    public init(name: String) {
+    package init(name: String) {
         self.name = name
     }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         condition.lock()
         jobs.append(unowned)
@@ -34,12 +34,12 @@ public final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
     /// Lets the thread end once the queue is empty (a later job starts a new one).
-    public func finish() {
+    package func finish() {
         condition.lock()
         finished = true
         condition.signal()

@@ -6,7 +6,7 @@ import GeofenceCore
 /// and keeps reporting, and its stream ends only when the source is stopped. So the consumer
 /// is a single `for await report in source.reports` with a `switch`, and there is no error
 /// path that would end monitoring for good.
-public enum GPSDReport: Sendable, Equatable {
+package enum GPSDReport: Sendable, Equatable {
     /// Connected to gpsd and asked it to stream reports.
     case connected
     /// Not connected: the connection failed or dropped; the source retries after `retryIn`.
@@ -26,8 +26,8 @@ public enum GPSDReport: Sendable, Equatable {
 }
 
 /// Why the source is not connected to gpsd, with a reason a person can act on.
-public struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
-    public enum Cause: Sendable, Equatable {
+package struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
+    package enum Cause: Sendable, Equatable {
         /// Nothing accepted the connection; the system's reason ("connection refused").
         case unreachable(String)
         /// The host name did not resolve; the resolver's reason.
@@ -44,21 +44,21 @@ public struct GPSDDisconnection: Sendable, Equatable, CustomStringConvertible {
         case garbled
     }
 
-    public var address: GPSDAddress
-    public var cause: Cause
+    package var address: GPSDAddress
+    package var cause: Cause
     /// Consecutive failed attempts so far, this one included.
-    public var attempt: Int
+    package var attempt: Int
     /// How long the source waits before its next attempt.
-    public var retryIn: Duration
+    package var retryIn: Duration
 
-    public init(address: GPSDAddress, cause: Cause, attempt: Int, retryIn: Duration) {
+    package init(address: GPSDAddress, cause: Cause, attempt: Int, retryIn: Duration) {
         self.address = address
         self.cause = cause
         self.attempt = attempt
         self.retryIn = retryIn
     }
 
-    public var description: String {
+    package var description: String {
         let at = "\(address.host):\(address.port)"
         let startIt =
             address.isLocal

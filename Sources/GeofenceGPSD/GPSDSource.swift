@@ -58,14 +58,14 @@ public final class GPSDSource: Sendable {
 
     /// Where the session's thread hands each report instead of `reports`: a function that may block that thread
     /// while the consumer is behind, so that gpsd's socket, not memory, holds what is not yet read.
-    public typealias Delivery = @Sendable (GPSDReport) -> Void
+    package typealias Delivery = @Sendable (GPSDReport) -> Void
 
     /// The settings the source was made with.
     public let configuration: Configuration
     /// Everything the source has to say, in order; ends after `stop()`. One consumer.
     /// Unbounded: the consumer is expected to keep up (a fix is a few hundred bytes). Empty when the source
     /// was made with a `Delivery`.
-    public let reports: AsyncStream<GPSDReport>
+    package let reports: AsyncStream<GPSDReport>
     private let delivery: Delivery?
 
     private let continuation: AsyncStream<GPSDReport>.Continuation
@@ -75,7 +75,7 @@ public final class GPSDSource: Sendable {
 
     /// - Parameter random: a random number in `[0, 1]` for the backoff's jitter; injectable for tests.
     /// - Parameter delivery: where reports go instead of `reports` (see `Delivery`).
-    public init(
+    package init(
         configuration: Configuration,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
         delivery: Delivery? = nil
@@ -95,7 +95,7 @@ public final class GPSDSource: Sendable {
     }
 
     /// Starts the session thread; later calls do nothing.
-    public func start() {
+    package func start() {
         let isFirstStart = started.withLock { started in
             defer { started = true }
             return !started
@@ -116,7 +116,7 @@ public final class GPSDSource: Sendable {
     /// Stops the session and ends `reports`. Returns once the thread has closed its gpsd
     /// connection, or after one second at most (a thread stuck in name resolution finishes
     /// on its own later and reports nothing more).
-    public func stop() async {
+    package func stop() async {
         control.requestStop()
         continuation.finish()
         guard started.withLock({ $0 }) else { return }

@@ -2,7 +2,7 @@ import Foundation
 import GeofenceCore
 
 /// Where a delivery (one event to one hook) stands.
-public enum DeliveryStatus: String, Sendable, CaseIterable, Comparable {
+package enum DeliveryStatus: String, Sendable, CaseIterable, Comparable {
     /// Waiting for its turn or its next attempt.
     case pending
     /// A hook process is running it now.
@@ -12,26 +12,26 @@ public enum DeliveryStatus: String, Sendable, CaseIterable, Comparable {
     /// Given up after the maximum attempts or age (or its hook was removed); `geofence events retry` revives it.
     case dead
 
-    public static func < (a: DeliveryStatus, b: DeliveryStatus) -> Bool {
+    package static func < (a: DeliveryStatus, b: DeliveryStatus) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
     }
 }
 
 /// One attempt at a delivery, as kept in its history.
-public struct DeliveryAttempt: Sendable, Equatable {
-    public var number: Int
-    public var startedAt: Date
+package struct DeliveryAttempt: Sendable, Equatable {
+    package var number: Int
+    package var startedAt: Date
     /// Seconds from spawn to exit.
-    public var duration: Double
-    public var exitCode: Int32?
-    public var signal: Int32?
-    public var timedOut: Bool
+    package var duration: Double
+    package var exitCode: Int32?
+    package var signal: Int32?
+    package var timedOut: Bool
     /// Why it failed when the hook did not run or was stopped (spawn error, shutdown).
-    public var error: String?
+    package var error: String?
     /// When the next attempt is due, for an attempt that failed and will be retried.
-    public var retryAt: Date?
+    package var retryAt: Date?
 
-    public init(
+    package init(
         number: Int, startedAt: Date, duration: Double, exitCode: Int32? = nil, signal: Int32? = nil,
         timedOut: Bool = false, error: String? = nil, retryAt: Date? = nil
     ) {
@@ -46,9 +46,9 @@ public struct DeliveryAttempt: Sendable, Equatable {
     }
 
     /// True when the hook exited 0.
-    public var succeeded: Bool { exitCode == 0 && signal == nil && !timedOut && error == nil }
+    package var succeeded: Bool { exitCode == 0 && signal == nil && !timedOut && error == nil }
 
-    public var json: JSONObject {
+    package var json: JSONObject {
         var o: JSONObject = [
             "attempt": .number(Double(number)), "startedAt": .string(TimestampParser.format(startedAt)),
             "duration": .number((duration * 1000).rounded() / 1000),
@@ -61,7 +61,7 @@ public struct DeliveryAttempt: Sendable, Equatable {
         return o
     }
 
-    public init?(json o: JSONObject) {
+    package init?(json o: JSONObject) {
         guard let number = o["attempt"]?.intValue, let started = o["startedAt"]?.stringValue,
             let startedAt = try? TimestampParser.parse(started)
         else { return nil }
@@ -75,52 +75,52 @@ public struct DeliveryAttempt: Sendable, Equatable {
 }
 
 /// A delivery as the store holds it: which hook, where it stands, what its last attempt did.
-public struct StoredDelivery: Sendable, Equatable {
-    public var id: Int64
-    public var eventSeq: Int64
+package struct StoredDelivery: Sendable, Equatable {
+    package var id: Int64
+    package var eventSeq: Int64
     /// `region` for the region's own hook, `hook:<id>` for a global one.
-    public var hook: String
+    package var hook: String
     /// The command, as it was when the event was dispatched.
-    public var command: String
-    public var regionName: String?
+    package var command: String
+    package var regionName: String?
     /// The uid the hook runs as; nil: the daemon's own (issue 5 sets it).
-    public var runAs: UInt32?
+    package var runAs: UInt32?
     /// Deliveries with the same key start one at a time, in id order.
     package var orderKey: DeliveryOrderKey
-    public var status: DeliveryStatus
-    public var attempts: Int
+    package var status: DeliveryStatus
+    package var attempts: Int
     /// When a pending delivery may next start.
-    public var nextAttemptAt: Date
-    public var createdAt: Date
+    package var nextAttemptAt: Date
+    package var createdAt: Date
     /// Start of the current retry budget (creation, or the last retry by hand): the age limit counts from here.
-    public var queuedAt: Date
-    public var startedAt: Date?
-    public var finishedAt: Date?
-    public var lastExit: Int32?
-    public var lastSignal: Int32?
-    public var timedOut: Bool
-    public var lastError: String?
-    public var lastDuration: Double?
+    package var queuedAt: Date
+    package var startedAt: Date?
+    package var finishedAt: Date?
+    package var lastExit: Int32?
+    package var lastSignal: Int32?
+    package var timedOut: Bool
+    package var lastError: String?
+    package var lastDuration: Double?
     /// The start of the last attempt's output, at most the runner's cap per stream.
-    public var stdout: [UInt8]
-    public var stderr: [UInt8]
+    package var stdout: [UInt8]
+    package var stderr: [UInt8]
     /// How much the last attempt wrote in all (more than `stdout.count` when it was capped).
-    public var stdoutBytes: Int
-    public var stderrBytes: Int
+    package var stdoutBytes: Int
+    package var stderrBytes: Int
     /// The last attempts, oldest first (at most `DeliveryRepository.historyLimit`).
-    public var history: [DeliveryAttempt]
+    package var history: [DeliveryAttempt]
     /// Grows with every change, for `geofence events --follow`.
-    public var changeSeq: Int64
+    package var changeSeq: Int64
 }
 
 /// An event with its deliveries, for `geofence events`.
-public struct EventDeliveries: Sendable, Equatable {
-    public var event: StoredEvent
+package struct EventDeliveries: Sendable, Equatable {
+    package var event: StoredEvent
     /// False while the event waits for the runner to create its deliveries.
-    public var dispatched: Bool
-    public var deliveries: [StoredDelivery]
+    package var dispatched: Bool
+    package var deliveries: [StoredDelivery]
 
-    public init(event: StoredEvent, dispatched: Bool, deliveries: [StoredDelivery]) {
+    package init(event: StoredEvent, dispatched: Bool, deliveries: [StoredDelivery]) {
         self.event = event
         self.dispatched = dispatched
         self.deliveries = deliveries
@@ -128,7 +128,7 @@ public struct EventDeliveries: Sendable, Equatable {
 }
 
 /// Which deliveries `geofence events` shows.
-public enum DeliveryFilter: Sendable, Equatable {
+package enum DeliveryFilter: Sendable, Equatable {
     /// Every event, with all its deliveries.
     case all
     /// Waiting or running.
@@ -148,11 +148,11 @@ public enum DeliveryFilter: Sendable, Equatable {
 }
 
 /// The first waiting (or running) delivery of an order key: the only one of its key that may run.
-public struct DeliveryHead: Sendable, Equatable {
-    public var id: Int64
+package struct DeliveryHead: Sendable, Equatable {
+    package var id: Int64
     package var orderKey: DeliveryOrderKey
-    public var nextAttemptAt: Date
-    public var running: Bool
+    package var nextAttemptAt: Date
+    package var running: Bool
 
     package init(id: Int64, orderKey: DeliveryOrderKey, nextAttemptAt: Date, running: Bool = false) {
         self.id = id
@@ -163,41 +163,41 @@ public struct DeliveryHead: Sendable, Equatable {
 }
 
 /// A delivery taken by the runner: everything needed to run its hook.
-public struct ClaimedDelivery: Sendable, Equatable {
-    public var id: Int64
-    public var eventSeq: Int64
-    public var eventID: String
-    public var eventType: String
-    public var region: String?
-    public var regionName: String?
-    public var subject: String?
+package struct ClaimedDelivery: Sendable, Equatable {
+    package var id: Int64
+    package var eventSeq: Int64
+    package var eventID: String
+    package var eventType: String
+    package var region: String?
+    package var regionName: String?
+    package var subject: String?
     /// The event's JSON, exactly as stored: the hook's stdin.
-    public var body: String
+    package var body: String
     /// What the hook's environment takes of `body`, decoded once with it.
-    public var fields: EventFields
-    public var hook: String
-    public var command: String
-    public var runAs: UInt32?
+    package var fields: EventFields
+    package var hook: String
+    package var command: String
+    package var runAs: UInt32?
     package var orderKey: DeliveryOrderKey
     /// This attempt's number, from 1.
-    public var attempt: Int
-    public var queuedAt: Date
+    package var attempt: Int
+    package var queuedAt: Date
 }
 
 /// How an attempt ended, to be recorded.
-public struct DeliveryOutcome: Sendable {
-    public var id: Int64
+package struct DeliveryOutcome: Sendable {
+    package var id: Int64
     /// `done`, `pending` (retry at `nextAttemptAt`) or `dead`.
-    public var status: DeliveryStatus
-    public var nextAttemptAt: Date?
-    public var attempt: DeliveryAttempt
-    public var stdout: [UInt8]
-    public var stderr: [UInt8]
-    public var stdoutBytes: Int
-    public var stderrBytes: Int
-    public var finishedAt: Date
+    package var status: DeliveryStatus
+    package var nextAttemptAt: Date?
+    package var attempt: DeliveryAttempt
+    package var stdout: [UInt8]
+    package var stderr: [UInt8]
+    package var stdoutBytes: Int
+    package var stderrBytes: Int
+    package var finishedAt: Date
 
-    public init(
+    package init(
         id: Int64, status: DeliveryStatus, nextAttemptAt: Date?, attempt: DeliveryAttempt, stdout: [UInt8] = [],
         stderr: [UInt8] = [], stdoutBytes: Int = 0, stderrBytes: Int = 0, finishedAt: Date
     ) {

@@ -2,21 +2,21 @@ import Foundation
 import GeofenceCore
 
 /// A global hook (`geofence hook add`): a shell command run for every event of the listed types.
-public struct GlobalHook: Sendable, Equatable {
+package struct GlobalHook: Sendable, Equatable {
     /// Every event type a hook can be registered for: region events, then state events.
-    public static let eventTypes: [String] =
+    package static let eventTypes: [String] =
         RegionEventType.allCases.map(\.rawValue) + StateEvent.Kind.allCases.map(\.rawValue)
 
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, so it is safe to show and to type.
-    public var id: String
+    package var id: String
     /// The event types it runs for, in `eventTypes` order; empty means every type, present and future.
-    public var events: [String]
-    public var command: String
+    package var events: [String]
+    package var command: String
     /// Unix uid of the client that added it; a root daemon will run the hook as this user (issue 5).
-    public var createdBy: UInt32?
-    public var createdAt: Date
+    package var createdBy: UInt32?
+    package var createdAt: Date
 
-    public init(id: String, events: [String], command: String, createdBy: UInt32? = nil, createdAt: Date) {
+    package init(id: String, events: [String], command: String, createdBy: UInt32? = nil, createdAt: Date) {
         self.id = id
         self.events = events
         self.command = command
@@ -25,13 +25,13 @@ public struct GlobalHook: Sendable, Equatable {
     }
 
     /// Whether the hook runs for events of `type`.
-    public func matches(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
+    package func matches(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
 
     /// The `hook` column of its deliveries.
-    public var reference: String { "hook:\(id)" }
+    package var reference: String { "hook:\(id)" }
 
     /// Why `id` is not a valid hook id, or nil when it is.
-    public static func problem(withID id: String) -> String? {
+    package static func problem(withID id: String) -> String? {
         if id.isEmpty { return "is empty" }
         if id.count > 64 { return "is longer than 64 characters" }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -42,7 +42,7 @@ public struct GlobalHook: Sendable, Equatable {
     }
 
     /// Why `command` cannot be a hook command, or nil when it can.
-    public static func problem(withCommand command: String) -> String? {
+    package static func problem(withCommand command: String) -> String? {
         if command.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return "is empty" }
         if command.utf8.count > 4096 { return "is longer than 4096 bytes" }
         if command.utf8.contains(0) { return "contains a NUL byte" }
@@ -51,7 +51,7 @@ public struct GlobalHook: Sendable, Equatable {
 }
 
 /// Errors of the hook and delivery store functions.
-public enum HookStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum HookStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case duplicateHook(String)
     case hookNotFound(String)
     /// A delivery id or event id that matches nothing.
@@ -59,7 +59,7 @@ public enum HookStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The deliveries named are all done: there is nothing to retry.
     case nothingToRetry(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .duplicateHook(let id): "a hook with id \"\(id)\" already exists (remove it first)"
         case .hookNotFound(let id): "no hook with id \"\(id)\""

@@ -5,27 +5,27 @@ import GeofenceCore
 /// the body itself.
 ///
 /// The body stays the event's text, exactly as stored: the payload sinks publish and hooks read on stdin.
-public struct EventFields: Sendable, Equatable {
+package struct EventFields: Sendable, Equatable {
     /// One scalar member of the event: its key and its value as text (strings as they are, numbers as in
     /// the JSON, booleans `true`/`false`).
-    public struct Scalar: Sendable, Equatable {
-        public var key: String
-        public var text: String
+    package struct Scalar: Sendable, Equatable {
+        package var key: String
+        package var text: String
         /// A member of the event's `fix` object rather than of the event itself.
-        public var inFix: Bool
+        package var inFix: Bool
     }
 
     /// `state`: where the subject is after a region event (a state event's own `state` is not one of
     /// these, so it is nil there).
-    public var state: RegionState?
+    package var state: RegionState?
     /// The fix that caused the event; nil for events without one (or with one lacking a position).
-    public var fix: EventFix?
+    package var fix: EventFix?
     /// Every scalar member, in the body's order, the fix's members where the fix is: what hooks see as
     /// `GEOFENCE_*`, including fields added later.
-    public var scalars: [Scalar]
+    package var scalars: [Scalar]
 
     /// The fields of `body`; none for a body that is not a JSON object (which the engine never writes).
-    public init(body: String) {
+    package init(body: String) {
         guard case .object(let event)? = try? JSON.parse(body) else {
             self.init(state: nil, fix: nil, scalars: [])
             return

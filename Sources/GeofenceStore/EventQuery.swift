@@ -2,27 +2,27 @@ import Foundation
 import GeofenceCore
 
 /// Which events `geofence events` shows: by region, subject, type and time (all given ones must hold).
-public struct EventQuery: Sendable, Equatable {
+package struct EventQuery: Sendable, Equatable {
     /// The region's id (compared in NFC, as ids are stored).
-    public var region: String?
+    package var region: String?
     /// The subject (a gpsd device or fleet vehicle), compared in NFC.
-    public var subject: String?
+    package var subject: String?
     /// Event types (`enter`, `source`, ...); empty means all.
-    public var types: [String] = []
+    package var types: [String] = []
     /// Events whose own time (fix time for region events) is at or after this.
-    public var since: Date?
+    package var since: Date?
 
-    public init(region: String? = nil, subject: String? = nil, types: [String] = [], since: Date? = nil) {
+    package init(region: String? = nil, subject: String? = nil, types: [String] = [], since: Date? = nil) {
         self.region = region.map(VisibleName.normalized)
         self.subject = subject.map(VisibleName.normalized)
         self.types = types
         self.since = since
     }
 
-    public var isEmpty: Bool { region == nil && subject == nil && types.isEmpty && since == nil }
+    package var isEmpty: Bool { region == nil && subject == nil && types.isEmpty && since == nil }
 
     /// The same test in Swift, for events read one by one (`--follow`).
-    public func matches(_ e: StoredEvent) -> Bool {
+    package func matches(_ e: StoredEvent) -> Bool {
         if let region, e.region != region { return false }
         if let subject, e.subject != subject { return false }
         if !types.isEmpty, !types.contains(e.type) { return false }

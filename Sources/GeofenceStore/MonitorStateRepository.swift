@@ -2,31 +2,31 @@ import Foundation
 import GeofenceCore
 
 /// A subject's persisted monitor state.
-public struct StoredSubject: Sendable, Equatable {
-    public var subject: String
-    public var record: SubjectRecord
-    public var pairs: [(regionSeq: Int64, record: PairRecord)]
-    public var updatedAt: Date
+package struct StoredSubject: Sendable, Equatable {
+    package var subject: String
+    package var record: SubjectRecord
+    package var pairs: [(regionSeq: Int64, record: PairRecord)]
+    package var updatedAt: Date
 
-    public static func == (a: StoredSubject, b: StoredSubject) -> Bool {
+    package static func == (a: StoredSubject, b: StoredSubject) -> Bool {
         a.subject == b.subject && a.record == b.record && a.updatedAt == b.updatedAt
             && a.pairs.elementsEqual(b.pairs) { $0.regionSeq == $1.regionSeq && $0.record == $1.record }
     }
 
     /// The vehicle's state as the monitor takes it back (`RegionMonitor.restore`): the motion check's track
     /// starts again from the last fix, which is all the store keeps of it.
-    public func vehicleState(motion: MotionConsistency) -> VehicleState {
+    package func vehicleState(motion: MotionConsistency) -> VehicleState {
         VehicleState(subject: subject, record: record, pairs: pairs, motion: motion)
     }
 }
 
 /// One vehicle (subject) as `geofence vehicles` shows it: its last fix and the regions it is inside.
-public struct VehicleSummary: Sendable, Equatable {
-    public var subject: String
-    public var lastFixTime: Date?
-    public var lastFix: EventFix?
+package struct VehicleSummary: Sendable, Equatable {
+    package var subject: String
+    package var lastFixTime: Date?
+    package var lastFix: EventFix?
     /// Ids of the regions it is inside, in id order.
-    public var inside: [String]
+    package var inside: [String]
 }
 
 /// Where monitoring stands: each subject's state (`subjects`), its state in each region (`region_states`),

@@ -3,23 +3,23 @@ import GeofenceCore
 import Synchronization
 
 /// An event in the outbox.
-public struct StoredEvent: Sendable, Equatable {
-    public var seq: Int64
-    public var id: String
-    public var type: String
-    public var region: String?
-    public var subject: String?
-    public var time: Date
-    public var createdAt: Date
+package struct StoredEvent: Sendable, Equatable {
+    package var seq: Int64
+    package var id: String
+    package var type: String
+    package var region: String?
+    package var subject: String?
+    package var time: Date
+    package var createdAt: Date
     /// The event's JSON, exactly as hooks and `replay` see it.
-    public var body: String {
+    package var body: String {
         didSet { decoded = DecodedFields() }
     }
     private var decoded = DecodedFields()
 
     /// What consumers read of `body`: decoded the first time one asks, then kept with the event (its copies
     /// share it), so a batch's events are decoded at most once, and not at all by a consumer that needs none.
-    public var fields: EventFields { decoded.fields(of: body) }
+    package var fields: EventFields { decoded.fields(of: body) }
 
     package init(
         seq: Int64, id: String, type: String, region: String?, subject: String?, time: Date, createdAt: Date,
@@ -35,7 +35,7 @@ public struct StoredEvent: Sendable, Equatable {
         self.body = body
     }
 
-    public static func == (a: StoredEvent, b: StoredEvent) -> Bool {
+    package static func == (a: StoredEvent, b: StoredEvent) -> Bool {
         // The fields follow from the body.
         a.seq == b.seq && a.id == b.id && a.type == b.type && a.region == b.region && a.subject == b.subject
             && a.time == b.time && a.createdAt == b.createdAt && a.body == b.body

@@ -2,14 +2,14 @@ import Foundation
 import GeofenceCore
 
 /// A client's recorded permission.
-public struct StoredPermission: Sendable, Equatable {
-    public var uid: UInt32
-    public var status: AuthorizationStatus
+package struct StoredPermission: Sendable, Equatable {
+    package var uid: UInt32
+    package var status: AuthorizationStatus
     /// What the client said when it asked.
-    public var reason: String?
-    public var requestedAt: Date?
-    public var updatedAt: Date
-    public var updatedBy: UInt32?
+    package var reason: String?
+    package var requestedAt: Date?
+    package var updatedAt: Date
+    package var updatedBy: UInt32?
 }
 
 /// The clients' permissions (`permissions`) and the Location Services switch that overrides them all.

@@ -100,13 +100,13 @@ final class RegionInserter {
 /// would for another process's (the busy timeout), and retry. It lives on a thread of its own, so that
 /// inserting one part overlaps with receiving and checking the next: `add` only queues the part (waiting
 /// while two are queued), and an insertion's error is thrown by the next call.
-public final class RegionImport: Sendable {
+package final class RegionImport: Sendable {
     private let writer: RegionImportWriter
 
     /// Opens a connection to `store`'s database and begins an immediate transaction: from here until the
     /// end, the import holds the write lock. Throws what opening or `BEGIN` threw (`isBusy` when another
     /// connection kept the lock past the busy timeout).
-    public init(store: StateStore, replace: Bool, now: Date = Date()) throws {
+    package init(store: StateStore, replace: Bool, now: Date = Date()) throws {
         writer = RegionImportWriter()
         try writer.start(path: store.queue.path, replace: replace, now: now)
     }
@@ -117,25 +117,25 @@ public final class RegionImport: Sendable {
     }
 
     /// Regions stored so far (in the open transaction).
-    public var count: Int { writer.count }
+    package var count: Int { writer.count }
 
     /// Queues `regions` for insertion. Throws the error an earlier insertion failed with (the import is
     /// then rolled back, and every later call throws it too).
-    public func add(_ regions: [Region]) throws { try writer.add(regions) }
+    package func add(_ regions: [Region]) throws { try writer.add(regions) }
 
     /// Inserts what is queued, checks the import as a whole and commits it. Throws as
     /// `RegionRepository.addAll` does (nothing is then stored).
-    public func commit() throws { try writer.end(.commit) }
+    package func commit() throws { try writer.end(.commit) }
 
     /// Commits, recording `answer` under `request` in the same transaction (a retry with the same id is
     /// then answered from the record).
-    public func commit(request: RequestRecord, answer: String) throws {
+    package func commit(request: RequestRecord, answer: String) throws {
         try writer.end(.commit, record: (request, answer))
     }
 
     /// Drops everything of the import and releases the write lock; returns once it is released. Harmless
     /// once ended.
-    public func rollback() { try? writer.end(.rollback) }
+    package func rollback() { try? writer.end(.rollback) }
 }
 
 /// The thread behind a `RegionImport`, which owns the connection.

@@ -3,7 +3,7 @@ import GeofenceCore
 
 /// A region as the daemon's monitor loads it at start: its basic fields when it has nothing more (read
 /// without building a `Region`), else the whole `Region`.
-public enum MonitoringDefinition: Sendable, Equatable {
+package enum MonitoringDefinition: Sendable, Equatable {
     case compact(CompactRegion)
     case full(Region)
 }
@@ -11,11 +11,11 @@ public enum MonitoringDefinition: Sendable, Equatable {
 /// Where the regions stood at one moment, for a start: the regions up to `lastSeq` are what
 /// `monitoringSnapshot(after:upTo:limit:)` loads, and whatever changed later comes through
 /// `regionChanges(after: generation)`.
-public struct MonitoringMark: Sendable, Equatable {
-    public var generation: Int64
-    public var lastSeq: Int64
+package struct MonitoringMark: Sendable, Equatable {
+    package var generation: Int64
+    package var lastSeq: Int64
     /// How many regions there were (expired ones included): room to reserve.
-    public var count: Int
+    package var count: Int
 }
 
 extension RegionRepository {

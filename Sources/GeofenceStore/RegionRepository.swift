@@ -3,12 +3,12 @@ import GeofenceCore
 
 /// One entry of the region change log: an insertion of the regions `seq...lastSeq` (one region, or a whole
 /// import), or the deletion of region `seq`.
-public struct RegionChange: Sendable, Equatable {
-    public var seq: Int64
-    public var lastSeq: Int64
-    public var inserted: Bool
+package struct RegionChange: Sendable, Equatable {
+    package var seq: Int64
+    package var lastSeq: Int64
+    package var inserted: Bool
 
-    public init(seq: Int64, lastSeq: Int64, inserted: Bool) {
+    package init(seq: Int64, lastSeq: Int64, inserted: Bool) {
         self.seq = seq
         self.lastSeq = lastSeq
         self.inserted = inserted
@@ -16,15 +16,15 @@ public struct RegionChange: Sendable, Equatable {
 }
 
 /// A region as the store holds it: the requested definition plus where it stands in monitoring.
-public struct StoredRegion: Sendable, Equatable {
+package struct StoredRegion: Sendable, Equatable {
     /// Grows with every insertion (a replaced region gets a new one); orders regions against subjects.
-    public var seq: Int64
-    public var region: Region
-    public var status: RegionStatus
-    public var attempts: Int
-    public var nextRetry: Date?
-    public var createdAt: Date
-    public var updatedAt: Date
+    package var seq: Int64
+    package var region: Region
+    package var status: RegionStatus
+    package var attempts: Int
+    package var nextRetry: Date?
+    package var createdAt: Date
+    package var updatedAt: Date
 }
 
 /// The requested regions (`regions`, polygons included) and the log of their insertions and deletions

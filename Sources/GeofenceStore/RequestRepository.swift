@@ -4,15 +4,15 @@ import GeofenceCore
 /// A change made under a client's request id: recorded in the transaction that makes the change, so that a
 /// retry with the same id (after an answer was lost: the engine died, the connection broke) is answered
 /// from the record instead of being applied twice.
-public struct RequestRecord: Sendable, Equatable {
+package struct RequestRecord: Sendable, Equatable {
     /// How long records are kept: a retry comes within minutes, not days.
-    public static let retention: Double = 7 * 24 * 3600
+    package static let retention: Double = 7 * 24 * 3600
 
-    public var id: String
-    public var uid: UInt32
-    public var method: String
+    package var id: String
+    package var uid: UInt32
+    package var method: String
 
-    public init(id: String, uid: UInt32, method: String) {
+    package init(id: String, uid: UInt32, method: String) {
         self.id = id
         self.uid = uid
         self.method = method

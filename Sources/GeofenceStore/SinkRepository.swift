@@ -5,35 +5,35 @@ import GeofenceCore
 ///
 /// It holds no secret: a password is named by where it lives (a file, an environment variable of the
 /// engine), and read when the engine connects.
-public struct SinkDefinition: Sendable, Equatable {
+package struct SinkDefinition: Sendable, Equatable {
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, as a hook's id.
-    public var id: String
+    package var id: String
     /// `mqtt` (the only kind so far).
-    public var kind: String
+    package var kind: String
     /// Where it delivers, without a password (`mqtt://user@host:1883`).
-    public var url: String
+    package var url: String
     /// The topic of each event, a template (`geofence/{subject}/{region}/event`).
-    public var topic: String
+    package var topic: String
     /// The retained state topic per (subject, region), a template; nil: none.
-    public var stateTopic: String?
+    package var stateTopic: String?
     /// The retained engine status topic (`online`, `offline` as the last will); nil: none.
-    public var statusTopic: String?
+    package var statusTopic: String?
     /// `event` (the event JSON of Docs/events.md) or `owntracks` (an OwnTracks transition).
-    public var format: String
+    package var format: String
     /// The event types it takes, in `GlobalHook.eventTypes` order; empty: every type.
-    public var events: [String]
-    public var passwordFile: String?
+    package var events: [String]
+    package var passwordFile: String?
     /// The name of an environment variable of the engine holding the password.
-    public var passwordEnvironment: String?
+    package var passwordEnvironment: String?
     /// With TLS, a PEM file of the CA certificates to trust (nil: the system's).
-    public var caFile: String?
+    package var caFile: String?
     /// With TLS, the client's certificate and its private key (PEM files), for a broker that asks for one.
-    public var certificateFile: String?
-    public var keyFile: String?
-    public var createdBy: UInt32?
-    public var createdAt: Date
+    package var certificateFile: String?
+    package var keyFile: String?
+    package var createdBy: UInt32?
+    package var createdAt: Date
 
-    public init(
+    package init(
         id: String, kind: String = "mqtt", url: String, topic: String, stateTopic: String? = nil,
         statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
         passwordEnvironment: String? = nil, caFile: String? = nil, certificateFile: String? = nil,
@@ -57,24 +57,24 @@ public struct SinkDefinition: Sendable, Equatable {
     }
 
     /// Whether the sink takes events of `type`.
-    public func matches(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
+    package func matches(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
 }
 
 /// A sink with how far it has got.
-public struct SinkProgress: Sendable, Equatable {
-    public var sink: SinkDefinition
+package struct SinkProgress: Sendable, Equatable {
+    package var sink: SinkDefinition
     /// The highest event seq delivered and acknowledged (or skipped by the filter).
-    public var cursor: Int64
+    package var cursor: Int64
     /// Events after the cursor that the sink takes: its lag.
-    public var waiting: Int
+    package var waiting: Int
 }
 
 /// Errors of the sink store functions.
-public enum SinkStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SinkStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case duplicateSink(String)
     case sinkNotFound(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .duplicateSink(let id): "a sink with id \"\(id)\" already exists (remove it first)"
         case .sinkNotFound(let id): "no sink with id \"\(id)\""

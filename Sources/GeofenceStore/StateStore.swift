@@ -7,7 +7,7 @@ import GeofenceCore
 #endif
 
 /// Errors of the store's own making (SQLite's come as `DatabaseError`).
-public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case duplicateRegions([String])
     case regionNotFound(String)
     case cannotCreateDirectory(String, String)
@@ -15,7 +15,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store's polygons would hold more positions than `RegionRepository.maxPolygonPositions`.
     case tooManyPolygonPositions(Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .duplicateRegions(let ids) where ids.count == 1:
             "a region with id \"\(ids[0])\" already exists (use --replace to overwrite it)"
@@ -40,13 +40,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// instance methods each run in a transaction of their own; a change that spans aggregates in one
 /// transaction (an event written with the state change that caused it) composes their static
 /// `…(…, db:)`/`into db:` parts inside one `queue.write`.
-public final class StateStore: Sendable {
-    public static let fileName = "geofence.db"
-    public let directory: String
-    public let queue: DatabaseQueue
+package final class StateStore: Sendable {
+    package static let fileName = "geofence.db"
+    package let directory: String
+    package let queue: DatabaseQueue
 
     /// Opens (creating if needed, mode 0700) the state directory and its database, and migrates it.
-    public init(directory: String, options: DatabaseConnection.Options = .init()) throws {
+    package init(directory: String, options: DatabaseConnection.Options = .init()) throws {
         try StateStore.makeDirectory(directory)
         self.directory = directory
         let path = (directory as NSString).appendingPathComponent(StateStore.fileName)
@@ -103,7 +103,7 @@ public final class StateStore: Sendable {
     package var requests: RequestRepository { RequestRepository(queue: queue) }
 
     /// `PRAGMA integrity_check`: empty when the database is sound.
-    public func integrityCheck() throws -> [String] {
+    package func integrityCheck() throws -> [String] {
         try queue.writeWithoutTransaction { db in try db.integrityCheck() }
     }
 
@@ -113,7 +113,7 @@ public final class StateStore: Sendable {
     /// For the hook runner's connection: its transactions and the daemon's are short and frequent, and the
     /// default steps turn a collision of two sub-millisecond commits into a wait of several milliseconds on the
     /// path from event to hook start.
-    public func retryLocksQuickly() throws {
+    package func retryLocksQuickly() throws {
         try queue.writeWithoutTransaction { db in
             let pointer = try db.openPointer()
             sqlite3_busy_handler(

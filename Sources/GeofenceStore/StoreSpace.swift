@@ -12,14 +12,14 @@ import Foundation
 /// write fails for want of space, checkpoints and truncates the WAL into the room it made, and makes the
 /// reserve again once there is space. On a small file system the WAL is also checkpointed sooner and truncated
 /// after each checkpoint (`fitWAL`).
-public final class StoreSpace: Sendable {
-    public static let reserveFileName = "geofence.reserve"
-    public let store: StateStore
+package final class StoreSpace: Sendable {
+    package static let reserveFileName = "geofence.reserve"
+    package let store: StateStore
     /// The reserve's size in bytes: 512 KiB, or an eighth of a smaller file system.
-    public let reserveBytes: Int
+    package let reserveBytes: Int
     private let path: String
 
-    public init(store: StateStore) {
+    package init(store: StateStore) {
         self.store = store
         path = (store.directory as NSString).appendingPathComponent(Self.reserveFileName)
         let size = Self.filesystemBytes(store.directory) ?? Int.max
@@ -27,7 +27,7 @@ public final class StoreSpace: Sendable {
     }
 
     /// Whether the reserve file is there, whole.
-    public var hasReserve: Bool {
+    package var hasReserve: Bool {
         var info = stat()
         return stat(path, &info) == 0 && Int(info.st_blocks) * 512 >= reserveBytes
     }
@@ -35,7 +35,7 @@ public final class StoreSpace: Sendable {
     /// Makes the reserve file when it is missing and the file system has room for it and as much again.
     /// Returns whether the reserve is there.
     @discardableResult
-    public func makeReserve() -> Bool {
+    package func makeReserve() -> Bool {
         if hasReserve { return true }
         guard let free = Self.freeBytes(store.directory), free >= 2 * reserveBytes else { return false }
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
@@ -51,21 +51,21 @@ public final class StoreSpace: Sendable {
 
     /// Gives the reserve's space back to the file system. Returns whether there was one.
     @discardableResult
-    public func releaseReserve() -> Bool {
+    package func releaseReserve() -> Bool {
         unlink(path) == 0
     }
 
     /// After a write refused for want of space: gives the reserve back and moves the WAL into the database,
     /// truncating it to nothing. Returns whether the WAL was truncated.
     @discardableResult
-    public func reclaim() -> Bool {
+    package func reclaim() -> Bool {
         releaseReserve()
         return (try? store.checkpointTruncating()) ?? false
     }
 
     /// On a file system under 64 MiB, checkpoints the WAL once it holds a sixteenth of the file system, and
     /// truncates it to that after each checkpoint, rather than letting it grow to 4 MiB.
-    public func fitWAL() {
+    package func fitWAL() {
         guard let size = Self.filesystemBytes(store.directory), size < 64 << 20 else { return }
         let bytes = max(64 * 1024, size / 16)
         try? store.limitWAL(pages: max(16, bytes / 4096), bytes: bytes)
@@ -89,7 +89,7 @@ public final class StoreSpace: Sendable {
 extension StateStore {
     /// `PRAGMA wal_checkpoint(TRUNCATE)`: moves every page of the WAL into the database and truncates the WAL.
     /// Returns false when a reader kept it from completing.
-    public func checkpointTruncating() throws -> Bool {
+    package func checkpointTruncating() throws -> Bool {
         try queue.writeWithoutTransaction { db in
             let busy = try db.scalar("PRAGMA wal_checkpoint(TRUNCATE)", as: Int.self) ?? 1
             return busy == 0

@@ -2,7 +2,7 @@ import Foundation
 import GeofenceCore
 
 /// The rules geofence is compared with (Docs/events.md), each run over a scenario's fixes per region.
-public enum DecisionRule: String, CaseIterable, Sendable {
+package enum DecisionRule: String, CaseIterable, Sendable {
     /// `d ≤ r`, every fix believed (Tile38, Traccar).
     case naive = "naive d ≤ r (Tile38, Traccar)"
     /// Inside when `d − accuracy < r` (Home Assistant's zones).
@@ -17,7 +17,7 @@ public enum DecisionRule: String, CaseIterable, Sendable {
     case geofence = "geofence: band + motion check"
 
     /// The `enter`/`exit` events the rule reports for each region of the scenario, in order.
-    public func run(_ scenario: DecisionScenario) -> [String: [RegionEventType]] {
+    package func run(_ scenario: DecisionScenario) -> [String: [RegionEventType]] {
         var reported: [String: [RegionEventType]] = [:]
         for region in scenario.regions { reported[region.id] = [] }
         switch self {
@@ -78,7 +78,7 @@ public enum DecisionRule: String, CaseIterable, Sendable {
 
     /// The share of a disc of radius `accuracy`, centred `distance` from a circle's centre, inside the
     /// circle of radius `radius` (plane geometry: the discs are small against the earth).
-    public static func overlap(distance d: Double, radius r: Double, accuracy a: Double) -> Double {
+    package static func overlap(distance d: Double, radius r: Double, accuracy a: Double) -> Double {
         guard a > 0 else { return d <= r ? 1 : 0 }
         if d >= r + a { return 0 }
         if d + a <= r { return 1 }
@@ -92,15 +92,15 @@ public enum DecisionRule: String, CaseIterable, Sendable {
 
 /// How a rule did on a set of scenarios: crossings it missed, events the paths do not have, and events
 /// while parked.
-public struct DecisionScore: Sendable, Equatable {
-    public var missed = 0
-    public var extra = 0
-    public var falseWhileParked = 0
+package struct DecisionScore: Sendable, Equatable {
+    package var missed = 0
+    package var extra = 0
+    package var falseWhileParked = 0
 
-    public init() {}
+    package init() {}
 
     /// Scores one scenario.
-    public mutating func add(_ scenario: DecisionScenario, reported: [String: [RegionEventType]]) {
+    package mutating func add(_ scenario: DecisionScenario, reported: [String: [RegionEventType]]) {
         for region in scenario.regions {
             let got = reported[region.id] ?? []
             if scenario.parked {

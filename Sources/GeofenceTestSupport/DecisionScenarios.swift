@@ -3,19 +3,19 @@ import GeofenceCore
 
 /// A synthetic situation for the decision rule: regions, a subject's fixes, and the crossings that really
 /// happened (from the true path), so that a rule is judged on what it misses as much as on what it fires.
-public struct DecisionScenario: Sendable {
-    public var name: String
-    public var regions: [Region]
-    public var fixes: [Fix]
+package struct DecisionScenario: Sendable {
+    package var name: String
+    package var regions: [Region]
+    package var fixes: [Fix]
     /// For each region id, the `enter`/`exit` sequence a rule must report (in order, each once).
-    public var required: [String: [RegionEventType]]
+    package var required: [String: [RegionEventType]]
     /// Regions whose crossings are too shallow for the fixes' accuracy to require: a rule may report the
     /// real crossing or nothing, but never an event the path does not have.
-    public var optional: [String: [RegionEventType]] = [:]
+    package var optional: [String: [RegionEventType]] = [:]
     /// The subject never moves: every `enter` or `exit` is false.
-    public var parked = false
+    package var parked = false
 
-    public init(name: String, regions: [Region], fixes: [Fix], required: [String: [RegionEventType]]) {
+    package init(name: String, regions: [Region], fixes: [Fix], required: [String: [RegionEventType]]) {
         self.name = name
         self.regions = regions
         self.fixes = fixes
@@ -24,13 +24,13 @@ public struct DecisionScenario: Sendable {
 }
 
 /// A true path: where the subject is at each second.
-public struct TruePath: Sendable {
-    public var points: [Coordinate]
+package struct TruePath: Sendable {
+    package var points: [Coordinate]
 
-    public init(points: [Coordinate]) { self.points = points }
+    package init(points: [Coordinate]) { self.points = points }
 
     /// Along a polyline of (north, east) metres from `origin`, at `speed` m/s, one point a second.
-    public static func polyline(
+    package static func polyline(
         from origin: Coordinate, through corners: [(north: Double, east: Double)], speed: Double
     ) -> TruePath {
         var points: [Coordinate] = []
@@ -54,7 +54,7 @@ public struct TruePath: Sendable {
 
     /// Straight along a bearing (degrees from north) with a speed profile: one point a second, `speeds[i]`
     /// the speed during second `i`.
-    public static func profile(
+    package static func profile(
         from origin: Coordinate, start: (north: Double, east: Double), bearing: Double, speeds: [Double]
     ) -> TruePath {
         let b = bearing * .pi / 180
@@ -70,7 +70,7 @@ public struct TruePath: Sendable {
     /// The crossings of a circle by the path with a margin: the subject counts as inside once it is deeper
     /// than `margin` and as outside once it is farther out than `margin` (between, nothing changes), so
     /// only crossings that clear the boundary by `margin` on both sides are listed.
-    public func crossings(of region: Region, margin: Double) -> [RegionEventType] {
+    package func crossings(of region: Region, margin: Double) -> [RegionEventType] {
         var state: RegionState = .unknown
         var out: [RegionEventType] = []
         for p in points {
@@ -87,7 +87,7 @@ public struct TruePath: Sendable {
 
 extension SyntheticReceiver {
     /// Fixes along a path, one per point, each with an error within its stated accuracy.
-    public mutating func fixes(along path: TruePath) -> [Fix] {
+    package mutating func fixes(along path: TruePath) -> [Fix] {
         path.points.map { fix(at: $0) }
     }
 }
@@ -96,7 +96,7 @@ extension SyntheticReceiver {
     /// A burst of lying fixes in a row, one a second for each of `truths` (where the subject really is):
     /// each 30-80 m off, claiming 3-5 m, aimed along `across` (radians east of north: outwards) or against
     /// it, as `pattern` says.
-    public mutating func burst(
+    package mutating func burst(
         at truths: [Coordinate], across: Double, pattern: DecisionScenarios.BurstPattern, outwardsFirst: Bool
     ) -> [Fix] {
         let first = pattern == .together ? outwardsFirst : Bool.random(using: &rng)
@@ -121,16 +121,16 @@ extension SyntheticReceiver {
 }
 
 /// The scenarios of Docs/events.md's comparison, each placed for a reason written beside it.
-public enum DecisionScenarios {
-    public static let origin = Coordinate(latitude: 48.8566, longitude: 2.3522)
-    public static let start = Date(timeIntervalSince1970: 1_795_000_000)
+package enum DecisionScenarios {
+    package static let origin = Coordinate(latitude: 48.8566, longitude: 2.3522)
+    package static let start = Date(timeIntervalSince1970: 1_795_000_000)
 
     /// A motorway at 28 m/s, one fix a second, `eph` 16 m (actual errors up to half that, as a good
     /// receiver's are), straight east through small regions (radius 28 m) centred on one fix each, 840 m
     /// apart: at each, one fix is conclusively inside (within 12 m of the centre), the fixes either side are
     /// in the band (28 ± 8 m from the centre, the band being 12-44 m), the ones two seconds away clearly
     /// outside (56 ± 8 m). `beside`: the regions 90 m north of the road instead (never reached).
-    public static func motorway(passes: Int, beside: Bool = false, seed: UInt64 = 1) -> DecisionScenario {
+    package static func motorway(passes: Int, beside: Bool = false, seed: UInt64 = 1) -> DecisionScenario {
         let spacing = 840.0
         let path = TruePath.polyline(
             from: origin, through: [(0, -600), (0, spacing * Double(passes - 1) + 600)], speed: 28)
@@ -159,7 +159,7 @@ public enum DecisionScenarios {
     /// crossing is required, and a rule that refuses poor fixes never sees the vehicle inside. Small
     /// regions (radius 60-200 m) are crossed in the good stretches by more than twice 15 m: required too.
     /// Regions in the poor stretches too small for those fixes are optional (reported right or not at all).
-    public static func cityDrive(seed: UInt64 = 2) -> DecisionScenario {
+    package static func cityDrive(seed: UInt64 = 2) -> DecisionScenario {
         // East 6 km, north 3 km, east 6 km, north 3 km: 18 km at 10 m/s.
         let corners: [(north: Double, east: Double)] = [(0, 0), (0, 6000), (3000, 6000), (3000, 12000), (6000, 12000)]
         let path = TruePath.polyline(from: origin, through: corners, speed: 10)
@@ -214,7 +214,7 @@ public enum DecisionScenarios {
     /// (in turn), 30-80 m off in one direction (each burst's fixes within a few metres of each other, as
     /// multipath gives), claiming 3-5 m. Bursts point toward the centre and away from it in turn, so that
     /// each lie lands on the other side of the boundary.
-    public static func parked(distance: Double, seed: UInt64 = 3) -> DecisionScenario {
+    package static func parked(distance: Double, seed: UInt64 = 3) -> DecisionScenario {
         let region = try! Region(id: "depot", center: origin, radius: 100)
         let spot = offset(origin, north: distance * 0.6, east: distance * 0.8)
         var receiver = SyntheticReceiver(subject: "van", seed: seed, start: start)
@@ -248,7 +248,7 @@ public enum DecisionScenarios {
     }
 
     /// How the lies of one burst point, against the boundary (see `parkedOnEdge`).
-    public enum BurstPattern: String, CaseIterable, Sendable {
+    package enum BurstPattern: String, CaseIterable, Sendable {
         /// Every lie of a burst the same way (inwards, or outwards, a burst in turn), within a few metres
         /// of each other: multipath off one wall.
         case together
@@ -262,7 +262,7 @@ public enum DecisionScenarios {
     /// `radius`, honest fixes of 3-12 m jittering within their accuracy, and once a minute a burst of
     /// `burst` lying fixes in a row, each 30-80 m off, claiming 3-5 m, aimed across the boundary as
     /// `pattern` says, so that every lie lands well on one side or the other.
-    public static func parkedOnEdge(
+    package static func parkedOnEdge(
         radius: Double, offset edge: Double = 0, burst: Int, pattern: BurstPattern, seed: UInt64
     ) -> DecisionScenario {
         let region = try! Region(id: "edge", center: origin, radius: radius)
@@ -292,7 +292,7 @@ public enum DecisionScenarios {
     /// with a burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary from where the subject
     /// really is) in place of the fixes of seconds `burstAt..<burstAt + burst`. Required: the path's
     /// crossings.
-    public static func movingThroughBurst(
+    package static func movingThroughBurst(
         _ name: String, path: TruePath, region: Region, burstAt: Int, burst: Int, pattern: BurstPattern,
         seed: UInt64
     ) -> DecisionScenario {
@@ -321,7 +321,7 @@ public enum DecisionScenarios {
 
     /// Parked for an hour 20 m inside a 200 m region with a receiver that reports `eph` 150 m (a basement,
     /// an urban canyon), its fixes anywhere within that.
-    public static func parkedPoor(seed: UInt64 = 4) -> DecisionScenario {
+    package static func parkedPoor(seed: UInt64 = 4) -> DecisionScenario {
         let region = try! Region(id: "block", center: origin, radius: 200)
         let spot = offset(origin, north: 180, east: 0)
         var receiver = SyntheticReceiver(subject: "van", seed: seed, start: start)
@@ -335,7 +335,7 @@ public enum DecisionScenarios {
 
     /// A van that drives in at 10 m/s, brakes at 2 m/s² to a stop at the centre of a 30 m region (a fuel
     /// pump), stays 20 s and pulls away at 2 m/s² to 10 m/s; fixes of 3-6 m.
-    public static func briefStop(seed: UInt64 = 5) -> DecisionScenario {
+    package static func briefStop(seed: UInt64 = 5) -> DecisionScenario {
         let region = try! Region(id: "pump", center: origin, radius: 30)
         // 200 m at 10 m/s, 25 m braking (5 s), 20 s still, 25 m pulling away, 200 m on.
         let speeds =
@@ -350,7 +350,7 @@ public enum DecisionScenarios {
     }
 
     /// Every scenario of the comparison, with its parked variants.
-    public static var all: [DecisionScenario] {
+    package static var all: [DecisionScenario] {
         [motorway(passes: 1), motorway(passes: 10), motorway(passes: 10, beside: true), cityDrive(), briefStop()]
             + [100.0, 97, 103, 92, 108].map { parked(distance: $0) }
             + [
@@ -362,7 +362,7 @@ public enum DecisionScenarios {
 
 extension DecisionScenario {
     /// The fixes as gpsd TPV lines (what `geofence replay` reads), one per fix.
-    public var tpvLines: String {
+    package var tpvLines: String {
         fixes.map { fix in
             let time = TimestampParser.format(fix.time ?? DecisionScenarios.start)
             return
@@ -371,7 +371,7 @@ extension DecisionScenario {
     }
 
     /// The regions as a regions file (`geofence import`).
-    public var regionsFile: String {
+    package var regionsFile: String {
         let entries = regions.map { r in
             #"{"id":"\#(r.id)","lat":\#(r.center.latitude),"lon":\#(r.center.longitude),"radius":\#(r.radius)}"#
         }

@@ -28,22 +28,22 @@ import Synchronization
 /// The gpsd process can't outlive the test: `stop()` runs on `deinit`, and a guard process
 /// (`sh`, reading a pipe from this process) kills gpsd if this process dies without saying
 /// goodbye (a crash, or a test runner that was killed).
-public final class GPSDHarness: Sendable {
-    public static let gpsdPath = "/usr/sbin/gpsd"
+package final class GPSDHarness: Sendable {
+    package static let gpsdPath = "/usr/sbin/gpsd"
 
     /// True when gpsd is installed; integration tests skip otherwise.
-    public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: gpsdPath) }
+    package static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: gpsdPath) }
 
     /// Why tests that need gpsd are skipped when it is missing.
-    public static let unavailableReason = "gpsd is not installed at /usr/sbin/gpsd (apt-get install gpsd)"
+    package static let unavailableReason = "gpsd is not installed at /usr/sbin/gpsd (apt-get install gpsd)"
 
-    public enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         case gpsdMissing
         case system(String, Int32)
         case startFailed(String)
         case controlFailed(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .gpsdMissing: return GPSDHarness.unavailableReason
             case .system(let call, let error): return "\(call): \(String(cString: strerror(error)))"
@@ -54,21 +54,21 @@ public final class GPSDHarness: Sendable {
     }
 
     /// gpsd's TCP port for clients.
-    public let port: UInt16
+    package let port: UInt16
     /// The UDP port gpsd reads NMEA from.
-    public let feedPort: UInt16
+    package let feedPort: UInt16
     /// The private directory holding the control socket and gpsd's log.
-    public let directory: URL
+    package let directory: URL
 
     /// Where clients connect (all devices).
-    public var address: GPSDAddress { GPSDAddress(host: "127.0.0.1", port: port) }
+    package var address: GPSDAddress { GPSDAddress(host: "127.0.0.1", port: port) }
     /// gpsd's name for the feed device: the `subject` of its fixes.
-    public var devicePath: String { "udp://127.0.0.1:\(feedPort)" }
-    public var controlSocketPath: String { directory.appendingPathComponent("control.sock").path }
-    public var logPath: String { directory.appendingPathComponent("gpsd.log").path }
+    package var devicePath: String { "udp://127.0.0.1:\(feedPort)" }
+    package var controlSocketPath: String { directory.appendingPathComponent("control.sock").path }
+    package var logPath: String { directory.appendingPathComponent("gpsd.log").path }
 
     /// What gpsd wrote to stderr, for failure messages.
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     private struct Running {
         var gpsd: Process
@@ -82,7 +82,7 @@ public final class GPSDHarness: Sendable {
 
     /// Picks free ports and a directory; starts gpsd unless `start` is false (to test a
     /// client that comes up before gpsd does).
-    public init(start: Bool = true) async throws {
+    package init(start: Bool = true) async throws {
         guard Self.isAvailable else { throw Failure.gpsdMissing }
         port = try Self.freePort(type: Int32(SOCK_STREAM.rawValue))
         feedPort = try Self.freePort(type: Int32(SOCK_DGRAM.rawValue))
@@ -100,10 +100,10 @@ public final class GPSDHarness: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    public var isRunning: Bool { running.withLock { $0?.gpsd.isRunning ?? false } }
+    package var isRunning: Bool { running.withLock { $0?.gpsd.isRunning ?? false } }
 
     /// Starts gpsd on this harness's ports and waits until it accepts clients (≤ 5 s).
-    public func start() async throws {
+    package func start() async throws {
         try running.withLock { running in
             guard running == nil else { return }
             running = try launch()
@@ -112,29 +112,29 @@ public final class GPSDHarness: Sendable {
     }
 
     /// Kills gpsd abruptly (SIGKILL), as a crash would; clients see the connection drop.
-    public func kill() {
+    package func kill() {
         shutDown(signal: SIGKILL)
     }
 
     /// Kills gpsd and starts a new one on the same ports.
-    public func restart() async throws {
+    package func restart() async throws {
         kill()
         try await start()
     }
 
     /// Stops gpsd (SIGTERM, then SIGKILL after a second). Safe to call repeatedly.
-    public func stop() {
+    package func stop() {
         shutDown(signal: SIGTERM)
     }
 
     /// Sends one sentence (CR LF is added when missing) as one datagram.
-    public func send(nmea sentence: String) throws {
+    package func send(nmea sentence: String) throws {
         let line = sentence.hasSuffix("\n") ? sentence : sentence + "\r\n"
         try send(bytes: Array(line.utf8))
     }
 
     /// Sends raw bytes as one datagram to the feed port.
-    public func send(bytes: [UInt8]) throws {
+    package func send(bytes: [UInt8]) throws {
         var target = sockaddr_in()
         target.sin_family = sa_family_t(AF_INET)
         target.sin_port = feedPort.bigEndian
@@ -151,7 +151,7 @@ public final class GPSDHarness: Sendable {
     }
 
     /// Sends sentences one datagram each, `pace` apart.
-    public func send(nmea sentences: [String], pace: Duration) async throws {
+    package func send(nmea sentences: [String], pace: Duration) async throws {
         for sentence in sentences {
             try send(nmea: sentence)
             // The pace is the receiver being simulated (sentences come so far apart): nothing to wait for.
@@ -160,12 +160,12 @@ public final class GPSDHarness: Sendable {
     }
 
     /// Tells gpsd to add a device (`+PATH` on the control socket).
-    public func addDevice(_ path: String) throws {
+    package func addDevice(_ path: String) throws {
         try control("+\(path)\n")
     }
 
     /// Tells gpsd to remove a device (`-PATH` on the control socket).
-    public func removeDevice(_ path: String) throws {
+    package func removeDevice(_ path: String) throws {
         try control("-\(path)\n")
     }
 
@@ -222,7 +222,7 @@ public final class GPSDHarness: Sendable {
     /// hands the spawning thread's signal mask to the child, and Swift concurrency's (Dispatch's)
     /// threads block nearly every signal (swift-corelibs-foundation#4772); gpsd keeps the mask
     /// it inherits, so without this it ignores SIGTERM.
-    public static func withUnblockedSignals<Result>(_ body: () throws -> Result) rethrows -> Result {
+    package static func withUnblockedSignals<Result>(_ body: () throws -> Result) rethrows -> Result {
         var none = sigset_t()
         var saved = sigset_t()
         sigemptyset(&none)

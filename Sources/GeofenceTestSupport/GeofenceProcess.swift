@@ -5,10 +5,10 @@ import Foundation
 #endif
 
 /// A fresh directory under the system's temporary directory, removed by `remove()`.
-public struct TemporaryDirectory: Sendable {
-    public let path: String
+package struct TemporaryDirectory: Sendable {
+    package let path: String
 
-    public init(_ prefix: String = "geofence-test") throws {
+    package init(_ prefix: String = "geofence-test") throws {
         var template = Array((NSTemporaryDirectory() + "/\(prefix)-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
@@ -16,13 +16,13 @@ public struct TemporaryDirectory: Sendable {
         path = String(cString: made)
     }
 
-    public func file(_ name: String) -> String { path + "/" + name }
+    package func file(_ name: String) -> String { path + "/" + name }
 
-    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    package func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// Runs `body` with a fresh temporary directory and removes the directory afterwards, whatever happens.
-public func withTemporaryDirectory<T>(_ prefix: String = "geofence-test", _ body: (TemporaryDirectory) throws -> T)
+package func withTemporaryDirectory<T>(_ prefix: String = "geofence-test", _ body: (TemporaryDirectory) throws -> T)
     throws -> T
 {
     let directory = try TemporaryDirectory(prefix)
@@ -31,7 +31,7 @@ public func withTemporaryDirectory<T>(_ prefix: String = "geofence-test", _ body
 }
 
 /// Runs `body` with a fresh temporary directory and removes the directory afterwards, whatever happens.
-public func withTemporaryDirectory<T>(
+package func withTemporaryDirectory<T>(
     _ prefix: String = "geofence-test", _ body: (TemporaryDirectory) async throws -> T
 ) async throws -> T {
     let directory = try TemporaryDirectory(prefix)
@@ -40,10 +40,10 @@ public func withTemporaryDirectory<T>(
 }
 
 /// The built `geofence` executable, run as a user would run it.
-public enum GeofenceBinary {
+package enum GeofenceBinary {
     /// `GEOFENCE_BIN` when set (`make soak` points it at the release build), else next to the test bundle
     /// (`swift build --build-tests` builds both into the same directory).
-    public static var path: String {
+    package static var path: String {
         if let given = ProcessInfo.processInfo.environment["GEOFENCE_BIN"], !given.isEmpty { return given }
         let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [here, here.deletingLastPathComponent()] {
@@ -57,16 +57,16 @@ public enum GeofenceBinary {
     }
 
     /// What a finished run left behind.
-    public struct Result: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
+    package struct Result: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
         /// stdout split into lines, without the empty last one.
-        public var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+        package var lines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
     }
 
     /// Runs `geofence ARGS` as another user (setpriv drops to `uid`, same gid, no supplementary groups).
-    public static func runAs(uid: UInt32, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    package static func runAs(uid: UInt32, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         try run(
             arguments, environment: environment,
             launcher: ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"])
@@ -74,7 +74,7 @@ public enum GeofenceBinary {
 
     /// Runs `geofence ARGS` to completion with `stdin` as its input; the environment is the test's own
     /// plus `environment`.
-    public static func run(
+    package static func run(
         _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], launcher: [String] = []
     ) throws -> Result {
         let process = Process()
@@ -116,28 +116,28 @@ public enum GeofenceBinary {
 }
 
 /// Where the shared gpsd recordings are (`<repo>/../shared/fixtures/gpsd`), if they are here at all.
-public enum SharedFixtures {
-    public static var gpsdDirectory: String? {
+package enum SharedFixtures {
+    package static var gpsdDirectory: String? {
         let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let dir = repo.deletingLastPathComponent().appendingPathComponent("shared/fixtures/gpsd").path
         return FileManager.default.fileExists(atPath: dir) ? dir : nil
     }
 
-    public static let missingReason = "../shared/fixtures/gpsd is absent: recording tests skipped"
+    package static let missingReason = "../shared/fixtures/gpsd is absent: recording tests skipped"
 }
 
 /// A `geofence run` (or any long-running geofence command) in the background, its stderr kept in a file,
 /// for tests that watch its log and stop it like systemd would.
-public final class DaemonProcess: @unchecked Sendable {
+package final class DaemonProcess: @unchecked Sendable {
     // @unchecked: `process` is set once in init; the log is read from the file.
-    public let process: Process
-    public let logPath: String
+    package let process: Process
+    package let logPath: String
 
     /// `launcher` goes in front of the binary (e.g. `setpriv --reuid=UID ...` to run it as another user).
     /// `blockingTermination` starts it with SIGTERM and SIGINT blocked, as a parent that spawns from a
     /// thread blocking them passes them on.
-    public init(
+    package init(
         _ arguments: [String], logPath: String, environment: [String: String] = [:], launcher: [String] = [],
         blockingTermination: Bool = false
     ) throws {
@@ -185,14 +185,14 @@ public final class DaemonProcess: @unchecked Sendable {
         }
     }
 
-    public var pid: Int32 { process.processIdentifier }
-    public var isRunning: Bool { process.isRunning }
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    package var pid: Int32 { process.processIdentifier }
+    package var isRunning: Bool { process.isRunning }
+    package var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Waits until the log holds a line containing `text` (counting from `after` occurrences already
     /// seen); returns false at the timeout.
     @discardableResult
-    public func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double) async -> Bool {
+    package func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double) async -> Bool {
         func found() -> Bool { log.components(separatedBy: text).count - 1 >= occurrences }
         // An engine that has exited writes no more: what its log holds then is the answer.
         _ = await Wait.until(timeout: timeout, every: .milliseconds(50)) { found() || !process.isRunning }
@@ -201,7 +201,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Sends `signal` and waits for the exit; returns the seconds it took, or nil if it did not exit in time
     /// (then it is killed).
-    public func stop(signal: Int32 = SIGTERM, timeout: Double = 5) async -> Double? {
+    package func stop(signal: Int32 = SIGTERM, timeout: Double = 5) async -> Double? {
         let started = Date()
         kill(process.processIdentifier, signal)
         _ = await Wait.until(timeout: timeout) { !process.isRunning }
@@ -215,7 +215,7 @@ public final class DaemonProcess: @unchecked Sendable {
 }
 
 /// A gpsd client that records every JSON report, as `gpspipe -w` would print them.
-public final class GPSDWatcher: @unchecked Sendable {
+package final class GPSDWatcher: @unchecked Sendable {
     // @unchecked: `lines` and `buffer` are only touched under `lock`.
     private let fd: Int32
     private let lock = NSLock()
@@ -223,7 +223,7 @@ public final class GPSDWatcher: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private var closed = false
 
-    public init(port: UInt16) throws {
+    package init(port: UInt16) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -243,7 +243,7 @@ public final class GPSDWatcher: @unchecked Sendable {
 
     deinit { close() }
 
-    public func close() {
+    package func close() {
         lock.withLock {
             if !closed { shutdown(fd, Int32(SHUT_RDWR)) }
             closed = true
@@ -251,10 +251,10 @@ public final class GPSDWatcher: @unchecked Sendable {
     }
 
     /// Every line so far.
-    public var reports: [String] { lock.withLock { lines } }
+    package var reports: [String] { lock.withLock { lines } }
 
     /// The TPV lines so far.
-    public var tpvs: [String] { reports.filter { $0.contains("\"class\":\"TPV\"") } }
+    package var tpvs: [String] { reports.filter { $0.contains("\"class\":\"TPV\"") } }
 
     private func readLoop() {
         var chunk = [UInt8](repeating: 0, count: 65_536)

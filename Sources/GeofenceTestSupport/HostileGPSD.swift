@@ -9,21 +9,21 @@ import Synchronization
 /// truncated JSON, megabyte lines, NaN/Infinity/huge numbers, unknown classes, TPVs whose time goes
 /// backwards, and incoherent positions. For chaos tests: the engine must survive it, say what it sees,
 /// and never turn it into a region event.
-public final class HostileGPSD: @unchecked Sendable {
+package final class HostileGPSD: @unchecked Sendable {
     // @unchecked: `listener` is fixed after init; the flags are atomic.
-    public let port: UInt16
+    package let port: UInt16
     private let listener: Int32
     private let stopping = Atomic(false)
     private let connections = Atomic(0)
     private let sent = Atomic(0)
 
     /// What the server sends, in turns.
-    public enum Kind: CaseIterable, Sendable {
+    package enum Kind: CaseIterable, Sendable {
         case randomBytes, truncatedJSON, hugeLine, badNumbers, unknownClass, timeBackwards, incoherentTPV
     }
 
     /// A peer that sends well-formed TPVs as fast as the socket takes them, instead of garbage.
-    public enum Flood: Sendable {
+    package enum Flood: Sendable {
         /// All from one device.
         case oneDevice
         /// Each line from a device never named before.
@@ -34,7 +34,7 @@ public final class HostileGPSD: @unchecked Sendable {
 
     /// Listens on `port` (127.0.0.1; 0 for a free one, then `port` says which); each client gets the
     /// VERSION/DEVICES greeting and then garbage, or with `flood`, a flood of TPVs.
-    public init(port: UInt16, seed: UInt64 = 1, flood: Flood? = nil) throws {
+    package init(port: UInt16, seed: UInt64 = 1, flood: Flood? = nil) throws {
         self.flood = flood
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         var yes: Int32 = 1
@@ -66,10 +66,10 @@ public final class HostileGPSD: @unchecked Sendable {
     deinit { stop() }
 
     /// How many clients connected, and how many garbage messages went out.
-    public var connectionCount: Int { connections.load(ordering: .relaxed) }
-    public var messageCount: Int { sent.load(ordering: .relaxed) }
+    package var connectionCount: Int { connections.load(ordering: .relaxed) }
+    package var messageCount: Int { sent.load(ordering: .relaxed) }
 
-    public func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
@@ -192,9 +192,9 @@ public final class HostileGPSD: @unchecked Sendable {
 }
 
 /// How long the soak scenarios run: short inside `make test`, long in `make soak` (GEOFENCE_SOAK=long).
-public enum SoakScale {
-    public static var isLong: Bool { ProcessInfo.processInfo.environment["GEOFENCE_SOAK"] == "long" }
+package enum SoakScale {
+    package static var isLong: Bool { ProcessInfo.processInfo.environment["GEOFENCE_SOAK"] == "long" }
 
     /// `short` normally, `long` under `make soak`.
-    public static func pick<T>(short: T, long: T) -> T { isLong ? long : short }
+    package static func pick<T>(short: T, long: T) -> T { isLong ? long : short }
 }

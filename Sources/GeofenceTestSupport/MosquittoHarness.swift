@@ -7,26 +7,26 @@ import Foundation
 /// A private Mosquitto broker for one test: its own config file, a free loopback port, persistence in a
 /// directory of its own (never the system's broker, its port 1883 or its config). It can be stopped and
 /// started again on the same port with the same persistence, as a broker restart is.
-public final class MosquittoBroker: @unchecked Sendable {
+package final class MosquittoBroker: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the broker, one call at a time.
-    public let port: UInt16
-    public let directory: String
+    package let port: UInt16
+    package let directory: String
     /// The CA that signed a TLS broker's certificate (nil: plain MQTT).
-    public let caFile: String?
+    package let caFile: String?
     /// The broker lets in only clients with a certificate of its CA: this one (`client.crt`, `client.key`).
-    public let requiresClientCertificate: Bool
-    public var clientCertificate: String { directory + "/client.crt" }
-    public var clientKey: String { directory + "/client.key" }
+    package let requiresClientCertificate: Bool
+    package var clientCertificate: String { directory + "/client.crt" }
+    package var clientKey: String { directory + "/client.key" }
     private let config: String
     private var process: Process?
 
-    public static let mosquittoPath = "/usr/sbin/mosquitto"
-    public static let publishPath = "/usr/bin/mosquitto_pub"
-    public static var isAvailable: Bool {
+    package static let mosquittoPath = "/usr/sbin/mosquitto"
+    package static let publishPath = "/usr/bin/mosquitto_pub"
+    package static var isAvailable: Bool {
         FileManager.default.isExecutableFile(atPath: mosquittoPath)
             && FileManager.default.isExecutableFile(atPath: publishPath)
     }
-    public static let unavailableReason = "mosquitto and mosquitto_pub are not installed (make deps)"
+    package static let unavailableReason = "mosquitto and mosquitto_pub are not installed (make deps)"
 
     /// Starts a broker in `directory` (which must exist); with `users`, only they may connect, each with
     /// their password (a `mosquitto_passwd` file).
@@ -38,7 +38,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// (`require_certificate`): `clientCertificate` and `clientKey` are one.
     ///
     /// `settings` are more lines of `mosquitto.conf` (`max_queued_messages 0`).
-    public init(
+    package init(
         directory: String, users: [String: String] = [:], tls: Bool = false, clientCertificates: Bool = false,
         settings: [String] = []
     ) throws {
@@ -85,7 +85,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     deinit { kill(signal: SIGKILL) }
 
     /// Starts it (again) and waits until it accepts connections.
-    public func start() throws {
+    package func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.mosquittoPath)
         p.arguments = ["-c", config]
@@ -106,7 +106,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Stops it (SIGTERM: it writes its persistence file first) and waits for the exit.
-    public func stop() { kill(signal: SIGTERM) }
+    package func stop() { kill(signal: SIGTERM) }
 
     private func kill(signal: Int32) {
         guard let p = process else { return }
@@ -141,13 +141,13 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Makes a persistent session (clean session off) for `clientID` subscribed to `topic` at QoS 1, and
     /// leaves: from now on the broker queues that topic's messages for it.
-    public func makeSession(clientID: String, topic: String) throws {
+    package func makeSession(clientID: String, topic: String) throws {
         _ = try subscribe(["-c", "-i", clientID, "-t", topic, "-E"])
     }
 
     /// Connects as `clientID` (with `persistent`, to its session: what was queued for it comes first) and
     /// returns `topic payload` of each message received within `seconds`.
-    public func receive(clientID: String, topic: String, persistent: Bool = true, seconds: Int) throws -> [String] {
+    package func receive(clientID: String, topic: String, persistent: Bool = true, seconds: Int) throws -> [String] {
         try subscribe((persistent ? ["-c"] : []) + ["-i", clientID, "-t", topic, "-v", "-W", String(seconds)])
             .split(separator: "\n").map(String.init)
     }
@@ -169,11 +169,11 @@ public final class MosquittoBroker: @unchecked Sendable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    public var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
+    package var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
 
     /// `mosquitto_pub` with QoS 1: the whole of `file` as one message to `topic`; returns its status.
     @discardableResult
-    public func publish(_ topic: String, file: String) throws -> Int32 {
+    package func publish(_ topic: String, file: String) throws -> Int32 {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.publishPath)
         p.arguments =
@@ -189,7 +189,7 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// `mosquitto_pub` with QoS 1: each of `messages` to `topic`, one message a line; returns its status.
     @discardableResult
-    public func publish(_ topic: String, _ messages: [String]) throws -> Int32 {
+    package func publish(_ topic: String, _ messages: [String]) throws -> Int32 {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.publishPath)
         p.arguments =

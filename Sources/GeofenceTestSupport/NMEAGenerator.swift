@@ -7,27 +7,27 @@ import GeofenceCore
 ///
 /// gpsd 3.22 moves NMEA dates before 2017 forward by 1024 weeks (the GPS week-rollover
 /// workaround), so epochs must be dated 2017 or later; `track` refuses earlier dates.
-public struct NMEAGenerator: Sendable {
+package struct NMEAGenerator: Sendable {
     /// One second (or other interval) of a receiver's output.
-    public struct Epoch: Sendable, Equatable {
-        public var time: Date
-        public var latitude: Double
-        public var longitude: Double
+    package struct Epoch: Sendable, Equatable {
+        package var time: Date
+        package var latitude: Double
+        package var longitude: Double
         /// Metres above mean sea level.
-        public var altitude: Double
+        package var altitude: Double
         /// Height of the geoid above the ellipsoid, metres (so HAE = altitude + geoidSeparation).
-        public var geoidSeparation: Double
+        package var geoidSeparation: Double
         /// Metres per second.
-        public var speed: Double
+        package var speed: Double
         /// Degrees from true north.
-        public var course: Double
-        public var satellites: Int
-        public var hdop: Double
+        package var course: Double
+        package var satellites: Int
+        package var hdop: Double
         /// One-sigma latitude and longitude errors for `$GPGST`, metres.
-        public var latitudeError: Double
-        public var longitudeError: Double
+        package var latitudeError: Double
+        package var longitudeError: Double
 
-        public init(
+        package init(
             time: Date,
             latitude: Double,
             longitude: Double,
@@ -55,14 +55,14 @@ public struct NMEAGenerator: Sendable {
     }
 
     /// gpsd 3.22 shifts earlier NMEA dates by 1024 weeks.
-    public static let earliestSafeDate = Date(timeIntervalSince1970: 1_483_228_800)  // 2017-01-01T00:00:00Z
+    package static let earliestSafeDate = Date(timeIntervalSince1970: 1_483_228_800)  // 2017-01-01T00:00:00Z
 
     /// The talker id: "GP" (GPS), "GN" (multi-constellation), …
-    public var talker: String
+    package var talker: String
     /// Whether `sentences(for:)` adds a `$GPGST` error-estimate sentence.
-    public var includeGST: Bool
+    package var includeGST: Bool
 
-    public init(talker: String = "GP", includeGST: Bool = false) {
+    package init(talker: String = "GP", includeGST: Bool = false) {
         self.talker = talker
         self.includeGST = includeGST
     }
@@ -70,7 +70,7 @@ public struct NMEAGenerator: Sendable {
     // MARK: - Epochs
 
     /// The sentences of one epoch with a 3D fix: RMC, GGA, GSA (and GST if enabled).
-    public func sentences(for epoch: Epoch) -> [String] {
+    package func sentences(for epoch: Epoch) -> [String] {
         var sentences = [rmc(epoch), gga(epoch), gsa(epoch)]
         if includeGST { sentences.append(gst(epoch)) }
         return sentences
@@ -78,7 +78,7 @@ public struct NMEAGenerator: Sendable {
 
     /// The sentences of one epoch without a fix, as a receiver with no sky view sends them;
     /// with `time` nil even the clock is unknown.
-    public func noFixSentences(at time: Date?) -> [String] {
+    package func noFixSentences(at time: Date?) -> [String] {
         let clock = time.map(Self.timeField) ?? ""
         let date = time.map(Self.dateField) ?? ""
         return [
@@ -88,7 +88,7 @@ public struct NMEAGenerator: Sendable {
         ]
     }
 
-    public func rmc(_ epoch: Epoch) -> String {
+    package func rmc(_ epoch: Epoch) -> String {
         let knots = epoch.speed / 0.514_444
         return Self.sentence(
             "\(talker)RMC,\(Self.timeField(epoch.time)),A,\(Self.latitudeFields(epoch.latitude)),"
@@ -97,7 +97,7 @@ public struct NMEAGenerator: Sendable {
         )
     }
 
-    public func gga(_ epoch: Epoch) -> String {
+    package func gga(_ epoch: Epoch) -> String {
         Self.sentence(
             "\(talker)GGA,\(Self.timeField(epoch.time)),\(Self.latitudeFields(epoch.latitude)),"
                 + "\(Self.longitudeFields(epoch.longitude)),1,\(Self.twoDigits(epoch.satellites)),"
@@ -106,7 +106,7 @@ public struct NMEAGenerator: Sendable {
         )
     }
 
-    public func gsa(_ epoch: Epoch) -> String {
+    package func gsa(_ epoch: Epoch) -> String {
         let used = (0..<12).map { $0 < epoch.satellites ? Self.twoDigits($0 * 2 + 2) : "" }
         let pdop = epoch.hdop * 1.6
         let vdop = epoch.hdop * 1.3
@@ -116,7 +116,7 @@ public struct NMEAGenerator: Sendable {
         )
     }
 
-    public func gst(_ epoch: Epoch) -> String {
+    package func gst(_ epoch: Epoch) -> String {
         let rms = (epoch.latitudeError * epoch.latitudeError + epoch.longitudeError * epoch.longitudeError).squareRoot()
         return Self.sentence(
             "\(talker)GST,\(Self.timeField(epoch.time)),\(Self.fixed(rms, 1)),\(Self.fixed(rms, 1)),"
@@ -128,7 +128,7 @@ public struct NMEAGenerator: Sendable {
 
     /// A straight track at constant speed and course: `count` epochs `interval` seconds apart.
     /// (A local flat-earth step: fine for the few kilometres a test drives.)
-    public static func track(
+    package static func track(
         from start: Coordinate,
         at startTime: Date,
         course: Double,
@@ -159,17 +159,17 @@ public struct NMEAGenerator: Sendable {
     // MARK: - Framing
 
     /// The XOR of the bytes between `$` and `*`.
-    public static func checksum<Body: StringProtocol>(of body: Body) -> UInt8 {
+    package static func checksum<Body: StringProtocol>(of body: Body) -> UInt8 {
         body.utf8.reduce(0) { $0 ^ $1 }
     }
 
     /// `$BODY*HH`, without line ending.
-    public static func sentence(_ body: String) -> String {
+    package static func sentence(_ body: String) -> String {
         "$\(body)*\(hex(checksum(of: body)))"
     }
 
     /// True when `sentence` is `$BODY*HH` and HH is the checksum of BODY (case-insensitive).
-    public static func hasValidChecksum(_ sentence: String) -> Bool {
+    package static func hasValidChecksum(_ sentence: String) -> Bool {
         let line = sentence.trimmingCharacters(in: .newlines)
         guard line.hasPrefix("$"), let star = line.lastIndex(of: "*") else { return false }
         let body = line[line.index(after: line.startIndex)..<star]
@@ -187,7 +187,7 @@ public struct NMEAGenerator: Sendable {
     }()
 
     /// hhmmss.ss
-    public static func timeField(_ time: Date) -> String {
+    package static func timeField(_ time: Date) -> String {
         let parts = utc.dateComponents([.hour, .minute, .second], from: time)
         let whole = floor(time.timeIntervalSince1970)
         let hundredths = Int(((time.timeIntervalSince1970 - whole) * 100).rounded())
@@ -196,19 +196,19 @@ public struct NMEAGenerator: Sendable {
     }
 
     /// ddmmyy
-    public static func dateField(_ time: Date) -> String {
+    package static func dateField(_ time: Date) -> String {
         let parts = utc.dateComponents([.day, .month, .year], from: time)
         return twoDigits(parts.day!) + twoDigits(parts.month!) + twoDigits(parts.year! % 100)
     }
 
     /// ddmm.mmmmmm,N
-    public static func latitudeFields(_ latitude: Double) -> String {
+    package static func latitudeFields(_ latitude: Double) -> String {
         let (degrees, minutes) = degreesAndMinutes(abs(latitude))
         return twoDigits(degrees) + minutesField(minutes) + (latitude < 0 ? ",S" : ",N")
     }
 
     /// dddmm.mmmmmm,E
-    public static func longitudeFields(_ longitude: Double) -> String {
+    package static func longitudeFields(_ longitude: Double) -> String {
         let (degrees, minutes) = degreesAndMinutes(abs(longitude))
         let degreesText = degrees < 100 ? "0" + twoDigits(degrees) : String(degrees)
         return degreesText + minutesField(minutes) + (longitude < 0 ? ",W" : ",E")
@@ -227,7 +227,7 @@ public struct NMEAGenerator: Sendable {
         return minutes < 10 ? "0" + text : text
     }
 
-    public static func fixed(_ value: Double, _ decimals: Int) -> String {
+    package static func fixed(_ value: Double, _ decimals: Int) -> String {
         String(format: "%.\(decimals)f", value)
     }
 

@@ -2,12 +2,12 @@ import Foundation
 import GeofenceCore
 
 /// A small, fast, seedable random generator (SplitMix64), so synthetic scenarios are the same on every run.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
+package struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -20,7 +20,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 ///
 /// Good to a few centimetres over a few kilometres: scenario builders use it to place points, and tests
 /// measure what matters with the exact geodesic.
-public func offset(_ c: Coordinate, north: Double, east: Double) -> Coordinate {
+package func offset(_ c: Coordinate, north: Double, east: Double) -> Coordinate {
     let a = 6_378_137.0
     let f = 1 / 298.257223563
     let e2 = f * (2 - f)
@@ -38,32 +38,32 @@ public func offset(_ c: Coordinate, north: Double, east: Double) -> Coordinate {
 }
 
 /// Builds synthetic receiver output: fixes along a path, with errors drawn within their stated accuracy.
-public struct SyntheticReceiver {
-    public var subject: String
-    public var rng: SeededGenerator
-    public var time: Date
+package struct SyntheticReceiver {
+    package var subject: String
+    package var rng: SeededGenerator
+    package var time: Date
     /// Seconds between fixes.
-    public var interval: Double = 1
+    package var interval: Double = 1
     /// Stated accuracy is drawn from this range (metres).
-    public var accuracy: ClosedRange<Double> = 3...12
+    package var accuracy: ClosedRange<Double> = 3...12
     /// Actual error as a fraction of the stated accuracy, at most.
-    public var errorFraction: Double = 0.95
+    package var errorFraction: Double = 0.95
 
-    public init(subject: String = "/dev/ttyACM0", seed: UInt64, start: Date) {
+    package init(subject: String = "/dev/ttyACM0", seed: UInt64, start: Date) {
         self.subject = subject
         self.rng = SeededGenerator(seed: seed)
         self.time = start
     }
 
     /// One fix whose true position is `truth`, with an error inside its stated accuracy.
-    public mutating func fix(at truth: Coordinate) -> Fix {
+    package mutating func fix(at truth: Coordinate) -> Fix {
         let stated = Double.random(in: accuracy, using: &rng)
         let error = stated * errorFraction * Double.random(in: 0...1, using: &rng).squareRoot()
         return make(truth: truth, error: error, stated: stated)
     }
 
     /// A lying fix: far from the truth, yet claiming to be accurate.
-    public mutating func outlier(at truth: Coordinate, error: Double, stated: Double) -> Fix {
+    package mutating func outlier(at truth: Coordinate, error: Double, stated: Double) -> Fix {
         make(truth: truth, error: error, stated: stated)
     }
 

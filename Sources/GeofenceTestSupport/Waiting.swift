@@ -6,14 +6,14 @@ import Foundation
 ///
 /// A test sleeps only where nothing can be observed, such as to show that something does *not* happen within
 /// a time; it then says so in a comment.
-public enum Wait {
+package enum Wait {
     /// How often a condition is asked again: short enough that no test waits noticeably longer than it must.
-    public static let interval: Duration = .milliseconds(10)
+    package static let interval: Duration = .milliseconds(10)
 
     /// Asks `condition` until it holds or `timeout` seconds have passed, without holding a thread of the
     /// cooperative pool; whether it held (asked once more at the end, so a condition that came true just then
     /// counts).
-    public static func until(
+    package static func until(
         timeout: Double, every pause: Duration = interval, _ condition: () async throws -> Bool
     ) async rethrows -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
@@ -25,7 +25,7 @@ public enum Wait {
     }
 
     /// The first value `probe` gives (non-nil) within `timeout` seconds, or nil.
-    public static func value<T>(
+    package static func value<T>(
         timeout: Double, every pause: Duration = interval, _ probe: () async throws -> T?
     ) async rethrows -> T? {
         let deadline = ContinuousClock.now + .seconds(timeout)
@@ -37,7 +37,7 @@ public enum Wait {
     }
 
     /// `until`, blocking the calling thread: for synchronous tests and for threads of their own.
-    public static func blocking(
+    package static func blocking(
         timeout: Double, every pause: Duration = interval, _ condition: () throws -> Bool
     ) rethrows -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)

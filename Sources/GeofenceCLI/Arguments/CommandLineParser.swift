@@ -1,7 +1,7 @@
 import GeofenceCore
 
 /// What a command line asks for: run a command, show help, or nothing valid.
-public enum ParseOutcome: Sendable {
+package enum ParseOutcome: Sendable {
     /// Run the command at `path` (subcommand names below the root) with these values.
     case run(path: [String], arguments: ParsedArguments)
     /// Print this text to stdout and exit 0.
@@ -22,12 +22,12 @@ public enum ParseOutcome: Sendable {
 /// options; a token that looks like a negative number is a positional, not an option; `-h`,
 /// `--help` and `help <subcommand>` show help, and help wins over any other error after the
 /// command is known.
-public struct CommandLineParser: Sendable {
-    public let root: CommandSpec
+package struct CommandLineParser: Sendable {
+    package let root: CommandSpec
     static let helpLine = "Show help information."
 
     /// Traps if the tree is inconsistent (see `problems(in:)`): a bad spec is a programming error.
-    public init(root: CommandSpec) {
+    package init(root: CommandSpec) {
         let problems = Self.problems(in: root)
         precondition(problems.isEmpty, "invalid command tree:\n" + problems.joined(separator: "\n"))
         self.root = root
@@ -35,7 +35,7 @@ public struct CommandLineParser: Sendable {
 
     /// Parses `arguments`, without the program name (`CommandLine.arguments.dropFirst()`).
     /// `environment` supplies values for options that declare an environment variable.
-    public func parse(_ arguments: [String], environment: [String: String] = [:]) -> ParseOutcome {
+    package func parse(_ arguments: [String], environment: [String: String] = [:]) -> ParseOutcome {
         var node = root
         var path: [String] = []
         var accepted = acceptedOptions(at: [])
@@ -172,7 +172,7 @@ public struct CommandLineParser: Sendable {
 
     /// The text for stderr: for a usage error, `Error: …`, the usage line and a pointer to the
     /// command's help; for any other error just `Error: …`. Ends with a newline.
-    public func render(_ error: any CommandLineError) -> String {
+    package func render(_ error: any CommandLineError) -> String {
         guard let usage = error as? UsageError, usage.showsUsage else { return "Error: \(error.message)\n" }
         let path = command(at: usage.commandPath) == nil ? [] : usage.commandPath
         return """
@@ -185,7 +185,7 @@ public struct CommandLineParser: Sendable {
 
     /// What `render(_:)` says, as one JSON object for `--json`: `error` (the message), `exitCode`, and for a
     /// usage error `usage` (the usage line) and `help` (the command that shows the help).
-    public func renderJSON(_ error: any CommandLineError) -> JSONObject {
+    package func renderJSON(_ error: any CommandLineError) -> JSONObject {
         var o: JSONObject = ["error": .string(error.message), "exitCode": .number(Double(error.exitCode.rawValue))]
         if let usage = error as? UsageError, usage.showsUsage {
             let path = command(at: usage.commandPath) == nil ? [] : usage.commandPath
@@ -196,12 +196,12 @@ public struct CommandLineParser: Sendable {
     }
 
     /// `geofence hook add`, for the command at `path`.
-    public func commandName(_ path: [String]) -> String {
+    package func commandName(_ path: [String]) -> String {
         ([root.name] + path).joined(separator: " ")
     }
 
     /// The command at `path` below the root (including the built-in `help`), or nil.
-    public func command(at path: [String]) -> CommandSpec? {
+    package func command(at path: [String]) -> CommandSpec? {
         var node = root
         for (depth, name) in path.enumerated() {
             guard let child = subcommands(of: node, at: Array(path[..<depth])).first(where: { $0.name == name }) else {
@@ -214,7 +214,7 @@ public struct CommandLineParser: Sendable {
 
     /// The options the command at `path` accepts: its own, then those its ancestors declare as
     /// inherited, nearest ancestor first.
-    public func acceptedOptions(at path: [String]) -> [OptionSpec] {
+    package func acceptedOptions(at path: [String]) -> [OptionSpec] {
         var chain = [root]
         for depth in path.indices {
             guard let next = command(at: Array(path[...depth])) else { break }
@@ -269,7 +269,7 @@ public struct CommandLineParser: Sendable {
     }
 
     /// Every inconsistency in a command tree, one sentence each; empty when it is sound.
-    public static func problems(in root: CommandSpec) -> [String] {
+    package static func problems(in root: CommandSpec) -> [String] {
         var problems: [String] = []
         func check(_ node: CommandSpec, name: String, inherited: [OptionSpec]) {
             var seen: Set<String> = ["--help", "-h"]

@@ -3,22 +3,22 @@
 ///
 /// A command with subcommands takes no positional arguments of its own; it runs by itself only
 /// when `runsWithoutSubcommand` is set (otherwise a missing subcommand is a usage error).
-public struct CommandSpec: Sendable {
-    public var name: String
+package struct CommandSpec: Sendable {
+    package var name: String
     /// One line, shown in the parent's SUBCOMMANDS list and at the top of the help.
-    public var abstract: String
+    package var abstract: String
     /// Longer help shown under the abstract; line breaks are kept, long lines are wrapped.
-    public var discussion: String?
+    package var discussion: String?
     /// The full usage line (`geofence add <id> [options]`); generated from the options and
     /// arguments when nil.
-    public var usage: String?
-    public var options: [OptionSpec]
-    public var arguments: [ArgumentSpec]
-    public var subcommands: [CommandSpec]
-    public var runsWithoutSubcommand: Bool
-    public var examples: [Example]
+    package var usage: String?
+    package var options: [OptionSpec]
+    package var arguments: [ArgumentSpec]
+    package var subcommands: [CommandSpec]
+    package var runsWithoutSubcommand: Bool
+    package var examples: [Example]
 
-    public init(
+    package init(
         name: String,
         abstract: String,
         discussion: String? = nil,
@@ -42,13 +42,13 @@ public struct CommandSpec: Sendable {
 }
 
 /// A worked example shown in a command's EXAMPLES section.
-public struct Example: Sendable, Equatable {
+package struct Example: Sendable, Equatable {
     /// What the example does, one sentence (`Watch a 200 m circle around the depot`).
-    public var description: String
+    package var description: String
     /// The command line, as typed.
-    public var command: String
+    package var command: String
 
-    public init(_ description: String, _ command: String) {
+    package init(_ description: String, _ command: String) {
         self.description = description
         self.command = command
     }
@@ -56,34 +56,34 @@ public struct Example: Sendable, Equatable {
 
 /// A named option: a flag (`--json`), an option taking one value (`--radius 200`), or one that
 /// may be repeated (`--on enter --on exit`).
-public struct OptionSpec: Sendable {
-    public enum Kind: Sendable, Equatable {
+package struct OptionSpec: Sendable {
+    package enum Kind: Sendable, Equatable {
         case flag
         case value
         case repeatingValue
     }
 
     /// The long name with its dashes, `--radius`; also the key for reading the parsed value.
-    public var name: String
+    package var name: String
     /// The short name with its dash, `-r`, if any. `-h` is reserved for help.
-    public var shortName: String?
-    public var kind: Kind
+    package var shortName: String?
+    package var kind: Kind
     /// Shown as `<meters>` in usage and help.
-    public var valueName: String
-    public var help: String
-    public var isRequired: Bool
+    package var valueName: String
+    package var help: String
+    package var isRequired: Bool
     /// Used when the option is absent from the command line and the environment.
-    public var defaultValue: String?
+    package var defaultValue: String?
     /// Shown as `(default: …)` instead of `defaultValue`, for defaults computed elsewhere
     /// (`$XDG_STATE_HOME/geofence`).
-    public var defaultDescription: String?
+    package var defaultDescription: String?
     /// An environment variable consulted when the option is absent (`GEOFENCE_STATE_DIR`),
     /// before `defaultValue`; shown as `(env: …)`.
-    public var environmentVariable: String?
+    package var environmentVariable: String?
     /// Accepted, and listed in the help, by this command and every command below it.
-    public var isInherited: Bool
+    package var isInherited: Bool
 
-    public init(
+    package init(
         name: String,
         shortName: String? = nil,
         kind: Kind,
@@ -108,14 +108,14 @@ public struct OptionSpec: Sendable {
     }
 
     /// A flag such as `--json`: present or absent, never with a value.
-    public static func flag(
+    package static func flag(
         _ name: String, short: String? = nil, help: String, inherited: Bool = false
     ) -> OptionSpec {
         OptionSpec(name: name, shortName: short, kind: .flag, help: help, isInherited: inherited)
     }
 
     /// An option taking exactly one value; giving it twice is a usage error.
-    public static func value(
+    package static func value(
         _ name: String, short: String? = nil, valueName: String? = nil, help: String, required: Bool = false,
         default defaultValue: String? = nil, defaultDescription: String? = nil, environment: String? = nil,
         inherited: Bool = false
@@ -127,7 +127,7 @@ public struct OptionSpec: Sendable {
     }
 
     /// An option that may be given several times, each time with one value.
-    public static func repeating(
+    package static func repeating(
         _ name: String, short: String? = nil, valueName: String? = nil, help: String, required: Bool = false,
         inherited: Bool = false
     ) -> OptionSpec {
@@ -139,30 +139,30 @@ public struct OptionSpec: Sendable {
 
 /// A positional argument. Required ones come first, then optional ones; at most one may repeat
 /// and it must be last.
-public struct ArgumentSpec: Sendable {
+package struct ArgumentSpec: Sendable {
     /// Shown as `<id>`; also the key for reading the parsed value.
-    public var name: String
-    public var help: String
-    public var isOptional: Bool
-    public var isRepeating: Bool
+    package var name: String
+    package var help: String
+    package var isOptional: Bool
+    package var isRepeating: Bool
 
-    public init(name: String, help: String, isOptional: Bool = false, isRepeating: Bool = false) {
+    package init(name: String, help: String, isOptional: Bool = false, isRepeating: Bool = false) {
         self.name = name
         self.help = help
         self.isOptional = isOptional
         self.isRepeating = isRepeating
     }
 
-    public static func required(_ name: String, help: String) -> ArgumentSpec {
+    package static func required(_ name: String, help: String) -> ArgumentSpec {
         ArgumentSpec(name: name, help: help)
     }
 
-    public static func optional(_ name: String, help: String) -> ArgumentSpec {
+    package static func optional(_ name: String, help: String) -> ArgumentSpec {
         ArgumentSpec(name: name, help: help, isOptional: true)
     }
 
     /// Takes all remaining positional values; `atLeastOne` makes an empty list an error.
-    public static func repeating(_ name: String, help: String, atLeastOne: Bool = false) -> ArgumentSpec {
+    package static func repeating(_ name: String, help: String, atLeastOne: Bool = false) -> ArgumentSpec {
         ArgumentSpec(name: name, help: help, isOptional: !atLeastOne, isRepeating: true)
     }
 }

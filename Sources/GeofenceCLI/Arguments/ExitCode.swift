@@ -1,6 +1,6 @@
 /// The process exit status of a command, following BSD `sysexits.h` so scripts can tell a
 /// typo (64) from bad data (65), a missing daemon (69) or a refused permission (77).
-public enum ExitCode: Int32, Sendable, CaseIterable {
+package enum ExitCode: Int32, Sendable, CaseIterable {
     case ok = 0
     case failure = 1
     /// `locate`: the best fix at the deadline did not meet the target accuracy.
@@ -31,5 +31,5 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// `status`: the engine runs but one of the four answers is a problem (or Location Services are off),
     /// as `systemctl is-active` says 3 for a unit that is not active. The same status as `locate`'s
     /// `silent`: a command that runs but cannot give what a script waits for.
-    public static let notReady = ExitCode.silent
+    package static let notReady = ExitCode.silent
 }

@@ -7,7 +7,7 @@ extension CommandLineParser {
 
     /// The full help for the command at `path` (subcommand names below the root), ending with
     /// a newline. Traps when `path` names no command.
-    public func helpText(for path: [String]) -> String {
+    package func helpText(for path: [String]) -> String {
         guard let node = command(at: path) else {
             preconditionFailure("no command at '\(commandName(path))'")
         }
@@ -77,7 +77,7 @@ extension CommandLineParser {
 
     /// The one-line usage of the command at `path`: the spec's `usage` when given, else
     /// generated (`geofence add [--name <name>] [--json] <id>`).
-    public func usageLine(for path: [String]) -> String {
+    package func usageLine(for path: [String]) -> String {
         usageChunks(for: path).joined(separator: " ")
     }
 

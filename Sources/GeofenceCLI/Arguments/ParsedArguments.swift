@@ -8,16 +8,16 @@ import GeofenceCore
 /// The typed readers turn a bad value into a `UsageError` naming the option, so a command can
 /// simply `try` them. Asking for a name the command does not declare is a programming error
 /// and traps.
-public struct ParsedArguments: Sendable {
+package struct ParsedArguments: Sendable {
     /// Where a value came from, for error messages.
-    public enum Source: Sendable, Equatable {
+    package enum Source: Sendable, Equatable {
         case commandLine
         case environment(String)
         case defaultValue
     }
 
     /// The subcommand names below the root, `["hook", "add"]`; empty for the root itself.
-    public let path: [String]
+    package let path: [String]
     private var flags: Set<String>
     private var values: [String: (values: [String], source: Source)]
     private let declaredOptions: [String: OptionSpec]
@@ -35,7 +35,7 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Whether a flag was given.
-    public func flag(_ name: String) -> Bool {
+    package func flag(_ name: String) -> Bool {
         guard let option = declaredOptions[name], option.kind == .flag else {
             preconditionFailure("'\(name)' is not a flag of '\(path.joined(separator: " "))'")
         }
@@ -43,26 +43,26 @@ public struct ParsedArguments: Sendable {
     }
 
     /// The value of a single-value option or positional argument, if any.
-    public func value(_ name: String) -> String? {
+    package func value(_ name: String) -> String? {
         checkDeclared(name)
         return values[name]?.values.last
     }
 
     /// All values of a repeating option or argument, in command-line order.
-    public func values(_ name: String) -> [String] {
+    package func values(_ name: String) -> [String] {
         checkDeclared(name)
         return values[name]?.values ?? []
     }
 
     /// Where the value of `name` came from; nil when it has none.
-    public func source(of name: String) -> Source? {
+    package func source(of name: String) -> Source? {
         checkDeclared(name)
         return values[name]?.source
     }
 
     /// The value of `name`, or a usage error saying it is required (for requirements that
     /// depend on other options, which a spec cannot declare).
-    public func required(_ name: String) throws(UsageError) -> String {
+    package func required(_ name: String) throws(UsageError) -> String {
         guard let value = value(name) else {
             throw usageError("missing required \(display(name))")
         }
@@ -71,7 +71,7 @@ public struct ParsedArguments: Sendable {
 
     /// The value of `name` converted by `parse`; nil when absent. A conversion failure becomes
     /// `invalid value for --lat: <reason>`.
-    public func value<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> T? {
+    package func value<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> T? {
         guard let text = value(name) else { return nil }
         do throws(ValueError) {
             return try parse(text)
@@ -81,7 +81,7 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Like `value(_:as:)`, and a usage error when absent.
-    public func required<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> T {
+    package func required<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> T {
         guard let value = try value(name, as: parse) else {
             throw usageError("missing required \(display(name))")
         }
@@ -89,7 +89,7 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Every value of a repeating option or argument converted by `parse`.
-    public func values<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> [T] {
+    package func values<T>(_ name: String, as parse: (String) throws(ValueError) -> T) throws(UsageError) -> [T] {
         var result: [T] = []
         for text in values(name) {
             do throws(ValueError) {
@@ -102,37 +102,37 @@ public struct ParsedArguments: Sendable {
     }
 
     /// A finite decimal number (`NumberParser.finite`).
-    public func double(_ name: String) throws(UsageError) -> Double? {
+    package func double(_ name: String) throws(UsageError) -> Double? {
         try value(name, as: NumberParser.finite)
     }
 
     /// A whole number (`NumberParser.integer`).
-    public func integer(_ name: String) throws(UsageError) -> Int? {
+    package func integer(_ name: String) throws(UsageError) -> Int? {
         try value(name, as: NumberParser.integer)
     }
 
     /// A latitude in degrees within [-90, 90].
-    public func latitude(_ name: String) throws(UsageError) -> Double? {
+    package func latitude(_ name: String) throws(UsageError) -> Double? {
         try value(name, as: CoordinateParser.latitude)
     }
 
     /// A longitude in degrees within [-180, 180].
-    public func longitude(_ name: String) throws(UsageError) -> Double? {
+    package func longitude(_ name: String) throws(UsageError) -> Double? {
         try value(name, as: CoordinateParser.longitude)
     }
 
     /// A duration in seconds (`DurationParser`).
-    public func duration(_ name: String) throws(UsageError) -> Double? {
+    package func duration(_ name: String) throws(UsageError) -> Double? {
         try value(name, as: DurationParser.parse)
     }
 
     /// A timestamp (`TimestampParser`).
-    public func timestamp(_ name: String) throws(UsageError) -> Date? {
+    package func timestamp(_ name: String) throws(UsageError) -> Date? {
         try value(name, as: TimestampParser.parse)
     }
 
     /// A duration from `now` or a timestamp (`ExpiryParser`).
-    public func expiry(_ name: String, now: Date) throws(UsageError) -> Date? {
+    package func expiry(_ name: String, now: Date) throws(UsageError) -> Date? {
         try value(name) { (text: String) throws(ValueError) -> Date in
             try ExpiryParser.parse(text, now: now)
         }
@@ -140,7 +140,7 @@ public struct ParsedArguments: Sendable {
 
     /// A usage error for this command, for checks a command makes itself
     /// (`throw arguments.usageError("--radius must be greater than 0")`).
-    public func usageError(_ message: String) -> UsageError {
+    package func usageError(_ message: String) -> UsageError {
         UsageError(message, commandPath: path)
     }
 
@@ -151,7 +151,7 @@ public struct ParsedArguments: Sendable {
     /// `invalid value for --radius <metres>: REASON`; for a value from the environment, one line that names
     /// the variable first (`invalid value for GEOFENCE_MAX_REGIONS (--max-regions): REASON`), without the
     /// usage line, since the command line itself was right.
-    public func invalidValue(_ name: String, _ reason: String) -> UsageError {
+    package func invalidValue(_ name: String, _ reason: String) -> UsageError {
         if case .environment(let variable) = values[name]?.source {
             return UsageError(
                 "invalid value for \(variable) (\(name)): \(reason)", commandPath: path, showsUsage: false)

@@ -12,22 +12,22 @@ public enum AuthorizationStatus: String, Sendable, CaseIterable, Codable {
 /// The rules for who may do what, given the Location Services switch and the stored decisions.
 ///
 /// Pure: the daemon gives it the facts (uid, stored status, switch, policy) and acts on the answer.
-public struct AccessPolicy: Sendable, Equatable {
+package struct AccessPolicy: Sendable, Equatable {
     /// The daemon's own uid: always authorized (as is root).
-    public var daemonUID: UInt32
+    package var daemonUID: UInt32
     /// Users the policy file restricts.
-    public var restricted: Set<UInt32>
+    package var restricted: Set<UInt32>
 
-    public init(daemonUID: UInt32, restricted: Set<UInt32> = []) {
+    package init(daemonUID: UInt32, restricted: Set<UInt32> = []) {
         self.daemonUID = daemonUID
         self.restricted = restricted
     }
 
     /// Root and the daemon's own user are trusted without asking.
-    public func isPrivileged(_ uid: UInt32) -> Bool { uid == 0 || uid == daemonUID }
+    package func isPrivileged(_ uid: UInt32) -> Bool { uid == 0 || uid == daemonUID }
 
     /// The status a client has on its own, before the switch is considered.
-    public func storedStatus(uid: UInt32, recorded: AuthorizationStatus?) -> AuthorizationStatus {
+    package func storedStatus(uid: UInt32, recorded: AuthorizationStatus?) -> AuthorizationStatus {
         if restricted.contains(uid) { return .restricted }
         if isPrivileged(uid) { return .authorized }
         return recorded ?? .notDetermined
@@ -37,13 +37,13 @@ public struct AccessPolicy: Sendable, Equatable {
     /// control socket's refusal (`services-off`), its advice in `status` and `geofence status` all ask it. A
     /// client the policy file restricts stays restricted whatever the switch says: switching Location
     /// Services on would not let it in.
-    public func isDeniedByServicesOff(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool) -> Bool {
+    package func isDeniedByServicesOff(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool) -> Bool {
         !servicesOn && storedStatus(uid: uid, recorded: recorded) != .restricted
     }
 
     /// What counts now: while Location Services are off every client is denied (its own status returns
     /// when they are switched on), as in Core Location.
-    public func effectiveStatus(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool)
+    package func effectiveStatus(uid: UInt32, recorded: AuthorizationStatus?, servicesOn: Bool)
         -> AuthorizationStatus
     {
         if isDeniedByServicesOff(uid: uid, recorded: recorded, servicesOn: servicesOn) { return .denied }

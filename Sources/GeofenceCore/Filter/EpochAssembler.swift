@@ -10,12 +10,12 @@ import Foundation
 /// incomplete one is held until a better one of its epoch arrives, the next epoch begins, or `settle`
 /// seconds pass. Later reports of an epoch already passed on go on too, where the filter refuses them as
 /// duplicates. Pure: the monotonic time is passed in.
-public struct EpochAssembler: Sendable {
+package struct EpochAssembler: Sendable {
     /// How long an incomplete report waits for the rest of its epoch, seconds.
-    public var settle: Double
+    package var settle: Double
 
     /// What became of a report.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Go on to the filter.
         case ready(Fix)
         /// Replaced by a later report of the same epoch before it went on: a duplicate.
@@ -33,18 +33,18 @@ public struct EpochAssembler: Sendable {
     private var passed: [String: Date] = [:]
     private var held: [String: Held] = [:]
 
-    public init(settle: Double = 0.3) {
+    package init(settle: Double = 0.3) {
         self.settle = settle
     }
 
     /// A report is complete when nothing later in its epoch could improve what the engine needs.
-    public static func isComplete(_ fix: Fix) -> Bool {
+    package static func isComplete(_ fix: Fix) -> Bool {
         fix.time != nil && fix.mode >= .twoD && fix.latitude != nil && fix.longitude != nil
             && fix.horizontalAccuracy != nil
     }
 
     /// Takes one report; returns what goes on now, in order.
-    public mutating func offer(_ fix: Fix, now: Double) -> [Outcome] {
+    package mutating func offer(_ fix: Fix, now: Double) -> [Outcome] {
         guard let time = fix.time else { return [.ready(fix)] }
         // The usual report of a fleet (complete, none of its vehicle's held) hashes its subject once: its
         // vehicle's entry is found, compared, and replaced in place.
@@ -73,7 +73,7 @@ public struct EpochAssembler: Sendable {
     }
 
     /// Reports that have waited `settle` seconds for the rest of their epoch.
-    public mutating func due(now: Double) -> [Fix] {
+    package mutating func due(now: Double) -> [Fix] {
         guard !held.isEmpty else { return [] }
         var out: [Fix] = []
         for (subject, h) in held where now - h.arrived >= settle {
@@ -85,7 +85,7 @@ public struct EpochAssembler: Sendable {
     }
 
     /// Forgets these subjects (vehicles not heard from for long).
-    public mutating func forget(_ gone: [String]) {
+    package mutating func forget(_ gone: [String]) {
         for subject in gone {
             passed[subject] = nil
             held[subject] = nil
@@ -94,7 +94,7 @@ public struct EpochAssembler: Sendable {
     }
 
     /// Every report still held (at the end of a recording).
-    public mutating func flush() -> [Fix] {
+    package mutating func flush() -> [Fix] {
         due(now: .infinity)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why the filter refused a fix. Every reason is counted and shown by `geofence replay --stats` and `status`.
-public enum FixRejection: String, Sendable, CaseIterable, Codable {
+package enum FixRejection: String, Sendable, CaseIterable, Codable {
     /// Mode below 2D: the receiver has no position.
     case noFix = "no-fix"
     /// The report carries no fix time, so it cannot be placed on the fix clock (gpsd sends such
@@ -25,7 +25,7 @@ public enum FixRejection: String, Sendable, CaseIterable, Codable {
     case implausibleJump = "implausible-jump"
 
     /// Words for people (`--stats`).
-    public var label: String {
+    package var label: String {
         switch self {
         case .noFix: "no fix (mode < 2)"
         case .noTime: "no time (partial epoch report)"
@@ -66,14 +66,14 @@ public struct FixFilterConfiguration: Sendable, Equatable {
 }
 
 /// The verdict on one fix.
-public enum FixVerdict: Sendable, Equatable {
+package enum FixVerdict: Sendable, Equatable {
     case accepted(WeightedFix)
     case rejected(FixRejection)
 }
 
 /// What one fix is on its own, before its subject's track is looked at: the one answer, for every source,
 /// to whether a fix is usable, from the future or too old (`FixFilter.classify`).
-public enum FixClass: Sendable, Equatable {
+package enum FixClass: Sendable, Equatable {
     /// A 2D or 3D fix with a valid position other than (0, 0), and a time neither too far ahead of the
     /// clock at receipt nor (for a live fix) too old at it.
     case usable(time: Date, coordinate: Coordinate)
@@ -92,13 +92,13 @@ public enum FixClass: Sendable, Equatable {
     /// A live fix `age` seconds old at receipt, more than `maxAgeAtReceipt`.
     case stale(age: Double)
 
-    public var isUsable: Bool {
+    package var isUsable: Bool {
         if case .usable = self { return true }
         return false
     }
 
     /// The filter's reason for refusing the fix; nil when it is usable.
-    public var rejection: FixRejection? {
+    package var rejection: FixRejection? {
         switch self {
         case .usable: nil
         case .noFix: .noFix
@@ -112,19 +112,19 @@ public enum FixClass: Sendable, Equatable {
 }
 
 /// Counts of verdicts, by reason.
-public struct FixFilterStatistics: Sendable, Equatable {
-    public var accepted = 0
+package struct FixFilterStatistics: Sendable, Equatable {
+    package var accepted = 0
     /// Accepted fixes that ended a run of refused ones (the filter re-synchronised on them).
-    public var resynchronized = 0
-    public var rejected: [FixRejection: Int] = [:]
+    package var resynchronized = 0
+    package var rejected: [FixRejection: Int] = [:]
 
-    public init() {}
+    package init() {}
 
-    public var total: Int { accepted + rejected.values.reduce(0, +) }
+    package var total: Int { accepted + rejected.values.reduce(0, +) }
 
-    public subscript(reason: FixRejection) -> Int { rejected[reason, default: 0] }
+    package subscript(reason: FixRejection) -> Int { rejected[reason, default: 0] }
 
-    public mutating func merge(_ other: FixFilterStatistics) {
+    package mutating func merge(_ other: FixFilterStatistics) {
         accepted += other.accepted
         resynchronized += other.resynchronized
         for (reason, count) in other.rejected { rejected[reason, default: 0] += count }
@@ -134,9 +134,9 @@ public struct FixFilterStatistics: Sendable, Equatable {
 /// Decides, per subject, which fixes are good enough to act on.
 ///
 /// Pure: the wall clock at receipt travels inside each `Fix`; the filter reads no clock.
-public struct FixFilter: Sendable {
-    public var configuration: FixFilterConfiguration
-    public private(set) var statistics = FixFilterStatistics()
+package struct FixFilter: Sendable {
+    package var configuration: FixFilterConfiguration
+    package private(set) var statistics = FixFilterStatistics()
     private var subjects: [String: SubjectTrack] = [:]
 
     /// What the filter keeps of an accepted or candidate fix: what `plausible` needs, 40 bytes (a whole
@@ -159,28 +159,28 @@ public struct FixFilter: Sendable {
         var candidates: [Kept] = []
     }
 
-    public init(configuration: FixFilterConfiguration = FixFilterConfiguration()) {
+    package init(configuration: FixFilterConfiguration = FixFilterConfiguration()) {
         self.configuration = configuration
     }
 
     /// The fix time of a subject's last accepted fix.
-    public func lastAcceptedTime(subject: String) -> Date? { subjects[subject]?.last?.time }
+    package func lastAcceptedTime(subject: String) -> Date? { subjects[subject]?.last?.time }
 
     /// Seeds a subject's last accepted fix (from the store after a restart), so a restart does not
     /// reopen the door to duplicates or jumps.
-    public mutating func restore(_ fix: WeightedFix) {
+    package mutating func restore(_ fix: WeightedFix) {
         subjects[fix.subject, default: SubjectTrack()].last = Kept(fix)
     }
 
     /// Forgets these subjects' tracks (vehicles not heard from for long, whose state the monitor let go
     /// too); `restore` brings a subject back.
-    public mutating func forget(_ gone: [String]) {
+    package mutating func forget(_ gone: [String]) {
         for subject in gone { subjects[subject] = nil }
         if !gone.isEmpty && subjects.isSparse { subjects = subjects.compacted }
     }
 
     /// Counts a refusal decided before the filter (a report superseded within its epoch is a duplicate).
-    public mutating func count(_ reason: FixRejection) {
+    package mutating func count(_ reason: FixRejection) {
         statistics.rejected[reason, default: 0] += 1
     }
 
@@ -192,12 +192,12 @@ public struct FixFilter: Sendable {
     /// A fix is from the future when its time is more than `maxFutureSkew` ahead of `now`, whatever the
     /// source. Only a live fix, one that carries its `receivedAt`, is judged for its age: a fleet's fixes
     /// may rightly be old (the backlog of a persistent session, a lagging stream).
-    public func classify(_ fix: Fix, now: Date?) -> FixClass {
+    package func classify(_ fix: Fix, now: Date?) -> FixClass {
         Self.classify(fix, now: now, configuration: configuration)
     }
 
     /// `classify(_:now:)` under these settings, for a judge that keeps no tracks (a fleet source's intake).
-    public static func classify(_ fix: Fix, now: Date?, configuration c: FixFilterConfiguration) -> FixClass {
+    package static func classify(_ fix: Fix, now: Date?, configuration c: FixFilterConfiguration) -> FixClass {
         guard fix.mode >= .twoD else { return .noFix(fix.mode) }
         guard let lat = fix.latitude, let lon = fix.longitude else { return .noPosition }
         let coordinate = Coordinate(latitude: lat, longitude: lon)
@@ -216,7 +216,7 @@ public struct FixFilter: Sendable {
     }
 
     /// Judges one fix, updates the per-subject track, and counts the verdict.
-    public mutating func evaluate(_ fix: Fix) -> FixVerdict {
+    package mutating func evaluate(_ fix: Fix) -> FixVerdict {
         let verdict = judge(fix)
         switch verdict {
         case .accepted: statistics.accepted += 1

@@ -4,18 +4,18 @@ import Foundation
 /// behind is not a receiver without sky. Made from the filter's refusals since the last accepted fix (the
 /// most frequent reason speaks) and, for time refusals, how far the last refused fix's time was from its
 /// receipt.
-public struct RefusalAdvice: Sendable, Equatable {
+package struct RefusalAdvice: Sendable, Equatable {
     /// The reason most of the fixes were refused for.
-    public var reason: FixRejection
+    package var reason: FixRejection
     /// How many were refused, for that reason and in all.
-    public var count: Int
-    public var total: Int
+    package var count: Int
+    package var total: Int
     /// "fixes arrive but are 15 days old: check the receiver's clock or gpsd's time".
-    public var text: String
+    package var text: String
 
     /// Nil when nothing was refused. `age`: the last refused fix's receipt minus its own time (seconds;
     /// negative for a fix dated ahead of the clock), when known.
-    public init?(refused: [FixRejection: Int], age: Double?) {
+    package init?(refused: [FixRejection: Int], age: Double?) {
         guard
             let (reason, count) = refused.filter({ $0.value > 0 }).max(by: {
                 ($0.value, $1.key.rawValue) < ($1.value, $0.key.rawValue)

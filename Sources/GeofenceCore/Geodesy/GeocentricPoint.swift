@@ -3,14 +3,14 @@
 /// x points to (0°, 0°), y to (0°, 90°E), z to the north pole. Converting costs a few trigonometric
 /// calls; after that, `chord(to:)` and `Geodesic.distanceBounds(chord:)` bound the geodesic distance
 /// in a few nanoseconds, so convert fixed points (region centres) once and reuse them.
-public struct GeocentricPoint: Sendable, Equatable {
-    public var x: Double
-    public var y: Double
-    public var z: Double
+package struct GeocentricPoint: Sendable, Equatable {
+    package var x: Double
+    package var y: Double
+    package var z: Double
 
     /// The point on the ellipsoid surface (height 0) at `c`. Degree-exact trigonometry puts the poles
     /// exactly on the z axis and the equator exactly at z = 0.
-    public init(_ c: Coordinate) {
+    package init(_ c: Coordinate) {
         let (sinLat, cosLat) = Degrees.sinCos(c.latitude)
         let (sinLon, cosLon) = Degrees.sinCos(c.longitude)
         // Prime-vertical radius of curvature N = a / √(1 − e² sin²φ): the distance along the normal
@@ -23,14 +23,14 @@ public struct GeocentricPoint: Sendable, Equatable {
     }
 
     /// A point from its coordinates (metres), on the surface or not.
-    public init(x: Double, y: Double, z: Double) {
+    package init(x: Double, y: Double, z: Double) {
         self.x = x
         self.y = y
         self.z = z
     }
 
     /// The straight-line (through the earth) distance to `other`, in metres.
-    public func chord(to other: GeocentricPoint) -> Double {
+    package func chord(to other: GeocentricPoint) -> Double {
         let dx = x - other.x
         let dy = y - other.y
         let dz = z - other.z
@@ -80,7 +80,7 @@ extension Geodesic {
     /// coordinate, so under 4e-8 m on the chord, plus a few ulps of c (1e-9 m at 1000 km) for the
     /// chord and the polynomials. δ = 1 µm covers that more than twenty times over, and is far
     /// smaller than the interval itself.
-    public static func distanceBounds(chord: Double) -> (lower: Double, upper: Double) {
+    package static func distanceBounds(chord: Double) -> (lower: Double, upper: Double) {
         let c = chord
         guard c <= DistanceBounds.maximumChord else {
             // Only s ≥ c remains; a NaN chord (from an invalid coordinate) bounds nothing.

@@ -15,7 +15,7 @@
 import Foundation
 
 /// Geodesics (shortest paths along the surface) on the WGS84 ellipsoid.
-public enum Geodesic {
+package enum Geodesic {
     /// Solves the inverse geodesic problem: the shortest path from `a` to `b` on the WGS84 ellipsoid.
     ///
     /// Distance in metres, azimuths in degrees at both ends.
@@ -23,7 +23,7 @@ public enum Geodesic {
     /// Accurate to about 15 nm (GeographicLib's accuracy) for every pair of points, including
     /// coincident, nearly antipodal and polar ones. Longitudes are taken modulo 360°; a latitude
     /// outside [-90°, 90°] or a non-finite coordinate gives NaN.
-    public static func inverse(_ a: Coordinate, _ b: Coordinate) -> GeodesicInverse {
+    package static func inverse(_ a: Coordinate, _ b: Coordinate) -> GeodesicInverse {
         let solution = KarneyInverse.solve(a, b)
         return GeodesicInverse(
             distance: solution.distance,
@@ -33,23 +33,23 @@ public enum Geodesic {
 
     /// The length in metres of the shortest path from `a` to `b` on the WGS84 ellipsoid; the same
     /// value as `inverse(a, b).distance`, without converting the azimuths.
-    public static func distance(_ a: Coordinate, _ b: Coordinate) -> Double {
+    package static func distance(_ a: Coordinate, _ b: Coordinate) -> Double {
         KarneyInverse.solve(a, b).distance
     }
 }
 
 /// The shortest path between two points: its length, and its direction where it leaves the first
 /// point and where it arrives at the second.
-public struct GeodesicInverse: Sendable, Equatable {
+package struct GeodesicInverse: Sendable, Equatable {
     /// Length of the geodesic in metres.
-    public var distance: Double
+    package var distance: Double
     /// Azimuth at the first point, in degrees clockwise from north, in [-180, 180].
-    public var azimuth1: Double
+    package var azimuth1: Double
     /// Azimuth at the second point (the direction of travel on arrival), in degrees clockwise from
     /// north, in [-180, 180].
-    public var azimuth2: Double
+    package var azimuth2: Double
 
-    public init(distance: Double, azimuth1: Double, azimuth2: Double) {
+    package init(distance: Double, azimuth1: Double, azimuth2: Double) {
         self.distance = distance
         self.azimuth1 = azimuth1
         self.azimuth2 = azimuth2

@@ -9,15 +9,15 @@ import Foundation
 /// initializer checks what keeps a region sound, cheaply: anything it is unsure of (an id that is not
 /// plain printable ASCII, for one) makes it fail, and the caller builds the `Region` instead, which
 /// checks everything and says what is wrong.
-public struct CompactRegion: Sendable, Equatable {
-    public let id: String
-    public let center: Coordinate
-    public let radius: Double
-    public let notify: Set<NotifyKind>
-    public let createdBy: UInt32?
-    public let createdAt: Date?
+package struct CompactRegion: Sendable, Equatable {
+    package let id: String
+    package let center: Coordinate
+    package let radius: Double
+    package let notify: Set<NotifyKind>
+    package let createdBy: UInt32?
+    package let createdAt: Date?
 
-    public init?(
+    package init?(
         id: String, center: Coordinate, radius: Double, notify: Set<NotifyKind>, createdBy: UInt32?,
         createdAt: Date?
     ) {

@@ -32,22 +32,22 @@
 /// The contract is `LinearRegionIndex`'s: `candidates(near:extra:into:)` returns every slot whose
 /// centre may lie within `radius + extra` metres (geodesic) of the point; it may return a few more,
 /// never fewer.
-public struct SpatialRegionIndex: Sendable {
+package struct SpatialRegionIndex: Sendable {
     /// How regions are spread over levels and how big the blocks are.
-    public struct Layout: Sendable, Equatable {
+    package struct Layout: Sendable, Equatable {
         /// Largest radius of the first level (metres); each further level holds radii `ratio` times
         /// larger, and the last one every radius beyond.
-        public var smallestLevelRadius: Double
+        package var smallestLevelRadius: Double
         /// Growth of the radius class from one level to the next.
-        public var ratio: Double
+        package var ratio: Double
         /// The `extra` distance queries usually ask for (the monitor's vicinity plus a typical margin):
         /// blocks are at least 16 times (level radius + expectedExtra) wide, so most queries meet one
         /// block. Any other `extra` still gives correct results.
-        public var expectedExtra: Double
+        package var expectedExtra: Double
         /// Entries per grid cell a block aims for when it sorts itself.
-        public var entriesPerCell: Double
+        package var entriesPerCell: Double
 
-        public init(
+        package init(
             smallestLevelRadius: Double = 2000, ratio: Double = 4, expectedExtra: Double = 1050,
             entriesPerCell: Double = 4
         ) {
@@ -142,7 +142,7 @@ public struct SpatialRegionIndex: Sendable {
     static let batchRuns = 40
     static let batchProbes = 8
 
-    public let layout: Layout
+    package let layout: Layout
     var levels: [Level]
     /// Non-empty levels, in order, so a query does not visit the others.
     var activeLevels: [Int] = []
@@ -157,9 +157,9 @@ public struct SpatialRegionIndex: Sendable {
     var directoryGarbage = 0
     /// Blocks whose unsorted tail is longer than `pendingLimit`, to sort at the next `flush()`.
     var dirty: [Int32] = []
-    public private(set) var count = 0
+    package private(set) var count = 0
 
-    public init(layout: Layout = Layout()) {
+    package init(layout: Layout = Layout()) {
         self.layout = layout
         var levels: [Level] = []
         var limit = max(1, layout.smallestLevelRadius)
@@ -184,26 +184,26 @@ public struct SpatialRegionIndex: Sendable {
     }
 
     /// Bytes held by the index (array capacities).
-    public var memoryFootprint: Int {
+    package var memoryFootprint: Int {
         blocks.capacity * MemoryLayout<Block>.stride + table.capacity * MemoryLayout<(UInt64, Int32)>.stride
             + entries.capacity * MemoryLayout<Entry>.stride + directory.capacity * 4
             + levels.capacity * MemoryLayout<Level>.stride + dirty.capacity * 4
     }
 
     /// Makes room for `count` regions in all, with the room blocks need to grow while they are loaded.
-    public mutating func reserveCapacity(_ count: Int) {
+    package mutating func reserveCapacity(_ count: Int) {
         entries.reserveCapacity(count + count / 2)
     }
 
     /// True when some block has a long unsorted tail; `flush()` sorts it in.
-    public var needsFlush: Bool { !dirty.isEmpty }
+    package var needsFlush: Bool { !dirty.isEmpty }
 
     // MARK: Changes
 
     /// Adds a region. `slot` (below 2³⁰) must not be in the index already. `marked` is a bit the caller
     /// keeps with the region and gets back from `nearby` (the monitor marks the regions a fix must look at
     /// even far outside them), so that it costs no lookup elsewhere.
-    public mutating func insert(slot: Int32, center: GeocentricPoint, radius: Double, marked: Bool = false) {
+    package mutating func insert(slot: Int32, center: GeocentricPoint, radius: Double, marked: Bool = false) {
         precondition(
             center.x.isFinite && center.y.isFinite && center.z.isFinite && radius.isFinite && radius >= 0,
             "a region's centre and radius are finite (Region validates them)")
@@ -235,7 +235,7 @@ public struct SpatialRegionIndex: Sendable {
 
     /// Takes a region out. `center` and `radius` must be those it was inserted with; an unknown slot is
     /// ignored.
-    public mutating func remove(slot: Int32, center: GeocentricPoint, radius: Double) {
+    package mutating func remove(slot: Int32, center: GeocentricPoint, radius: Double) {
         guard center.x.isFinite && center.y.isFinite && center.z.isFinite && radius.isFinite && radius >= 0 else {
             return
         }
@@ -267,7 +267,7 @@ public struct SpatialRegionIndex: Sendable {
 
     /// Sets or clears the mark of a region (see `insert`). `center` and `radius` must be those it was
     /// inserted with; an unknown slot is ignored.
-    public mutating func setMark(_ marked: Bool, slot: Int32, center: GeocentricPoint, radius: Double) {
+    package mutating func setMark(_ marked: Bool, slot: Int32, center: GeocentricPoint, radius: Double) {
         guard center.x.isFinite && center.y.isFinite && center.z.isFinite && radius.isFinite && radius >= 0 else {
             return
         }
@@ -280,7 +280,7 @@ public struct SpatialRegionIndex: Sendable {
 
     /// Sorts in the unsorted tails longer than `pendingLimit` (a few microseconds each): the monitor calls
     /// it before a fix when `needsFlush`, so queries never read a long tail.
-    public mutating func flush() {
+    package mutating func flush() {
         let list = dirty
         dirty.removeAll()
         for b in list where Int(b) < blocks.count && blocks[Int(b)].pending > Self.pendingLimit {
@@ -290,7 +290,7 @@ public struct SpatialRegionIndex: Sendable {
 
     /// Sorts every block completely and rewrites the pools without unused room: after loading many
     /// regions, or to measure memory.
-    public mutating func compact() {
+    package mutating func compact() {
         dirty.removeAll()
         for b in blocks.indices where blocks[b].pending > 0 || blocks[b].removed > 0 { sortBlock(b) }
         repack(headroom: 16)
@@ -302,7 +302,7 @@ public struct SpatialRegionIndex: Sendable {
     /// Appends every slot whose region's centre may lie within `radius + extra` metres (geodesic) of
     /// `point`: a superset of what `LinearRegionIndex` returns for the same arguments, in no
     /// particular order.
-    public func candidates(near point: GeocentricPoint, extra: Double, into result: inout [Int32]) {
+    package func candidates(near point: GeocentricPoint, extra: Double, into result: inout [Int32]) {
         var sink = SlotSink(slots: result)
         result = []
         query(near: point, extra: extra, into: &sink)
@@ -312,7 +312,7 @@ public struct SpatialRegionIndex: Sendable {
     /// The same regions as `candidates(near:extra:into:)`, each with bounds on its centre's chord
     /// distance from `point` and on its radius, so that a caller can settle most of them without
     /// looking anything else up.
-    public func nearby(_ point: GeocentricPoint, extra: Double, into result: inout [NearbyRegion]) {
+    package func nearby(_ point: GeocentricPoint, extra: Double, into result: inout [NearbyRegion]) {
         var sink = NearbySink(regions: result)
         result = []
         query(near: point, extra: extra, into: &sink)
@@ -842,17 +842,17 @@ public struct SpatialRegionIndex: Sendable {
 }
 
 /// A region near a query point, with what the index knows of it.
-public struct NearbyRegion: Sendable, Equatable {
-    public var slot: Int32
+package struct NearbyRegion: Sendable, Equatable {
+    package var slot: Int32
     /// The caller's mark (see `SpatialRegionIndex.insert`).
-    public var marked: Bool
+    package var marked: Bool
     /// Bounds on the chord (straight-line) distance from the query point to the region's centre, metres.
-    public var chordLowerBound: Double
-    public var chordUpperBound: Double
+    package var chordLowerBound: Double
+    package var chordUpperBound: Double
     /// Bounds on the region's radius, metres (the upper one is infinite for a radius too large to
     /// store exactly: beyond 13 000 km, or beyond its level's class).
-    public var radiusLowerBound: Double
-    public var radiusUpperBound: Double
+    package var radiusLowerBound: Double
+    package var radiusUpperBound: Double
 }
 
 /// Where a query puts what it finds.

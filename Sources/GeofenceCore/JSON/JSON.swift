@@ -6,20 +6,20 @@
 /// the value but nothing else may follow it. A byte order mark is rejected. Numbers must fit a
 /// Double (`1e999` is an error, `1e-999` reads as 0). Nesting is limited to `maximumDepth`. Every
 /// failure is a `JSONParseError` with its position; nothing traps, whatever the input.
-public enum JSON {
+package enum JSON {
     /// How deeply arrays and objects may nest; deeper input is an error. Parsing does not
     /// recurse, but freeing, comparing and writing a value do, so a bound keeps every value
     /// cheap on any thread's stack. Real documents (gpsd reports, regions files) nest 3 or 4.
-    public static let maximumDepth = 512
+    package static let maximumDepth = 512
 
     /// Parses a complete JSON document.
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(text.utf8)
     }
 
     /// Parses a complete JSON document from UTF-8 bytes (`[UInt8]`, `ArraySlice`, `Data`,
     /// `Substring.UTF8View`...). Contiguous collections are read in place; others are copied once.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
         var value = JSONValue.null
         try withContiguousBytes(bytes) { buffer throws(JSONParseError) in
             var parser = JSONParser(bytes: buffer)
@@ -35,7 +35,7 @@ public enum JSON {
     /// checked exactly as `parse` checks it (duplicate keys included); nested arrays and objects
     /// arrive parsed. If the input is invalid, `body` may already have seen the members before
     /// the error, so collect into locals and use them only once this returns.
-    public static func forEachMember(
+    package static func forEachMember(
         in text: String,
         _ body: (_ key: String, _ value: JSONValue) -> Void
     ) throws(JSONParseError) {
@@ -43,7 +43,7 @@ public enum JSON {
     }
 
     /// `forEachMember(in:_:)` for UTF-8 bytes, e.g. a line sliced from a read buffer.
-    public static func forEachMember(
+    package static func forEachMember(
         in bytes: some Collection<UInt8>,
         _ body: (_ key: String, _ value: JSONValue) -> Void
     ) throws(JSONParseError) {
@@ -61,7 +61,7 @@ public enum JSON {
     /// `parse` (duplicate keys included, listed or not), and as with `forEachMember(in:_:)`,
     /// `body` may have seen members before an error is thrown.
     @inlinable  // specialized for `Key` in the caller, so the per-member step is not generic
-    public static func forEachMember<Key>(
+    package static func forEachMember<Key>(
         in bytes: some Collection<UInt8>,
         matching keys: JSONKeyTable<Key>,
         _ body: (_ key: Key, _ value: JSONValue) -> Void
@@ -85,7 +85,7 @@ public enum JSON {
 
     /// `forEachMember(in:matching:_:)` for a string.
     @inlinable
-    public static func forEachMember<Key>(
+    package static func forEachMember<Key>(
         in text: String,
         matching keys: JSONKeyTable<Key>,
         _ body: (_ key: Key, _ value: JSONValue) -> Void

@@ -6,19 +6,19 @@
 ///
 ///     enum TPVField: String, CaseIterable { case `class`, time, lat, lon, eph }
 ///     static let tpvFields = JSONKeyTable(TPVField.self)
-public struct JSONKeyTable<Key: RawRepresentable & Sendable>: Sendable where Key.RawValue == String {
+package struct JSONKeyTable<Key: RawRepresentable & Sendable>: Sendable where Key.RawValue == String {
     @usableFromInline let keys: [Key]
     /// The matching itself is not generic, so that it runs at full speed without specialization.
     @usableFromInline let index: JSONKeyIndex
 
     /// A table of the given keys; two keys with the same name trap (a programming error).
-    public init(_ keys: some Sequence<Key>) {
+    package init(_ keys: some Sequence<Key>) {
         self.keys = Array(keys)
         self.index = JSONKeyIndex(names: self.keys.map(\.rawValue))
     }
 
     /// A table of all cases of a string enum.
-    public init(_ type: Key.Type) where Key: CaseIterable {
+    package init(_ type: Key.Type) where Key: CaseIterable {
         self.init(type.allCases)
     }
 }

@@ -6,9 +6,9 @@
 ///
 /// Equality ignores order: `{"a":1,"b":2}` equals `{"b":2,"a":1}`, as JSON objects are unordered.
 /// Keys compare as Swift strings (canonical equivalence), like `Dictionary` keys.
-public struct JSONObject: Sendable {
+package struct JSONObject: Sendable {
     /// One member: a key and its value.
-    public typealias Member = (key: String, value: JSONValue)
+    package typealias Member = (key: String, value: JSONValue)
 
     /// Up to this many members, lookups scan the array: cheaper than hashing for the small
     /// objects that dominate (a gpsd TPV has about 20 keys, a region a handful).
@@ -20,14 +20,14 @@ public struct JSONObject: Sendable {
     private var index: [String: Int]?
 
     /// An empty object.
-    public init() {
+    package init() {
         members = []
         index = nil
     }
 
     /// An object with the given members in order; a repeated key traps, as for `Dictionary`,
     /// since it is a programming error here (input is checked by the parser, which throws).
-    public init(uniqueKeysWithValues members: some Sequence<(String, JSONValue)>) {
+    package init(uniqueKeysWithValues members: some Sequence<(String, JSONValue)>) {
         self.init()
         for (key, value) in members {
             precondition(position(of: key) == nil, "duplicate key \"\(key)\" in JSONObject")
@@ -36,14 +36,14 @@ public struct JSONObject: Sendable {
     }
 
     /// The keys in order.
-    public var keys: [String] { members.map(\.key) }
+    package var keys: [String] { members.map(\.key) }
 
     /// The values in key order.
-    public var values: [JSONValue] { members.map(\.value) }
+    package var values: [JSONValue] { members.map(\.value) }
 
     /// The value for `key`, or nil. Setting a value replaces it in place (keeping its position)
     /// or appends a new member; setting nil removes the member.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         get {
             guard let position = position(of: key) else { return nil }
             return members[position].value
@@ -63,7 +63,7 @@ public struct JSONObject: Sendable {
 
     /// Removes the member named `key` and returns its value, or returns nil if there is none.
     @discardableResult
-    public mutating func removeValue(forKey key: String) -> JSONValue? {
+    package mutating func removeValue(forKey key: String) -> JSONValue? {
         guard let position = position(of: key) else { return nil }
         let removed = members.remove(at: position).value
         rebuildIndex()
@@ -71,7 +71,7 @@ public struct JSONObject: Sendable {
     }
 
     /// Whether a member named `key` exists.
-    public func contains(key: String) -> Bool {
+    package func contains(key: String) -> Bool {
         position(of: key) != nil
     }
 
@@ -109,13 +109,13 @@ public struct JSONObject: Sendable {
 }
 
 extension JSONObject: RandomAccessCollection {
-    public var startIndex: Int { members.startIndex }
-    public var endIndex: Int { members.endIndex }
-    public subscript(position: Int) -> Member { members[position] }
+    package var startIndex: Int { members.startIndex }
+    package var endIndex: Int { members.endIndex }
+    package subscript(position: Int) -> Member { members[position] }
 }
 
 extension JSONObject: Equatable {
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    package static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         // Keys are unique on both sides, so equal counts plus every lhs member found in rhs
         // with an equal value means the same set of members.
         guard lhs.count == rhs.count else { return false }
@@ -128,12 +128,12 @@ extension JSONObject: Equatable {
 
 extension JSONObject: ExpressibleByDictionaryLiteral {
     /// Builds an object in the order written; a repeated key traps, as it does for `Dictionary`.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(uniqueKeysWithValues: elements)
     }
 }
 
 extension JSONObject: CustomStringConvertible {
     /// The compact serialization, so objects read well in test failures and logs.
-    public var description: String { JSONValue.object(self).serialized() }
+    package var description: String { JSONValue.object(self).serialized() }
 }

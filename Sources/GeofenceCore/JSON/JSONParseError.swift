@@ -2,17 +2,17 @@
 ///
 /// Positions point at the first byte that made the input invalid (for an unterminated string
 /// or a duplicate key: where that string or key starts), so a user can go straight to it.
-public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Zero-based byte offset into the input.
-    public var offset: Int
+    package var offset: Int
     /// One-based line number; lines end at `\n`.
-    public var line: Int
+    package var line: Int
     /// One-based column, counted in Unicode scalars (not bytes) from the start of the line.
-    public var column: Int
+    package var column: Int
     /// What is wrong, e.g. `duplicate key "radius"` or `number out of range`.
-    public var message: String
+    package var message: String
 
-    public init(offset: Int, line: Int, column: Int, message: String) {
+    package init(offset: Int, line: Int, column: Int, message: String) {
         self.offset = offset
         self.line = line
         self.column = column
@@ -38,7 +38,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     /// `line L, column C (byte offset N): message`.
-    public var description: String {
+    package var description: String {
         "line \(line), column \(column) (byte offset \(offset)): \(message)"
     }
 }

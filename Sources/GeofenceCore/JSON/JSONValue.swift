@@ -2,7 +2,7 @@
 ///
 /// Numbers are `Double`, as in JavaScript; every gpsd and regions field fits one exactly or is meant
 /// as a measurement. Objects are `JSONObject`, which keeps document order and has unique keys.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -15,49 +15,49 @@ public enum JSONValue: Sendable, Equatable {
 // `value.doubleValue` and reports "expected a number" itself, with the key it was looking at.
 extension JSONValue {
     /// True for `null`.
-    public var isNull: Bool {
+    package var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
     /// The boolean, or nil if this is not `true`/`false`.
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// The number, or nil if this is not a number.
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         if case .number(let value) = self { return value }
         return nil
     }
 
     /// The number as an `Int` when it is one exactly (`3` or `3.0`, not `3.5` or `1e300`), else nil.
-    public var intValue: Int? {
+    package var intValue: Int? {
         if case .number(let value) = self { return Int(exactly: value) }
         return nil
     }
 
     /// The string, or nil if this is not a string.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// The elements, or nil if this is not an array.
-    public var arrayValue: [JSONValue]? {
+    package var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
     /// The object, or nil if this is not an object.
-    public var objectValue: JSONObject? {
+    package var objectValue: JSONObject? {
         if case .object(let value) = self { return value }
         return nil
     }
 
     /// The member named `key` when this is an object that has it; nil otherwise.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
@@ -65,36 +65,36 @@ extension JSONValue {
 
 extension JSONValue: CustomStringConvertible {
     /// The compact serialization, so values read well in test failures and logs.
-    public var description: String { serialized() }
+    package var description: String { serialized() }
 }
 
 extension JSONValue: ExpressibleByNilLiteral {
-    public init(nilLiteral: ()) { self = .null }
+    package init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue: ExpressibleByBooleanLiteral {
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
 extension JSONValue: ExpressibleByIntegerLiteral {
-    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    package init(integerLiteral value: Int) { self = .number(Double(value)) }
 }
 
 extension JSONValue: ExpressibleByFloatLiteral {
-    public init(floatLiteral value: Double) { self = .number(value) }
+    package init(floatLiteral value: Double) { self = .number(value) }
 }
 
 extension JSONValue: ExpressibleByStringLiteral {
-    public init(stringLiteral value: String) { self = .string(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
 }
 
 extension JSONValue: ExpressibleByArrayLiteral {
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
 }
 
 extension JSONValue: ExpressibleByDictionaryLiteral {
     /// Builds an object in the order written; a repeated key traps, as it does for `Dictionary`.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(JSONObject(uniqueKeysWithValues: elements))
     }
 }

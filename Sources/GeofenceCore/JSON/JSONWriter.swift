@@ -8,7 +8,7 @@ extension JSONValue {
     /// Double, and integral values print without a fraction (`200`, not `200.0`): JSON has one
     /// number type, so `1` and `1.0` are the same value. Non-finite numbers, which JSON cannot
     /// express, are written as `null`.
-    public func serialized(pretty: Bool = false) -> String {
+    package func serialized(pretty: Bool = false) -> String {
         var writer = JSONWriter(pretty: pretty)
         writer.write(self, level: 0)
         return String(decoding: writer.output, as: UTF8.self)
@@ -17,7 +17,7 @@ extension JSONValue {
 
 extension JSONObject {
     /// The object as JSON text; see `JSONValue.serialized(pretty:)`.
-    public func serialized(pretty: Bool = false) -> String {
+    package func serialized(pretty: Bool = false) -> String {
         JSONValue.object(self).serialized(pretty: pretty)
     }
 }

@@ -107,17 +107,17 @@ public struct Fix: Sendable, Equatable {
 }
 
 /// A fix that passed the filter, with a usable time, position and horizontal accuracy.
-public struct WeightedFix: Sendable, Equatable {
-    public var subject: String
-    public var time: Date
-    public var coordinate: Coordinate
+package struct WeightedFix: Sendable, Equatable {
+    package var subject: String
+    package var time: Date
+    package var coordinate: Coordinate
     /// Horizontal accuracy in metres (never nil here: the filter fills in its default).
-    public var accuracy: Double
+    package var accuracy: Double
     /// True when the receiver reported no accuracy and the configured default was used.
-    public var accuracyEstimated: Bool
-    public var fix: Fix
+    package var accuracyEstimated: Bool
+    package var fix: Fix
 
-    public init(fix: Fix, time: Date, coordinate: Coordinate, accuracy: Double, accuracyEstimated: Bool) {
+    package init(fix: Fix, time: Date, coordinate: Coordinate, accuracy: Double, accuracyEstimated: Bool) {
         self.subject = fix.subject
         self.time = time
         self.coordinate = coordinate

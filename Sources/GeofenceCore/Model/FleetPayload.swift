@@ -5,14 +5,14 @@ import Foundation
 ///
 /// In Core, with `FixFilter.classify` and `FixUsability`, so that what a hostile publisher can send is fuzzed
 /// through to the code that classifies the fix and words its refusal (where `tst: 1e300` once trapped).
-public enum FleetPayload {
+package enum FleetPayload {
     /// A payload refused for its length alone.
-    public static func tooLong(_ bytes: Int) -> GPSDJSONReport {
+    package static func tooLong(_ bytes: Int) -> GPSDJSONReport {
         .malformed(.init(.tooLong, "message of \(bytes) bytes is too long"))
     }
 
     /// Decodes one message: gpsd TPV or OwnTracks location.
-    public static func decode(topic: String, payload: [UInt8]) -> GPSDJSONReport {
+    package static func decode(topic: String, payload: [UInt8]) -> GPSDJSONReport {
         if payload.count > GPSDJSON.maximumLineLength { return tooLong(payload.count) }
         // OwnTracks says `_type`, gpsd `class`; only an object with `_type` is parsed whole.
         if payload.contains(UInt8(ascii: "_")), let object = try? JSON.parse(payload),
@@ -55,7 +55,7 @@ public enum FixUsability {
     ///
     /// The decoders hold fix times to the years 0000-9999, but a `Fix` can be made by anyone (the library):
     /// a lead or an age is shown through `Fix.seconds`, which no number can make trap.
-    public static func reason(_ verdict: FixClass, configuration: FixFilterConfiguration)
+    package static func reason(_ verdict: FixClass, configuration: FixFilterConfiguration)
         -> (kind: String, why: String)?
     {
         switch verdict {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One line of gpsd's JSON protocol (what `gpspipe -w` prints), as far as the engine cares.
-public enum GPSDJSONReport: Sendable, Equatable {
+package enum GPSDJSONReport: Sendable, Equatable {
     /// A time-position-velocity report.
     case tpv(Fix)
     /// Any other class (`SKY`, `VERSION`, `DEVICES`, `WATCH`, ...), by name.
@@ -11,8 +11,8 @@ public enum GPSDJSONReport: Sendable, Equatable {
 }
 
 /// Why a line is not a usable gpsd report: a kind to count by, and the words for a log line.
-public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: String, Sendable, CaseIterable {
         case tooLong = "too-long"
         case notJSON = "not-json"
         case noClass = "no-class"
@@ -22,10 +22,10 @@ public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
         case badDevice = "bad-device"
     }
 
-    public var kind: Kind
-    public var description: String
+    package var kind: Kind
+    package var description: String
 
-    public init(_ kind: Kind, _ description: String) {
+    package init(_ kind: Kind, _ description: String) {
         self.kind = kind
         self.description = description
     }
@@ -36,15 +36,15 @@ public struct MalformedLine: Sendable, Equatable, CustomStringConvertible {
 /// Lenient where gpsd is (absent fields are absent, NaN-like `null`s are absent), strict where the
 /// input is hostile: a line that is not a JSON object, has no `class`, or gives a field the wrong type
 /// is `malformed`, never a crash and never a fix with made-up values.
-public enum GPSDJSON {
+package enum GPSDJSON {
     /// Lines longer than this are refused without parsing (gpsd's own reports are under 2 KiB, SKY
     /// with many satellites under 8 KiB).
-    public static let maximumLineLength = 64 * 1024
+    package static let maximumLineLength = 64 * 1024
 
     /// - Parameters:
     ///   - defaultSubject: the subject when the TPV names no `device`.
     ///   - receivedAt: the wall clock at receipt, for live sources; nil for recordings.
-    public static func decode(
+    package static func decode(
         _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
     ) -> GPSDJSONReport {
         if line.count > maximumLineLength {

@@ -7,15 +7,15 @@ import Foundation
 /// `acc` is the horizontal accuracy in metres, `tst` the fix time in Unix seconds, `vel` the speed in
 /// km/h, `cog` the course in degrees, `alt` the altitude in metres. A field of the wrong type is
 /// `malformed` (`wrong-type`), never a fix with made-up values.
-public enum OwnTracksJSON {
+package enum OwnTracksJSON {
     /// Whether a payload is an OwnTracks message at all (a JSON object with a string `_type`), checked
     /// cheaply before decoding: gpsd's TPVs have `class` instead.
-    public static func isOwnTracks(_ object: JSONValue) -> Bool {
+    package static func isOwnTracks(_ object: JSONValue) -> Bool {
         object["_type"]?.stringValue != nil
     }
 
     /// The vehicle an OwnTracks topic names: `USER/DEVICE` of `owntracks/USER/DEVICE[/...]`, else nil.
-    public static func subject(topic: String) -> String? {
+    package static func subject(topic: String) -> String? {
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count >= 3, levels[0] == "owntracks", !levels[1].isEmpty, !levels[2].isEmpty else { return nil }
         return levels[1] + "/" + levels[2]
@@ -24,7 +24,7 @@ public enum OwnTracksJSON {
     /// - Parameters:
     ///   - object: the parsed payload.
     ///   - subject: the vehicle (from the topic, see `subject(topic:)`).
-    public static func decode(_ object: JSONValue, subject: String) -> GPSDJSONReport {
+    package static func decode(_ object: JSONValue, subject: String) -> GPSDJSONReport {
         guard let type = object["_type"]?.stringValue else {
             return .malformed(.init(.noClass, "no \"_type\" member"))
         }

@@ -80,11 +80,11 @@ public struct Region: Sendable, Equatable {
     /// When the region leaves monitoring and `expired` fires (held to the millisecond); nil: never.
     public let expires: Date?
     /// Per-event hook commands (`enter`, `exit`, `dwell`), run as `/bin/sh -c`.
-    public let hooks: [NotifyKind: String]
+    package let hooks: [NotifyKind: String]
     /// When set, only these subjects (devices or vehicles) are monitored against the region.
     public let subjects: [String]?
     /// Unix uid of the client that created it.
-    public let createdBy: UInt32?
+    package let createdBy: UInt32?
     /// When the region was first stored; nil in a region made in code, until the store has it.
     public let createdAt: Date?
 
@@ -240,7 +240,7 @@ public struct Region: Sendable, Equatable {
     }
 
     /// A polygon region: the same fields as a circle's, with the shape in place of centre and radius.
-    public init(
+    package init(
         id: String, name: String? = nil, polygon: RegionPolygon, notify: Set<NotifyKind>? = nil, dwell: Double? = nil,
         expires: Date? = nil, hooks: [NotifyKind: String] = [:], subjects: [String]? = nil, createdBy: UInt32? = nil,
         createdAt: Date? = nil, limits: RegionLimits = .default

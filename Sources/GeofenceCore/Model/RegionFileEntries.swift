@@ -7,7 +7,7 @@ extension RegionJSON {
     ///
     /// It only finds boundaries: strings (with their escapes) and nesting are followed, nothing is checked,
     /// which is why it takes bytes that `decodeFile` accepted.
-    public static func entryRanges(in bytes: [UInt8]) -> [Range<Int>]? {
+    package static func entryRanges(in bytes: [UInt8]) -> [Range<Int>]? {
         bytes.withUnsafeBufferPointer { buffer in
             var scanner = EntryScanner(bytes: buffer)
             return scanner.entries()

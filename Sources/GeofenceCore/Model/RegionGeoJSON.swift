@@ -3,13 +3,13 @@ import Foundation
 /// Regions as GeoJSON (RFC 7946): a polygon region's `polygon` field is a GeoJSON `Polygon` or
 /// `MultiPolygon` geometry, `import` reads FeatureCollections, and `export --format geojson` writes one
 /// (Docs/regions-format.md).
-public enum RegionGeoJSON {
+package enum RegionGeoJSON {
     /// Vertices of the polygon a circle is drawn as in an export (the circle itself is in its properties).
-    public static let circleVertices = 64
+    package static let circleVertices = 64
 
     /// The geometry of a polygon: a `Polygon` for one part, a `MultiPolygon` for several; positions are
     /// `[longitude, latitude]`, as GeoJSON orders them.
-    public static func geometry(_ polygon: RegionPolygon) -> JSONValue {
+    package static func geometry(_ polygon: RegionPolygon) -> JSONValue {
         func ring(_ r: [Coordinate]) -> JSONValue {
             .array(r.map { .array([.number($0.longitude), .number($0.latitude)]) })
         }
@@ -22,7 +22,7 @@ public enum RegionGeoJSON {
 
     /// The polygon of a GeoJSON `Polygon` or `MultiPolygon` geometry, or of a `Feature` holding one. Errors
     /// name the field `polygon`.
-    public static func polygon(from value: JSONValue, limits: RegionLimits = .default) throws(RegionValidationError)
+    package static func polygon(from value: JSONValue, limits: RegionLimits = .default) throws(RegionValidationError)
         -> RegionPolygon
     {
         func fail(_ message: String) -> RegionValidationError {
@@ -77,7 +77,7 @@ public enum RegionGeoJSON {
 
     /// A polygon from the command line's `'lat,lon lat,lon ...'` (closed for you when the last position is
     /// not the first).
-    public static func polygon(fromPositions text: String, limits: RegionLimits = .default)
+    package static func polygon(fromPositions text: String, limits: RegionLimits = .default)
         throws(RegionValidationError) -> RegionPolygon
     {
         var ring: [Coordinate] = []
@@ -95,7 +95,7 @@ public enum RegionGeoJSON {
 
     /// The ring a circle is drawn as: `circleVertices` points at its radius (on a sphere of the local radius
     /// of curvature: within a few centimetres of the geodesic circle at 500 km), counterclockwise.
-    public static func circleRing(center: Coordinate, radius: Double) -> [Coordinate] {
+    package static func circleRing(center: Coordinate, radius: Double) -> [Coordinate] {
         let lat = center.latitude * .pi / 180
         let lon = center.longitude * .pi / 180
         let e2 = WGS84.eccentricitySquared
@@ -120,7 +120,7 @@ public enum RegionGeoJSON {
     /// A region (as `list --json` or the regions file write it) as a GeoJSON Feature: a polygon as itself,
     /// a circle as a polygon of `circleVertices` with `circle: {lat, lon, radius}` in its properties (which
     /// `import` reads back as the circle). Every other field is a property.
-    public static func feature(_ region: JSONObject) -> JSONObject {
+    package static func feature(_ region: JSONObject) -> JSONObject {
         var properties = region
         let geometry: JSONValue
         if let polygon = region["polygon"], !polygon.isNull {
@@ -147,7 +147,7 @@ public enum RegionGeoJSON {
     /// `id` when the properties have none, and its geometry as `polygon` (or, with a `circle` property, that
     /// circle's `lat`, `lon` and `radius`; or a `Point` with a `radius` property, that circle). Errors name
     /// the member at fault.
-    public static func regionObject(fromFeature value: JSONValue) throws(RegionValidationError) -> JSONValue {
+    package static func regionObject(fromFeature value: JSONValue) throws(RegionValidationError) -> JSONValue {
         guard case .object(let feature) = value, feature["type"]?.stringValue == "Feature" else {
             throw RegionValidationError(field: "(entry)", message: "must be a GeoJSON Feature object")
         }

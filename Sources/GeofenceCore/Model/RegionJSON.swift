@@ -3,14 +3,14 @@ import Foundation
 /// The regions file format (`{"regions": [...]}`) and the region object of `list --json`, in both directions.
 ///
 /// Documented field by field in Docs/regions-format.md.
-public enum RegionJSON {
+package enum RegionJSON {
     /// Fields that `list --json` and `show --json` add; accepted and ignored on import, so that a listing
     /// can be fed back in.
-    public static let outputOnlyFields: Set<String> = [
+    package static let outputOnlyFields: Set<String> = [
         "status", "reason", "attempts", "nextRetry", "createdAt", "createdBy", "updatedAt", "states", "vertices",
         "area",
     ]
-    public static let fields: Set<String> = [
+    package static let fields: Set<String> = [
         "id", "name", "lat", "lon", "radius", "notify", "dwell", "expires", "hooks", "subjects", "polygon",
     ]
 
@@ -27,7 +27,7 @@ public enum RegionJSON {
 
     /// One region from its JSON object. `now` resolves relative expiry (`"expires": "30d"`).
     /// Errors name the field; the caller adds the entry's position.
-    public static func decode(
+    package static func decode(
         _ value: JSONValue, now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
     ) throws(RegionValidationError) -> Region {
         guard case .object(let object) = value else {
@@ -133,7 +133,7 @@ public enum RegionJSON {
     }
 
     /// The definition as the import format spells it (what `export` writes).
-    public static func encode(_ region: Region) -> JSONObject {
+    package static func encode(_ region: Region) -> JSONObject {
         var o: JSONObject = ["id": .string(region.id)]
         if let name = region.name { o["name"] = .string(name) }
         o["lat"] = .number(region.center.latitude)
@@ -162,7 +162,7 @@ public enum RegionJSON {
 
     /// Parses a whole regions file: either `{"regions": [...]}` or a bare array. Every entry is checked;
     /// all problems are returned (not just the first), each with its position, and nothing is half-done.
-    public static func decodeFile(
+    package static func decodeFile(
         _ bytes: [UInt8], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
     ) -> Result<[Region], RegionFileError> {
         let root: JSONValue
@@ -197,7 +197,7 @@ public enum RegionJSON {
     }
 
     /// Checks a list of region objects (the `regions` array of a file): every problem, with its position.
-    public static func decodeEntries(
+    package static func decodeEntries(
         _ entries: [JSONValue], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
     ) -> Result<[Region], RegionFileError> {
         var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
@@ -236,41 +236,41 @@ public enum RegionJSON {
 }
 
 /// Everything wrong with a regions file, one line per problem.
-public struct RegionFileError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var problems: [String]
+package struct RegionFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var problems: [String]
 
-    public init(problems: [String]) { self.problems = problems }
+    package init(problems: [String]) { self.problems = problems }
 
-    public var description: String { problems.joined(separator: "\n") }
+    package var description: String { problems.joined(separator: "\n") }
 }
 
 /// Checks the entries of one regions array given in parts (an import sent to the engine over several
 /// requests), as `RegionJSON.decodeEntries` checks them whole: positions count from the first part, and an
 /// id repeated across parts is found.
-public struct RegionEntryDecoder: Sendable {
-    public let now: Date
-    public let createdBy: UInt32?
-    public let limits: RegionLimits
-    public private(set) var regions: [Region] = []
-    public private(set) var problems: [String] = []
+package struct RegionEntryDecoder: Sendable {
+    package let now: Date
+    package let createdBy: UInt32?
+    package let limits: RegionLimits
+    package private(set) var regions: [Region] = []
+    package private(set) var problems: [String] = []
     /// Entries seen so far, good or bad.
-    public private(set) var count = 0
+    package private(set) var count = 0
     private var seen: [String: Int] = [:]
     /// What problems call the list: `regions` (a regions file) or `features` (a GeoJSON FeatureCollection).
-    public var label = "regions"
+    package var label = "regions"
 
-    public init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
+    package init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
         self.now = now
         self.createdBy = createdBy
         self.limits = limits
     }
 
-    public mutating func add(_ entries: [JSONValue]) {
+    package mutating func add(_ entries: [JSONValue]) {
         add(entries) { value throws(RegionValidationError) in value }
     }
 
     /// The same, each entry first turned into a region object (a GeoJSON Feature into its region's fields).
-    public mutating func add(
+    package mutating func add(
         _ entries: [JSONValue], converting convert: (JSONValue) throws(RegionValidationError) -> JSONValue
     ) {
         // Only once: reserving the exact size for every part would copy the whole array each time.
@@ -300,13 +300,13 @@ public struct RegionEntryDecoder: Sendable {
 
     /// The good regions decoded since the last call, handed over (so one storing them part by part does not
     /// also keep them all here); `result` then holds only those not taken.
-    public mutating func takeRegions() -> [Region] {
+    package mutating func takeRegions() -> [Region] {
         defer { regions = [] }
         return regions
     }
 
     /// Every region not taken, or every problem.
-    public var result: Result<[Region], RegionFileError> {
+    package var result: Result<[Region], RegionFileError> {
         problems.isEmpty ? .success(regions) : .failure(RegionFileError(problems: problems))
     }
 }

@@ -288,7 +288,7 @@ public struct RegionPolygon: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The same, for a point already converted.
-    public func signedDistance(to point: GeocentricPoint, limit: Double = .infinity) -> Double {
+    package func signedDistance(to point: GeocentricPoint, limit: Double = .infinity) -> Double {
         let p = SIMD3(point.x, point.y, point.z)
         let wanted = max(limit, Self.sideByEdge)
         // Edges are compared by chord (no geodesic in the loop); the nearest one's chord becomes a geodesic

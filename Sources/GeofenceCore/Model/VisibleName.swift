@@ -9,15 +9,15 @@ import Foundation
 /// (U+202E makes "gpj.exe" read as "exe.jpg"), format characters and every Unicode
 /// `Default_Ignorable_Code_Point` (U+200B, U+034F, U+FE0F, U+3164, U+115F, U+FFA0, U+17B4, ...: each makes
 /// two names that print alike differ).
-public enum VisibleName {
+package enum VisibleName {
     /// `text` in normalization form C (ASCII, the usual case, is returned as is without a look-up).
-    public static func normalized(_ text: String) -> String {
+    package static func normalized(_ text: String) -> String {
         if text.utf8.allSatisfy({ $0 < 0x80 }) { return text }
         return text.precomposedStringWithCanonicalMapping
     }
 
     /// What is wrong with `text` by this rule ("contains a bidi control character (U+202E)"), or nil.
-    public static func problem(_ text: String) -> String? {
+    package static func problem(_ text: String) -> String? {
         // Printable ASCII needs no look-up of Unicode properties.
         if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return nil }
         for scalar in text.unicodeScalars {
@@ -50,12 +50,12 @@ public enum VisibleName {
 /// with one is counted (`bad-device`) and skipped, so what reaches events, hooks' environment and their
 /// stdin is the same text everywhere. For the one place where even a clean name is not safe as it is, an
 /// MQTT or NATS topic (`/`, `+`, `#`, `.`, `*`, `>` mean something there), hooks get it percent-encoded too.
-public enum SubjectName {
+package enum SubjectName {
     /// The longest name taken, in bytes of UTF-8.
-    public static let maximumBytes = 256
+    package static let maximumBytes = 256
 
     /// What is wrong with a vehicle name, or nil: empty, too long, or breaking `VisibleName`'s rule.
-    public static func problem(_ name: String) -> String? {
+    package static func problem(_ name: String) -> String? {
         if name.isEmpty { return "is empty" }
         if name.utf8.count > maximumBytes { return "is longer than \(maximumBytes) bytes" }
         return VisibleName.problem(name)
@@ -63,7 +63,7 @@ public enum SubjectName {
 
     /// `text` as one topic level: every byte but `A-Z a-z 0-9 - _ ~` as `%XX`, so no MQTT (`/ + #`) or NATS
     /// (`. * >`) wildcard or separator and no space survives, and `%` itself is encoded.
-    public static func topicLevel(_ text: String) -> String {
+    package static func topicLevel(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {
             switch byte {
@@ -92,10 +92,10 @@ extension String {
 /// `\r`, `\t`, else `\u001B` (a scalar beyond U+FFFF as its UTF-16 surrogate pair, `\uDB40\uDC01`). So a JSON
 /// line passed through it is the same JSON, and human output shows `\u202E` where the text would have turned
 /// the line around. Everything else, backslashes included, is left as it is.
-public enum PrintableText {
+package enum PrintableText {
     /// `text` with every character outside printable text escaped; with `keepingLineBreaks`, `\n` and `\t`
     /// stay as they are (a block of several lines, a table).
-    public static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
+    package static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
         let clean = text.utf8.allSatisfy { byte in
             (byte >= 0x20 && byte < 0x7F)
                 || (keepingLineBreaks && (byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\t")))
@@ -126,7 +126,7 @@ public enum PrintableText {
     }
 
     /// Whether `scalar` is escaped by `escaped(_:)`.
-    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    package static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value >= 0x20 && scalar.value < 0x7F { return false }
         if scalar.value < 0xA0 { return true }  // C0, DEL, C1
         switch scalar.properties.generalCategory {

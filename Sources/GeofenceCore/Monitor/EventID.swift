@@ -4,15 +4,15 @@ import Synchronization
 /// The engine's one event id generator, shared by everything that makes events (the region monitor, the
 /// monitor's service, the control handler): ids from one generator sort in the order they were made,
 /// whatever times they were made for; ids from two generators need not.
-public final class EventIDs: Sendable {
+package final class EventIDs: Sendable {
     private let generator: Mutex<EventIDGenerator>
 
-    public init(_ generator: EventIDGenerator = EventIDGenerator()) {
+    package init(_ generator: EventIDGenerator = EventIDGenerator()) {
         self.generator = Mutex(generator)
     }
 
     /// The next id, for an event made at `now` (wall clock, passed in).
-    public func next(now: Date) -> String { generator.withLock { $0.next(now: now) } }
+    package func next(now: Date) -> String { generator.withLock { $0.next(now: now) } }
 }
 
 /// Makes event ids: UUIDv7 (RFC 9562), unique and ordered by creation time.
@@ -22,19 +22,19 @@ public final class EventIDs: Sendable {
 /// continue from the previous id plus one, so that ids made by one generator always sort in the order
 /// they were made (RFC 9562 §6.2, method 2). Receivers use the id to drop duplicates of an at-least-once
 /// delivery.
-public struct EventIDGenerator: Sendable {
+package struct EventIDGenerator: Sendable {
     private var lastMillis: UInt64 = 0
     /// The 74 bits after the timestamp of the last id, as (high 12 bits, low 62 bits).
     private var lastHigh: UInt64 = 0
     private var lastLow: UInt64 = 0
     private var rng: any RandomNumberGenerator & Sendable
 
-    public init(rng: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
+    package init(rng: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) {
         self.rng = rng
     }
 
     /// The next id, for an event made at `now` (wall clock, passed in).
-    public mutating func next(now: Date) -> String {
+    package mutating func next(now: Date) -> String {
         let raw = now.timeIntervalSince1970 * 1000
         var millis = raw.isFinite && raw > 0 ? UInt64(min(raw, Double(UInt64(1) << 47))) : 0
         if millis <= lastMillis {

@@ -5,26 +5,26 @@
 /// the vicinity shortcut and the neighbourhood reuse (which answers with the same candidates, then the same
 /// step). A randomized test runs the fast paths against the plain rule (`RegionMonitor` with
 /// `CandidateSearch.linearScan`, which reads every region and skips nothing).
-public struct HysteresisBand: Sendable, Equatable {
+package struct HysteresisBand: Sendable, Equatable {
     /// The band never gets narrower than this on either side of the boundary (metres).
-    public var minMargin: Double
+    package var minMargin: Double
     /// The band's half-width is `max(minMargin, accuracyFactor · accuracy)`.
-    public var accuracyFactor: Double
+    package var accuracyFactor: Double
 
-    public init(minMargin: Double = 5, accuracyFactor: Double = 1) {
+    package init(minMargin: Double = 5, accuracyFactor: Double = 1) {
         self.minMargin = minMargin
         self.accuracyFactor = accuracyFactor
     }
 
     /// The band's half-width for a fix of this horizontal accuracy (metres).
     @inlinable
-    public func margin(accuracy: Double) -> Double { max(minMargin, accuracyFactor * accuracy) }
+    package func margin(accuracy: Double) -> Double { max(minMargin, accuracyFactor * accuracy) }
 
     /// What a fix says about a region of radius `radius`, given guaranteed bounds on its distance to the
     /// centre: `inside` when `d ≤ r − m`, `outside` when `d ≥ r + m`, nil in between. `exact` is called
     /// only when the bounds straddle an edge of the band (a sliver of micrometres to millimetres).
     @inlinable
-    public func classify(
+    package func classify(
         bounds: (lower: Double, upper: Double), radius r: Double, margin m: Double, exact: () -> Double
     ) -> RegionState? {
         if bounds.upper <= r - m { return .inside }
@@ -36,14 +36,14 @@ public struct HysteresisBand: Sendable, Equatable {
 
     /// The fix is conclusively outside: what `classify` says, read from the lower bound alone.
     @inlinable
-    public static func isOutside(distanceLowerBound lower: Double, radius r: Double, margin m: Double) -> Bool {
+    package static func isOutside(distanceLowerBound lower: Double, radius r: Double, margin m: Double) -> Bool {
         lower >= r + m
     }
 
     /// No fix of this margin can ever be conclusively inside a region of this radius: it is reported
     /// `accuracyLimited` while such fixes are all there is.
     @inlinable
-    public static func isAccuracyLimited(radius r: Double, margin m: Double) -> Bool { r <= m }
+    package static func isAccuracyLimited(radius r: Double, margin m: Double) -> Bool { r <= m }
 
     /// The spatial index's settled test, from what the index knows without reading the region's record:
     /// bounds on the chord to the centre and on the radius. True only when `classify` would say `outside`
@@ -52,7 +52,7 @@ public struct HysteresisBand: Sendable, Equatable {
     /// `Geodesic.distanceBounds(chord:)` puts the geodesic at least a micrometre below the chord, so a chord
     /// 10 µm past the band's outer edge is conclusively outside.
     @inlinable
-    public static func settlesOutside(
+    package static func settlesOutside(
         chordLowerBound: Double, radiusLowerBound: Double, radiusUpperBound: Double, margin m: Double
     ) -> Bool {
         chordLowerBound >= radiusUpperBound + m + 1e-5 && !isAccuracyLimited(radius: radiusLowerBound, margin: m)
@@ -61,7 +61,7 @@ public struct HysteresisBand: Sendable, Equatable {
     /// A pair never evaluated before whose fix is this far beyond the band becomes `outside` without a
     /// `determined` event (the vicinity shortcut: a million regions must not each report one).
     @inlinable
-    public static func isBeyondVicinity(
+    package static func isBeyondVicinity(
         distanceLowerBound lower: Double, radius r: Double, margin m: Double, vicinity: Double
     ) -> Bool {
         lower >= r + m + vicinity

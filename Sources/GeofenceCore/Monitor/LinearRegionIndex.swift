@@ -1,18 +1,18 @@
 /// The simplest candidate finder: test every region. The reference the spatial index is checked against.
-public struct LinearRegionIndex: Sendable {
+package struct LinearRegionIndex: Sendable {
     private var centers: [GeocentricPoint] = []
     private var radii: [Double] = []
     private var live: [Bool] = []
 
-    public init() {}
+    package init() {}
 
     /// Bytes held by its arrays (capacities).
-    public var memoryFootprint: Int {
+    package var memoryFootprint: Int {
         centers.capacity * MemoryLayout<GeocentricPoint>.stride + radii.capacity * MemoryLayout<Double>.stride
             + live.capacity
     }
 
-    public mutating func insert(slot: Int32, center: Coordinate, radius: Double) {
+    package mutating func insert(slot: Int32, center: Coordinate, radius: Double) {
         let i = Int(slot)
         while centers.count <= i {
             centers.append(GeocentricPoint(Coordinate(latitude: 0, longitude: 0)))
@@ -24,12 +24,12 @@ public struct LinearRegionIndex: Sendable {
         live[i] = true
     }
 
-    public mutating func remove(slot: Int32) {
+    package mutating func remove(slot: Int32) {
         live[Int(slot)] = false
     }
 
     /// Appends every region whose centre may lie within `radius + extra` metres (geodesic) of `point`.
-    public func candidates(near point: GeocentricPoint, extra: Double, into result: inout [Int32]) {
+    package func candidates(near point: GeocentricPoint, extra: Double, into result: inout [Int32]) {
         for i in centers.indices where live[i] {
             // The chord never exceeds the geodesic (the micrometre covers rounding in the chord), so this
             // keeps every region that could qualify.

@@ -30,21 +30,21 @@ import Foundation
 ///
 /// A filter that rejects `resyncRun` fixes in a row that agree with each other starts over from them: a
 /// wrong start (the first fix was the lie) can never lock a subject out.
-public struct MotionConsistency: Sendable, Equatable {
+package struct MotionConsistency: Sendable, Equatable {
     /// Standard deviation of the random accelerations of the steady model, m/s².
-    public var steadyAcceleration: Double
+    package var steadyAcceleration: Double
     /// Standard deviation of the random accelerations of the manoeuvring model, m/s².
-    public var manoeuvreAcceleration: Double
+    package var manoeuvreAcceleration: Double
     /// How many standard deviations of the expected position a fix may be off (in the plane).
-    public var gate: Double
+    package var gate: Double
     /// For a fix that follows a refused one: how many times likelier, before it is seen, it is another lie
     /// of the burst than an honest fix. It is taken in only if the models make it likelier honest than a lie
     /// landing anywhere within `lieSpread` of the truth.
-    public var burstOdds: Double
+    package var burstOdds: Double
     /// Smallest standard deviation a fix's error is given (metres): receivers round their accuracy.
-    public var minimumError: Double
+    package var minimumError: Double
 
-    public init(
+    package init(
         steadyAcceleration: Double = 0.3, manoeuvreAcceleration: Double = 4, gate: Double = 4,
         burstOdds: Double = 2, minimumError: Double = 1
     ) {
@@ -57,7 +57,7 @@ public struct MotionConsistency: Sendable, Equatable {
 
     /// Consecutive rejected fixes, agreeing with each other, after which the filter starts over from them.
     /// More than the bursts of lying fixes receivers produce (two or three).
-    public static let resyncRun: UInt8 = 5
+    package static let resyncRun: UInt8 = 5
     /// How soon after a refused fix (seconds) the next is judged as a likely lie: a burst's fixes come one after
     /// another; after a gap, the subject may be anywhere and a lie is no likelier than before.
     static let burstSpan = 10.0
@@ -96,7 +96,7 @@ public struct MotionConsistency: Sendable, Equatable {
 
     /// One subject's filter: one estimate of position and velocity (earth-centred axes, a fix being a point
     /// on the ellipsoid), seen by both models, each with its own uncertainty.
-    public struct Track: Sendable, Equatable {
+    package struct Track: Sendable, Equatable {
         var position: GeocentricPoint
         var velocity: GeocentricPoint
         var steady: Covariance
@@ -113,7 +113,7 @@ public struct MotionConsistency: Sendable, Equatable {
     }
 
     /// What the gate said about a fix.
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         /// The first fix of a track: nothing to judge it against.
         case first
         case agrees
@@ -123,7 +123,7 @@ public struct MotionConsistency: Sendable, Equatable {
     }
 
     /// A track that starts at `point`, with an unknown velocity.
-    public func start(at point: GeocentricPoint, time: Double, accuracy: Double) -> Track {
+    package func start(at point: GeocentricPoint, time: Double, accuracy: Double) -> Track {
         let covariance = Covariance(pp: measurementVariance(accuracy), pv: 0, vv: Self.unknownSpeedVariance)
         return Track(
             position: point, velocity: GeocentricPoint(x: 0, y: 0, z: 0), steady: covariance, manoeuvre: covariance,
@@ -137,7 +137,7 @@ public struct MotionConsistency: Sendable, Equatable {
     }
 
     /// Judges a fix against the track and, when it agrees (or resynchronizes), takes it in.
-    public func update(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    package func update(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
         guard track != nil else {
             track = start(at: point, time: time, accuracy: accuracy)
             return .first

@@ -5,20 +5,20 @@
 /// the oracle and which says the rule where it can be read.
 
 /// What the reconciler knows about the world when it decides every region's status.
-public struct ReconcileInputs: Sendable, Equatable {
+package struct ReconcileInputs: Sendable, Equatable {
     /// The Location Services switch.
-    public var servicesOn: Bool
+    package var servicesOn: Bool
     /// Whether usable fixes are arriving (false: gpsd unreachable, `silent` or `lost`).
-    public var locationAvailable: Bool
+    package var locationAvailable: Bool
     /// Owners whose regions must not be monitored (their effective permission is not `authorized`).
-    public var deniedOwners: Set<UInt32>
+    package var deniedOwners: Set<UInt32>
     /// At most this many regions are active (nil: no limit); the oldest come first.
-    public var maxRegions: Int?
+    package var maxRegions: Int?
 
     /// Nothing holds any region back: every region not expired is to be `monitoring`.
-    public var allClear: Bool { servicesOn && locationAvailable && deniedOwners.isEmpty && maxRegions == nil }
+    package var allClear: Bool { servicesOn && locationAvailable && deniedOwners.isEmpty && maxRegions == nil }
 
-    public init(servicesOn: Bool, locationAvailable: Bool, deniedOwners: Set<UInt32> = [], maxRegions: Int? = nil) {
+    package init(servicesOn: Bool, locationAvailable: Bool, deniedOwners: Set<UInt32> = [], maxRegions: Int? = nil) {
         self.servicesOn = servicesOn
         self.locationAvailable = locationAvailable
         self.deniedOwners = deniedOwners
@@ -27,12 +27,12 @@ public struct ReconcileInputs: Sendable, Equatable {
 }
 
 /// One region whose status the reconciler changed.
-public struct RegionStatusChange: Sendable, Equatable {
-    public var seq: Int64
-    public var id: String
-    public var status: RegionStatus
+package struct RegionStatusChange: Sendable, Equatable {
+    package var seq: Int64
+    package var id: String
+    package var status: RegionStatus
 
-    public init(seq: Int64, id: String, status: RegionStatus) {
+    package init(seq: Int64, id: String, status: RegionStatus) {
         self.seq = seq
         self.id = id
         self.status = status
@@ -49,16 +49,16 @@ public struct RegionStatusChange: Sendable, Equatable {
 /// When nothing holds any region back (`ReconcileInputs.allClear`), only held regions change (`pending`,
 /// `failed`, `suspended` become `monitoring`); the others keep what they have. Expired regions are never
 /// touched, and no region is ever deleted.
-public enum ReconcilePolicy {
+package enum ReconcilePolicy {
     /// A requested region as the reconciler sees it.
-    public struct Region: Sendable, Equatable {
-        public var seq: Int64
-        public var id: String
+    package struct Region: Sendable, Equatable {
+        package var seq: Int64
+        package var id: String
         /// Its creator (nil: made by the engine's own user, or before owners were recorded).
-        public var owner: UInt32?
-        public var status: RegionStatus
+        package var owner: UInt32?
+        package var status: RegionStatus
 
-        public init(seq: Int64, id: String, owner: UInt32?, status: RegionStatus) {
+        package init(seq: Int64, id: String, owner: UInt32?, status: RegionStatus) {
             self.seq = seq
             self.id = id
             self.owner = owner
@@ -68,7 +68,7 @@ public enum ReconcilePolicy {
 
     /// The status `region` should have; `rank` is its place (1-based, by seq) among the regions not expired
     /// whose owner is permitted (nil: its owner is denied).
-    public static func desired(_ region: Region, rank: Int?, _ inputs: ReconcileInputs) -> RegionStatus {
+    package static func desired(_ region: Region, rank: Int?, _ inputs: ReconcileInputs) -> RegionStatus {
         if inputs.allClear {
             switch region.status.kind {
             case .pending, .failed, .suspended: return .monitoring
@@ -83,7 +83,7 @@ public enum ReconcilePolicy {
     }
 
     /// The regions whose status changes, in seq order, with their new status.
-    public static func changes(_ regions: [Region], _ inputs: ReconcileInputs) -> [RegionStatusChange] {
+    package static func changes(_ regions: [Region], _ inputs: ReconcileInputs) -> [RegionStatusChange] {
         var rank = 0
         var changes: [RegionStatusChange] = []
         for region in regions.sorted(by: { $0.seq < $1.seq }) where region.status.kind != .expired {

@@ -47,7 +47,7 @@ public struct EventFix: Sendable, Equatable {
     public var course: Double?
 
     /// The fix as the filter accepted it, with its accuracy filled in.
-    public init(_ fix: WeightedFix) {
+    package init(_ fix: WeightedFix) {
         latitude = fix.coordinate.latitude
         longitude = fix.coordinate.longitude
         accuracy = fix.accuracy
@@ -73,25 +73,25 @@ public struct EventFix: Sendable, Equatable {
 }
 
 /// A region event: what the outbox stores, hooks receive and `replay`/`watch` print.
-public struct RegionEvent: Sendable, Equatable {
+package struct RegionEvent: Sendable, Equatable {
     /// UUIDv7: unique, time-ordered; receivers de-duplicate by it.
-    public var id: String
-    public var type: RegionEventType
-    public var region: String
+    package var id: String
+    package var type: RegionEventType
+    package var region: String
     /// Absent for `expired`, which concerns the region, not a subject.
-    public var subject: String?
+    package var subject: String?
     /// Fix time of the fix that caused the event (the expiry time for `expired`).
-    public var time: Date
-    public var state: RegionState?
-    public var previous: RegionState?
+    package var time: Date
+    package var state: RegionState?
+    package var previous: RegionState?
     /// True when the change happened across a gap in the fixes (a tunnel, a reboot) and was not seen.
-    public var inferred: Bool
+    package var inferred: Bool
     /// Geodesic distance from the fix to the centre, metres.
-    public var distance: Double?
-    public var radius: Double
-    public var fix: EventFix?
+    package var distance: Double?
+    package var radius: Double
+    package var fix: EventFix?
 
-    public init(
+    package init(
         id: String, type: RegionEventType, region: String, subject: String?, time: Date, state: RegionState?,
         previous: RegionState?, inferred: Bool, distance: Double?, radius: Double, fix: EventFix?
     ) {

@@ -2,7 +2,7 @@ import Foundation
 
 extension RegionEvent {
     /// The event as DESIGN.md's shared shape: one line of `replay`/`watch`, a hook's stdin.
-    public var json: JSONObject {
+    package var json: JSONObject {
         var o: JSONObject = [
             "id": .string(id), "type": .string(type.rawValue), "region": .string(region),
         ]
@@ -18,7 +18,7 @@ extension RegionEvent {
     }
 
     /// Reads an event back from its JSON (the outbox keeps the JSON as written).
-    public init?(json o: JSONObject) {
+    package init?(json o: JSONObject) {
         guard let id = o["id"]?.stringValue, let typeText = o["type"]?.stringValue,
             let type = RegionEventType(rawValue: typeText), let region = o["region"]?.stringValue,
             let timeText = o["time"]?.stringValue, let time = try? TimestampParser.parse(timeText),
@@ -34,7 +34,7 @@ extension RegionEvent {
 }
 
 extension EventFix {
-    public var json: JSONObject {
+    package var json: JSONObject {
         var o: JSONObject = [
             "lat": .number(latitude), "lon": .number(longitude), "accuracy": .number(accuracy),
         ]
@@ -45,7 +45,7 @@ extension EventFix {
         return o
     }
 
-    public init?(json o: JSONObject) {
+    package init?(json o: JSONObject) {
         guard let lat = o["lat"]?.doubleValue, let lon = o["lon"]?.doubleValue,
             let accuracy = o["accuracy"]?.doubleValue
         else { return nil }

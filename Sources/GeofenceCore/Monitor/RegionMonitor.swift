@@ -26,26 +26,25 @@ public struct MonitorConfiguration: Sendable, Equatable {
     public init() {}
 
     /// The hysteresis rule these settings give.
-    public var band: HysteresisBand { HysteresisBand(minMargin: minMargin, accuracyFactor: accuracyFactor) }
+    package var band: HysteresisBand { HysteresisBand(minMargin: minMargin, accuracyFactor: accuracyFactor) }
 
     /// The outlier test these settings give.
-    public var motion: MotionConsistency {
+    package var motion: MotionConsistency {
         MotionConsistency(manoeuvreAcceleration: acceleration, gate: outlierGate, burstOdds: burstOdds)
     }
 
     /// The margin for a fix of this accuracy.
-    @inlinable
-    public func margin(accuracy: Double) -> Double { band.margin(accuracy: accuracy) }
+    package func margin(accuracy: Double) -> Double { band.margin(accuracy: accuracy) }
 }
 
 /// What the store keeps for one (subject, region) pair.
-public struct PairRecord: Sendable, Equatable {
-    public var state: RegionState
+package struct PairRecord: Sendable, Equatable {
+    package var state: RegionState
     /// Fix time at which the current state began.
-    public var since: Date?
-    public var dwellFired: Bool
+    package var since: Date?
+    package var dwellFired: Bool
 
-    public init(state: RegionState, since: Date? = nil, dwellFired: Bool = false) {
+    package init(state: RegionState, since: Date? = nil, dwellFired: Bool = false) {
         self.state = state
         self.since = since
         self.dwellFired = dwellFired
@@ -53,15 +52,15 @@ public struct PairRecord: Sendable, Equatable {
 }
 
 /// What the store keeps for one subject.
-public struct SubjectRecord: Sendable, Equatable {
+package struct SubjectRecord: Sendable, Equatable {
     /// Fix time of the subject's last accepted fix.
-    public var lastFixTime: Date?
+    package var lastFixTime: Date?
     /// Every region with a sequence number up to this one has been evaluated for the subject; a pair of
     /// such a region with no record is outside. Regions added later start `unknown`.
-    public var baselineSeq: Int64
-    public var lastFix: EventFix?
+    package var baselineSeq: Int64
+    package var lastFix: EventFix?
 
-    public init(lastFixTime: Date?, baselineSeq: Int64, lastFix: EventFix? = nil) {
+    package init(lastFixTime: Date?, baselineSeq: Int64, lastFix: EventFix? = nil) {
         self.lastFixTime = lastFixTime
         self.baselineSeq = baselineSeq
         self.lastFix = lastFix
@@ -70,55 +69,55 @@ public struct SubjectRecord: Sendable, Equatable {
 
 /// The changes one step of the monitor made: events to put in the outbox and records to persist, all in
 /// one transaction.
-public struct MonitorOutput: Sendable, Equatable {
-    public struct PairUpdate: Sendable, Equatable {
-        public var subject: String
-        public var regionSeq: Int64
+package struct MonitorOutput: Sendable, Equatable {
+    package struct PairUpdate: Sendable, Equatable {
+        package var subject: String
+        package var regionSeq: Int64
         /// nil: delete the record (the pair is outside, which is what no record means).
-        public var record: PairRecord?
+        package var record: PairRecord?
 
-        public init(subject: String, regionSeq: Int64, record: PairRecord?) {
+        package init(subject: String, regionSeq: Int64, record: PairRecord?) {
             self.subject = subject
             self.regionSeq = regionSeq
             self.record = record
         }
     }
 
-    public struct SubjectUpdate: Sendable, Equatable {
-        public var subject: String
-        public var record: SubjectRecord
+    package struct SubjectUpdate: Sendable, Equatable {
+        package var subject: String
+        package var record: SubjectRecord
 
-        public init(subject: String, record: SubjectRecord) {
+        package init(subject: String, record: SubjectRecord) {
             self.subject = subject
             self.record = record
         }
     }
 
-    public struct StatusChange: Sendable, Equatable {
-        public var regionSeq: Int64
-        public var regionID: String
-        public var status: RegionStatus
+    package struct StatusChange: Sendable, Equatable {
+        package var regionSeq: Int64
+        package var regionID: String
+        package var status: RegionStatus
 
-        public init(regionSeq: Int64, regionID: String, status: RegionStatus) {
+        package init(regionSeq: Int64, regionID: String, status: RegionStatus) {
             self.regionSeq = regionSeq
             self.regionID = regionID
             self.status = status
         }
     }
 
-    public var events: [RegionEvent] = []
-    public var pairUpdates: [PairUpdate] = []
-    public var subjectUpdate: SubjectUpdate?
-    public var statusChanges: [StatusChange] = []
+    package var events: [RegionEvent] = []
+    package var pairUpdates: [PairUpdate] = []
+    package var subjectUpdate: SubjectUpdate?
+    package var statusChanges: [StatusChange] = []
 
-    public init() {}
+    package init() {}
 
     @inlinable
-    public var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
+    package var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
 }
 
 /// How the monitor finds the regions a fix could affect.
-public enum CandidateSearch: Sendable, Equatable {
+package enum CandidateSearch: Sendable, Equatable {
     /// The spatial index (`SpatialRegionIndex`): a fix is tested against the few regions near it, however
     /// many there are in all.
     case spatialIndex
@@ -141,9 +140,9 @@ public enum CandidateSearch: Sendable, Equatable {
 /// (`MotionConsistency`): an outlier changes nothing. Any other fix is classified against each region near
 /// it by the `HysteresisBand`, and a conclusive fix on the other side of a boundary changes the pair's
 /// state at once: no second fix is needed, and none is waited for.
-public struct RegionMonitor: Sendable {
-    public var configuration: MonitorConfiguration
-    public let candidateSearch: CandidateSearch
+package struct RegionMonitor: Sendable {
+    package var configuration: MonitorConfiguration
+    package let candidateSearch: CandidateSearch
 
     var regions = RegionTable()
     var spatialIndex: SpatialRegionIndex
@@ -163,17 +162,17 @@ public struct RegionMonitor: Sendable {
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
     /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
-    public internal(set) var fixesFromNeighbourhoods = 0
+    package internal(set) var fixesFromNeighbourhoods = 0
     /// Fixes that disagreed with their subject's motion and so changed no state.
-    public private(set) var outliers = 0
+    package private(set) var outliers = 0
     /// Fixes that ended a run of outliers agreeing with each other: the subject's motion started over.
-    public private(set) var resynchronized = 0
+    package private(set) var resynchronized = 0
     /// Counts changes to the regions (added, removed, accuracy-limited or not): neighbourhoods taken
     /// before the last change are stale.
     var regionGeneration: UInt64 = 0
 
     /// A monitor whose events take their ids from `ids` (the engine's one generator, `EventIDs`).
-    public init(
+    package init(
         configuration: MonitorConfiguration = MonitorConfiguration(),
         ids: EventIDs = EventIDs(),
         candidateSearch: CandidateSearch = .spatialIndex
@@ -187,7 +186,7 @@ public struct RegionMonitor: Sendable {
     }
 
     /// A monitor with a generator of its own (tests that compare two monitors' events give each the same one).
-    public init(
+    package init(
         configuration: MonitorConfiguration = MonitorConfiguration(), ids: EventIDGenerator,
         candidateSearch: CandidateSearch = .spatialIndex
     ) {
@@ -196,17 +195,17 @@ public struct RegionMonitor: Sendable {
 
     // MARK: Regions
 
-    public var regionCount: Int { regions.count }
+    package var regionCount: Int { regions.count }
 
     /// Bytes held for the monitored regions: their records and the index (per-subject state aside).
-    public var regionMemoryFootprint: Int {
+    package var regionMemoryFootprint: Int {
         regions.memoryFootprint + spatialIndex.memoryFootprint + linearIndex.memoryFootprint
             + expiries.memoryFootprint
     }
 
     /// Subjects that keep a neighbourhood (see `findCandidates`), the regions in them, and the bytes they
     /// hold: per-subject state, apart from `regionMemoryFootprint`.
-    public var neighbourhoods: (subjects: Int, regions: Int, bytes: Int) {
+    package var neighbourhoods: (subjects: Int, regions: Int, bytes: Int) {
         tracks.reduce(into: (0, 0, 0)) { sum, track in
             let capacity = track.neighbourhood.neighbours.capacity
             guard capacity > 0 else { return }
@@ -217,33 +216,33 @@ public struct RegionMonitor: Sendable {
     }
 
     /// Makes room for `count` regions in all, so that loading them grows nothing step by step.
-    public mutating func reserveCapacity(_ count: Int) {
+    package mutating func reserveCapacity(_ count: Int) {
         regions.reserveCapacity(count)
         if candidateSearch == .spatialIndex { spatialIndex.reserveCapacity(count) }
     }
 
     /// Packs the spatial index tightly: worth calling once after inserting many regions at once.
-    public mutating func compactIndex() {
+    package mutating func compactIndex() {
         spatialIndex.compact()
     }
 
-    public func region(id: String) -> Region? {
+    package func region(id: String) -> Region? {
         regions.slot(id: id).map { regions.region(slot: $0) }
     }
 
     /// The ids of the monitored regions among these sequence numbers.
-    public func regionIDs(seqs: Set<Int64>) -> [String] {
+    package func regionIDs(seqs: Set<Int64>) -> [String] {
         seqs.compactMap { regions.slot(seq: $0).map { regions.id(slot: $0) } }
     }
 
     /// Regions currently limited by accuracy (the last fix near them was too poor to ever be inside).
-    public func isAccuracyLimited(id: String) -> Bool {
+    package func isAccuracyLimited(id: String) -> Bool {
         regions.slot(id: id).map { regions.records[Int($0)].flags.contains(.accuracyLimited) } ?? false
     }
 
     /// Adds a region to monitoring, or replaces the one with the same id (its pair states start over).
     /// `seq` must grow with every insertion: it orders regions against subjects' baselines.
-    public mutating func insert(_ region: Region, seq: Int64) {
+    package mutating func insert(_ region: Region, seq: Int64) {
         if regions.slot(id: region.id) != nil { remove(id: region.id) }
         index(regions.insert(region, seq: seq), seq: seq)
         if let expires = region.expires { expiries.push(.init(at: expires, seq: seq)) }
@@ -251,7 +250,7 @@ public struct RegionMonitor: Sendable {
 
     /// Adds a region given by its basic fields: the same as inserting the `Region` it stands for, without
     /// building one (for loading many at once).
-    public mutating func insert(_ region: CompactRegion, seq: Int64) {
+    package mutating func insert(_ region: CompactRegion, seq: Int64) {
         if regions.slot(id: region.id) != nil { remove(id: region.id) }
         index(regions.insert(region, seq: seq), seq: seq)
     }
@@ -271,7 +270,7 @@ public struct RegionMonitor: Sendable {
 
     /// Takes a region out of monitoring. Its pair states go with it.
     @discardableResult
-    public mutating func remove(id: String) -> Region? {
+    package mutating func remove(id: String) -> Region? {
         guard let slot = regions.slot(id: id) else { return nil }
         regionGeneration &+= 1
         let region = regions.region(slot: slot)
@@ -299,7 +298,7 @@ public struct RegionMonitor: Sendable {
 
     /// Puts back one region's pairs (when a region that left monitoring, for its owner's permission or the
     /// active-region limit, comes back): a subject inside it is still inside.
-    public mutating func restorePairs(regionSeq: Int64, pairs: [(subject: String, record: PairRecord)]) {
+    package mutating func restorePairs(regionSeq: Int64, pairs: [(subject: String, record: PairRecord)]) {
         guard let slot = regions.slot(seq: regionSeq) else { return }
         for (subject, record) in pairs {
             guard let i = trackBySubject[subject] else { continue }
@@ -308,19 +307,19 @@ public struct RegionMonitor: Sendable {
     }
 
     /// The sequence numbers of the regions being monitored.
-    public var regionSeqs: Set<Int64> {
+    package var regionSeqs: Set<Int64> {
         Set(regions.records.lazy.filter { $0.flags.contains(.live) }.map(\.seq))
     }
 
     /// Marks every subject as coming back from a gap: the next change of each is reported `inferred`
     /// (after Location Services were off, the engine did not see what happened meanwhile), and its next
     /// fix is not judged against its motion before the gap.
-    public mutating func beginGap() {
+    package mutating func beginGap() {
         for i in tracks.indices { tracks[i].gapPending = true }
     }
 
     /// The state of a pair as the monitor sees it.
-    public func state(subject: String, regionID: String) -> RegionState {
+    package func state(subject: String, regionID: String) -> RegionState {
         guard let slot = regions.slot(id: regionID) else { return .unknown }
         guard let i = trackBySubject[subject] else { return .unknown }
         let track = tracks[i]
@@ -328,10 +327,10 @@ public struct RegionMonitor: Sendable {
         return regions.records[Int(slot)].seq <= track.baselineSeq ? .outside : .unknown
     }
 
-    public var subjects: [String] { names }
+    package var subjects: [String] { names }
 
     /// How many subjects the monitor holds.
-    public var subjectCount: Int { tracks.count }
+    package var subjectCount: Int { tracks.count }
 
     /// Whether the monitor holds this subject's state (it may have been evicted, or never seen).
     ///
@@ -339,12 +338,12 @@ public struct RegionMonitor: Sendable {
     /// copy of the whole monitor for it (a retain and a release of each of its buffers); inlined, it reads the
     /// one dictionary.
     @inlinable
-    public func knows(subject: String) -> Bool { trackBySubject[subject] != nil }
+    package func knows(subject: String) -> Bool { trackBySubject[subject] != nil }
 
     /// Forgets every subject whose last fix is before `cutoff` (fix time): a vehicle not heard from for a
     /// day costs no memory. Its state must be in the store already (the caller commits first); `restore`
     /// brings it back with its next fix. Returns the subjects forgotten.
-    public mutating func evict(lastFixBefore cutoff: Date) -> [String] {
+    package mutating func evict(lastFixBefore cutoff: Date) -> [String] {
         var gone: [String] = []
         var i = 0
         while i < tracks.count {
@@ -382,14 +381,14 @@ public struct RegionMonitor: Sendable {
     // MARK: Steps
 
     /// Expires every region whose expiry time is at or before `time`.
-    public mutating func expire(upTo time: Date, now: Date) -> MonitorOutput {
+    package mutating func expire(upTo time: Date, now: Date) -> MonitorOutput {
         var out = MonitorOutput()
         expireRegions(upTo: time, now: now, into: &out)
         return out
     }
 
     /// Runs one accepted fix through every region that could be affected by it.
-    public mutating func process(_ fix: WeightedFix, now: Date) -> MonitorOutput {
+    package mutating func process(_ fix: WeightedFix, now: Date) -> MonitorOutput {
         var out = MonitorOutput()
         expireRegions(upTo: fix.time, now: now, into: &out)
         // Regions inserted since the last fix may sit in unsorted tails of the index: sorted in here, so

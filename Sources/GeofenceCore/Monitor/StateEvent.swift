@@ -34,9 +34,9 @@ public struct StateEvent: Sendable, Equatable {
     /// Why, in words, for people and logs.
     public var reason: String?
     /// Anything else worth carrying (kept in the JSON as is).
-    public var details: JSONObject
+    package var details: JSONObject
 
-    public init(
+    package init(
         id: String, type: Kind, time: Date, state: String, region: String? = nil, subject: String? = nil,
         reason: String? = nil, details: JSONObject = JSONObject()
     ) {
@@ -51,7 +51,7 @@ public struct StateEvent: Sendable, Equatable {
     }
 
     /// The event's JSON: `{"id", "type", "time", "state", "region"?, "subject"?, "reason"?, ...details}`.
-    public var json: JSONObject {
+    package var json: JSONObject {
         var o: JSONObject = ["id": .string(id), "type": .string(type.rawValue)]
         if let region { o["region"] = .string(region) }
         if let subject { o["subject"] = .string(subject) }

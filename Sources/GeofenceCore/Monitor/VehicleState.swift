@@ -8,20 +8,20 @@ import Foundation
 ///
 /// Not in it: the fix filter's per-vehicle state (`FixFilter`), and the monitor's caches (the regions near
 /// the vehicle), which the next fix finds again.
-public struct VehicleState: Sendable, Equatable {
-    public var subject: String
+package struct VehicleState: Sendable, Equatable {
+    package var subject: String
     /// Fix time of the vehicle's last accepted fix.
-    public var lastFixTime: Date?
+    package var lastFixTime: Date?
     /// Every region up to this sequence number was evaluated for the vehicle; one without a pair is outside.
-    public var baselineSeq: Int64
+    package var baselineSeq: Int64
     /// The next fix comes after an unseen stretch (Location Services were off).
-    public var gapPending: Bool
+    package var gapPending: Bool
     /// The motion check's track (nil before the first fix).
-    public var motion: MotionConsistency.Track?
+    package var motion: MotionConsistency.Track?
     /// The vehicle's state in each region it is in or near, by region sequence number.
-    public var regions: [Int64: PairRecord]
+    package var regions: [Int64: PairRecord]
 
-    public init(
+    package init(
         subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
         motion: MotionConsistency.Track? = nil, regions: [Int64: PairRecord] = [:]
     ) {
@@ -38,7 +38,7 @@ extension VehicleState {
     /// A vehicle as the store keeps it: its record and its pairs. The store keeps the last fix, not the
     /// motion check's track: the track starts again from that fix, which is what the first fix after a
     /// restart is judged against.
-    public init(
+    package init(
         subject: String, record: SubjectRecord, pairs: [(regionSeq: Int64, record: PairRecord)],
         motion: MotionConsistency
     ) {
@@ -58,7 +58,7 @@ extension VehicleState {
 
 extension RegionMonitor {
     /// A snapshot of one vehicle's state (nil: the monitor does not hold it).
-    public func vehicleState(of subject: String) -> VehicleState? {
+    package func vehicleState(of subject: String) -> VehicleState? {
         guard let i = trackBySubject[subject] else { return nil }
         let track = tracks[i]
         var regions: [Int64: PairRecord] = [:]
@@ -72,7 +72,7 @@ extension RegionMonitor {
     }
 
     /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
-    public mutating func restore(
+    package mutating func restore(
         subject: String, record: SubjectRecord, pairs: [(regionSeq: Int64, record: PairRecord)]
     ) {
         restore(VehicleState(subject: subject, record: record, pairs: pairs, motion: configuration.motion))
@@ -80,7 +80,7 @@ extension RegionMonitor {
 
     /// Puts a vehicle's state back, in place of what the monitor held of it. Pairs of regions the monitor
     /// does not hold are left out; each pair is taken to be what the store holds.
-    public mutating func restore(_ state: VehicleState) {
+    package mutating func restore(_ state: VehicleState) {
         var track = Track(lastFixTime: state.lastFixTime, baselineSeq: state.baselineSeq)
         track.gapPending = state.gapPending
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {

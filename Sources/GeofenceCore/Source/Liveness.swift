@@ -2,7 +2,7 @@
 /// source's watchdog (`SourceLiveness`), a fleet source's account of itself (`SourceStatus`), the engine's
 /// health, its metrics and the settings `geofence status` reads all carry this, never its text. The raw
 /// values are the words the JSON, the settings and the metrics labels show.
-public enum Liveness: String, Sendable, Hashable, CaseIterable {
+package enum Liveness: String, Sendable, Hashable, CaseIterable {
     /// Started; the first usable fix has not come (yet: the deadline has not passed).
     case awaitingFirstFix = "awaiting-first-fix"
     /// Usable fixes are arriving.
@@ -13,7 +13,7 @@ public enum Liveness: String, Sendable, Hashable, CaseIterable {
     case lost
 
     /// What a transition leaves: `restored` is `receiving` again.
-    public init(after transition: SourceLiveness.Transition) {
+    package init(after transition: SourceLiveness.Transition) {
         switch transition {
         case .silent: self = .silent
         case .lost: self = .lost
@@ -22,12 +22,12 @@ public enum Liveness: String, Sendable, Hashable, CaseIterable {
     }
 
     /// `silent` or `lost`: usable fixes do not arrive.
-    public var isOutage: Bool { self == .silent || self == .lost }
+    package var isOutage: Bool { self == .silent || self == .lost }
 }
 
 extension SourceLiveness.State {
     /// The state without its times.
-    public var liveness: Liveness {
+    package var liveness: Liveness {
         switch self {
         case .awaitingFirstFix: .awaitingFirstFix
         case .receiving: .receiving

@@ -3,14 +3,14 @@
 ///
 /// The algorithms are Howard Hinnant's `days_from_civil` / `civil_from_days`, exact for every
 /// year representable in `Int`.
-public enum CivilCalendar {
+package enum CivilCalendar {
     /// Whether `year` has a 29 February.
-    public static func isLeapYear(_ year: Int) -> Bool {
+    package static func isLeapYear(_ year: Int) -> Bool {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
     }
 
     /// Days in `month` (1-12) of `year`.
-    public static func daysInMonth(year: Int, month: Int) -> Int {
+    package static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {
         case 2: return isLeapYear(year) ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -19,7 +19,7 @@ public enum CivilCalendar {
     }
 
     /// Days from 1970-01-01 to the given date (negative before it). Fields must be valid.
-    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    package static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -30,7 +30,7 @@ public enum CivilCalendar {
     }
 
     /// The date `days` days after 1970-01-01.
-    public static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

@@ -1,21 +1,21 @@
 /// Parses and range-checks latitudes and longitudes given as text (WGS84 degrees).
-public enum CoordinateParser {
+package enum CoordinateParser {
     /// Parses a latitude in degrees and checks it is within [-90, 90].
-    public static func latitude(_ text: String) throws(ValueError) -> Double {
+    package static func latitude(_ text: String) throws(ValueError) -> Double {
         let value = try NumberParser.finite(text)
         try validateLatitude(value)
         return value
     }
 
     /// Parses a longitude in degrees and checks it is within [-180, 180].
-    public static func longitude(_ text: String) throws(ValueError) -> Double {
+    package static func longitude(_ text: String) throws(ValueError) -> Double {
         let value = try NumberParser.finite(text)
         try validateLongitude(value)
         return value
     }
 
     /// Parses `LAT,LON` (`51.5007,-0.1246`) into a coordinate.
-    public static func coordinate(_ text: String) throws(ValueError) -> Coordinate {
+    package static func coordinate(_ text: String) throws(ValueError) -> Coordinate {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count == 2 else {
             throw ValueError("'\(text)' is not a coordinate; expected LAT,LON like 51.5007,-0.1246")
@@ -24,12 +24,12 @@ public enum CoordinateParser {
     }
 
     /// Throws unless `value` is a finite latitude within [-90, 90], naming the violated bound.
-    public static func validateLatitude(_ value: Double) throws(ValueError) {
+    package static func validateLatitude(_ value: Double) throws(ValueError) {
         try validate(value, name: "latitude", limit: 90)
     }
 
     /// Throws unless `value` is a finite longitude within [-180, 180], naming the violated bound.
-    public static func validateLongitude(_ value: Double) throws(ValueError) {
+    package static func validateLongitude(_ value: Double) throws(ValueError) {
         try validate(value, name: "longitude", limit: 180)
     }
 

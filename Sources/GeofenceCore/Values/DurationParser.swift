@@ -4,10 +4,10 @@
 /// Durations are plain `Double` seconds throughout the engine (dwell times, expiry, timeouts):
 /// they are added to `Date`s and compared with fix-time differences, both of which are
 /// `TimeInterval`. Parsing is exact for whole milliseconds: `parse(format(x)) == x`.
-public enum DurationParser {
+package enum DurationParser {
     /// The longest duration accepted: 100 years, far beyond any dwell time or expiry, and small
     /// enough that adding it to any plausible date stays finite and formattable.
-    public static let maximumSeconds: Double = 36_525 * 86_400
+    package static let maximumSeconds: Double = 36_525 * 86_400
 
     static let accepted = "expected a duration like 90s, 5m, 1h30m, 2d, 500ms or 1.5h (a bare number is seconds)"
 
@@ -17,7 +17,7 @@ public enum DurationParser {
 
     /// Parses a duration into seconds, zero or more. Compact units must go from largest to
     /// smallest, each at most once (`1h30m`, not `30m1h`), so a typo like `5m5m` is caught.
-    public static func parse(_ text: String) throws(ValueError) -> Double {
+    package static func parse(_ text: String) throws(ValueError) -> Double {
         try parse(text, accepted: accepted)
     }
 
@@ -52,7 +52,7 @@ public enum DurationParser {
     /// Formats seconds canonically with units from days down to milliseconds: `5400` → `1h30m`,
     /// `0.5` → `500ms`, `0` → `0s`. Sub-millisecond parts appear as a fraction of `ms`, to the
     /// microsecond. Negative values get a leading `-`; non-finite ones print as `inf`/`nan`.
-    public static func format(_ seconds: Double) -> String {
+    package static func format(_ seconds: Double) -> String {
         guard seconds.isFinite else { return seconds.isNaN ? "nan" : (seconds < 0 ? "-inf" : "inf") }
         if seconds < 0 { return "-" + format(-seconds) }
         let totalMicroseconds = (seconds * 1_000_000).rounded()

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// `now` is passed in, never read here, so the result is reproducible. Whether an expiry in the
 /// past is acceptable is the caller's decision.
-public enum ExpiryParser {
+package enum ExpiryParser {
     /// Text that starts with a four-digit year and a dash is a timestamp; anything else a duration.
-    public static func parse(_ text: String, now: Date) throws(ValueError) -> Date {
+    package static func parse(_ text: String, now: Date) throws(ValueError) -> Date {
         let bytes = Array(text.utf8.prefix(5))
         let looksLikeDate = bytes.count == 5 && bytes[..<4].allSatisfy(\.isASCIIDigit) && bytes[4] == UInt8(ascii: "-")
         let accepted =

@@ -4,12 +4,12 @@
 /// `Double("0x10")`, `Double("nan")` and `Double("inf")` all succeed in Swift; a radius or a
 /// latitude given that way is a mistake, so this parser refuses them with a message that says
 /// what to write instead.
-public enum NumberParser {
+package enum NumberParser {
     static let accepted = "expected a decimal number like 200, -0.1246 or 1e3"
 
     /// Parses a finite decimal number: optional sign, digits with an optional fraction, an
     /// optional exponent (`51.5007`, `-0.1246`, `1e3`, `.5`).
-    public static func finite(_ text: String) throws(ValueError) -> Double {
+    package static func finite(_ text: String) throws(ValueError) -> Double {
         try checkShape(text)
         guard isDecimal(Array(text.utf8)) else {
             throw ValueError("'\(text)' is not a number; \(accepted)")
@@ -21,7 +21,7 @@ public enum NumberParser {
     }
 
     /// Parses a whole number in decimal (`10`, `-3`), rejecting fractions and overflow.
-    public static func integer(_ text: String) throws(ValueError) -> Int {
+    package static func integer(_ text: String) throws(ValueError) -> Int {
         try checkShape(text)
         let bytes = Array(text.utf8)
         let digits =

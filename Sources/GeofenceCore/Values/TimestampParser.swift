@@ -12,11 +12,11 @@ import Foundation
 /// A leap second (`23:59:60` UTC) is accepted and held at `23:59:59.999`, so times stay ordered
 /// and inside the day; a `:60` at any other minute is refused. Instants outside the years 0000-9999
 /// in UTC (which an offset can reach from 0000-01-01 or 9999-12-31) are refused too.
-public enum TimestampParser {
+package enum TimestampParser {
     static let accepted = "expected a timestamp like 2027-01-01T00:00:00Z, 2027-01-01T02:00:00.5+02:00 or 2027-01-01"
 
     /// Parses a timestamp into a `Date`.
-    public static func parse(_ text: String) throws(ValueError) -> Date {
+    package static func parse(_ text: String) throws(ValueError) -> Date {
         try parse(text, accepted: accepted)
     }
 
@@ -40,7 +40,7 @@ public enum TimestampParser {
     /// Formats `date` in UTC with exactly three fraction digits, rounded to the nearest
     /// millisecond: `2026-11-30T14:03:07.000Z`. Years outside 0000-9999 get ISO 8601's expanded
     /// form (`+10000-…`, `-0001-…`); a non-finite date formats as the epoch.
-    public static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         var seconds = date.timeIntervalSince1970
         if !seconds.isFinite { seconds = 0 }
         seconds = min(max(seconds, -1e14), 1e14)  // about ±3 million years; keeps Int64 safe

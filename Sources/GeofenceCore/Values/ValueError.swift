@@ -2,14 +2,14 @@
 ///
 /// The message names the offending text and says what is accepted instead; callers add
 /// where the value came from (an option name, a JSON field, a position in a file).
-public struct ValueError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var message: String
+package struct ValueError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var message: String
 
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Shows a number the way a user would type it: `91`, not `91.0`.

@@ -6,26 +6,26 @@ import GeofenceCore
 #endif
 
 /// The CLI's side of the control socket.
-public struct ControlClient: Sendable {
-    public let path: String
+package struct ControlClient: Sendable {
+    package let path: String
     /// The error message when a request was sent and the engine went away before answering it: a change
     /// may then have been applied or not.
-    public static let noAnswer = "the engine closed the connection without an answer"
+    package static let noAnswer = "the engine closed the connection without an answer"
     /// The error message when the engine went away before the last of several request lines was sent
     /// (`call(lines:)`): the last one, which may be the one that commits, never reached it.
-    public static let closedEarly = "the engine closed the connection before the last request was sent"
+    package static let closedEarly = "the engine closed the connection before the last request was sent"
 
-    public init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
     /// Whether something accepts connections at `path` (a running engine).
-    public static func isListening(_ path: String) -> Bool {
+    package static func isListening(_ path: String) -> Bool {
         guard let fd = try? connect(path) else { return false }
         close(fd)
         return true
     }
 
     /// What answers at a socket path when asked `hello`.
-    public enum Greeting: Sendable {
+    package enum Greeting: Sendable {
         /// Nothing listens there.
         case nobody
         /// An engine, and what it says of itself (`stateDirectory`, `pid`, `version`, ...).
@@ -35,7 +35,7 @@ public struct ControlClient: Sendable {
     }
 
     /// Asks whoever listens at `path` which engine it is.
-    public static func greet(_ path: String) -> Greeting {
+    package static func greet(_ path: String) -> Greeting {
         guard let fd = try? connect(path) else { return .nobody }
         defer { close(fd) }
         // A client turned away (`busy`) is answered before its request is read, and may find the connection
@@ -84,7 +84,7 @@ public struct ControlClient: Sendable {
 
     /// Sends requests on one connection and returns their responses, in order, each read before the next
     /// is sent (an answer may be large: `export`).
-    public func call(_ requests: [ControlRequest]) throws(ControlError) -> [ControlResponse] {
+    package func call(_ requests: [ControlRequest]) throws(ControlError) -> [ControlResponse] {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
         var responses: [ControlResponse] = []
@@ -107,7 +107,7 @@ public struct ControlClient: Sendable {
     /// for each answer, then returns the answers, in order: the engine works on one while the next is made
     /// (lines are produced as they are sent). For a long run of requests whose answers only matter together,
     /// such as the parts of an import. The engine answers every line, so the answers fit its socket buffer.
-    public func call(lines: some Sequence<String>) throws(ControlError) -> [ControlResponse] {
+    package func call(lines: some Sequence<String>) throws(ControlError) -> [ControlResponse] {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
         var sent = 0
@@ -140,7 +140,7 @@ public struct ControlClient: Sendable {
     /// Sends one request whose answer comes in lines (`list` and `export` with `stream`): each line that is
     /// not an answer goes to `item` as it arrives; returns the answer that ends them (or the refusal that
     /// comes instead).
-    public func streamed(_ request: ControlRequest, _ item: (ArraySlice<UInt8>) throws -> Void) throws
+    package func streamed(_ request: ControlRequest, _ item: (ArraySlice<UInt8>) throws -> Void) throws
         -> ControlResponse
     {
         let fd = try ControlClient.connect(path)
@@ -160,7 +160,7 @@ public struct ControlClient: Sendable {
 
     /// Sends one request and calls `body` with each line the engine streams back, until it returns false
     /// or the engine closes the connection (`watch`).
-    public func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
+    package func stream(_ request: ControlRequest, _ body: (String) -> Bool) throws(ControlError) {
         let fd = try ControlClient.connect(path)
         defer { close(fd) }
         _ = writeLine(request.line, to: fd)

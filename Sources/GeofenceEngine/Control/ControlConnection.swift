@@ -7,12 +7,12 @@ import GeofenceSystem
 
 /// Who is on the other end of a control connection, from the kernel (`SO_PEERCRED`), not from anything
 /// the client says.
-public struct ControlPeer: Sendable, Equatable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
+package struct ControlPeer: Sendable, Equatable {
+    package var pid: Int32
+    package var uid: UInt32
+    package var gid: UInt32
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+    package init(pid: Int32, uid: UInt32, gid: UInt32) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -21,7 +21,7 @@ public struct ControlPeer: Sendable, Equatable {
 
 /// State a handler keeps on a connection that must be released when the client goes, whether or not it
 /// finished what it started (an import in parts holds the store's write lock).
-public protocol ControlConnectionState: Sendable {
+package protocol ControlConnectionState: Sendable {
     /// Called once, on the connection's thread, after the client has gone.
     func connectionClosed()
     /// A line of this connection could not be read as a request: it may have been part of what this state
@@ -30,14 +30,14 @@ public protocol ControlConnectionState: Sendable {
 }
 
 extension ControlConnectionState {
-    public mutating func requestUnreadable() {}
+    package mutating func requestUnreadable() {}
 }
 
 /// One client connection: write response lines to it; per-connection state lives in `userInfo`.
-public final class ControlConnection: @unchecked Sendable {
+package final class ControlConnection: @unchecked Sendable {
     // @unchecked: `fd` is fixed; `open` and `userInfo` are guarded by `lock`; writes are serialized by it.
     let fd: Int32
-    public let peer: ControlPeer
+    package let peer: ControlPeer
     private let lock = NSLock()
     private var open = true
     private var info: [String: any Sendable] = [:]
@@ -47,18 +47,18 @@ public final class ControlConnection: @unchecked Sendable {
         self.peer = peer
     }
 
-    public var isOpen: Bool { lock.withLock { open } }
+    package var isOpen: Bool { lock.withLock { open } }
 
     /// State a handler keeps across requests of this connection (an import in several parts); a value that
     /// is a `ControlConnectionState` is told when the connection closes.
-    public subscript(key: String) -> (any Sendable)? {
+    package subscript(key: String) -> (any Sendable)? {
         get { lock.withLock { info[key] } }
         set { lock.withLock { info[key] = newValue } }
     }
 
     /// Sends one line; false once the client has gone.
     @discardableResult
-    public func send(_ line: String) -> Bool {
+    package func send(_ line: String) -> Bool {
         lock.withLock {
             guard open else { return false }
             if !writeLine(line, to: fd) { open = false }

@@ -74,7 +74,7 @@ extension ControlHandler {
 
     /// Every sink as `sink list --json` and `status` show it: its definition (no password, only where it is
     /// read from), its cursor and lag, and, while an engine runs, its health.
-    public func sinkReports() throws -> [JSONObject] {
+    package func sinkReports() throws -> [JSONObject] {
         let health =
             engine == nil ? nil : (try store.settings.value(DaemonSettings.sinks)).flatMap { try? JSON.parse($0) }
         return try store.sinks.progress().map { progress in

@@ -106,12 +106,12 @@ extension ControlHandler {
     }
 
     /// The longest reason a user may give with a permission request, in bytes of UTF-8.
-    public static let maximumReasonBytes = 256
+    package static let maximumReasonBytes = 256
 
     /// What is wrong with the reason given with a permission request, or nil. It comes from a user who is not
     /// trusted yet and goes into an event that hooks (root's too) and sinks receive: short, and only text
     /// that shows as it is (no control, bidi or invisible characters: `VisibleName`'s rule).
-    public static func reasonProblem(_ reason: String) -> String? {
+    package static func reasonProblem(_ reason: String) -> String? {
         if reason.utf8.count > maximumReasonBytes {
             return "the reason is \(reason.utf8.count) bytes long: at most \(maximumReasonBytes) are taken"
         }
@@ -168,7 +168,7 @@ extension ControlHandler {
     }
 
     /// A user name or a numeric uid.
-    public static func resolveUser(_ text: String) throws -> UInt32 {
+    package static func resolveUser(_ text: String) throws -> UInt32 {
         if let uid = UInt32(text) { return uid }
         guard let entry = getpwnam(text) else { throw ControlError(.notFound, "no user named \"\(text.prefix(64))\"") }
         return entry.pointee.pw_uid

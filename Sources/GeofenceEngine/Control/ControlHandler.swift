@@ -10,9 +10,9 @@ import GeofenceSystem
 /// What the control methods do, with authorization by uid. The daemon runs it behind the socket; the CLI
 /// runs the same code in-process on the store when no daemon runs (file permissions then being the
 /// authorization), so both paths behave alike.
-public final class ControlHandler: Sendable {
-    public let store: StateStore
-    public let policy: AccessPolicy
+package final class ControlHandler: Sendable {
+    package let store: StateStore
+    package let policy: AccessPolicy
     /// Called after a change the running engine should apply at once (regions, the switch).
     let changed: @Sendable (Change) -> Void
     /// For `watch`: registers a subscriber; nil when no engine runs.
@@ -25,7 +25,7 @@ public final class ControlHandler: Sendable {
     let changeLimit = ChangeRateLimit()
 
     /// Changes the engine reacts to.
-    public enum Change: Sendable {
+    package enum Change: Sendable {
         case regions
         case services(Bool)
         case permissions
@@ -33,7 +33,7 @@ public final class ControlHandler: Sendable {
         case sinks
     }
 
-    public init(
+    package init(
         store: StateStore, policy: AccessPolicy, changed: @escaping @Sendable (Change) -> Void = { _ in },
         subscribe: (@Sendable (ControlConnection) -> Void)? = nil, engine: EngineIdentity? = nil,
         ids: EventIDs = EventIDs()
@@ -48,7 +48,7 @@ public final class ControlHandler: Sendable {
 
     /// Runs one request for `peer`. `connection` is nil in the CLI's in-process mode. Returns nil when the
     /// request took over the connection (`watch`).
-    public func handle(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlResponse?
+    package func handle(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlResponse?
     {
         let result: Result<JSONValue, ControlError>
         do {
@@ -101,13 +101,13 @@ public final class ControlHandler: Sendable {
 
     // MARK: Authorization
 
-    public static func userName(_ uid: UInt32) -> String {
+    package static func userName(_ uid: UInt32) -> String {
         guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
         return String(cString: name)
     }
 
     /// How far the control socket trusts `uid` when it connects (its connection limits).
-    public func trust(_ uid: UInt32) -> ControlTrust {
+    package func trust(_ uid: UInt32) -> ControlTrust {
         if policy.isPrivileged(uid) { return .privileged }
         do {
             return try authorize(.list, uid: uid) == nil ? .authorized : .other

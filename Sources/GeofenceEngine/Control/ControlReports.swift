@@ -8,17 +8,17 @@ import GeofenceStore
 
 /// The running engine as `hello` tells it: which store it serves, so that a client given a state directory
 /// can tell whether this engine is the one to ask.
-public struct EngineIdentity: Sendable {
+package struct EngineIdentity: Sendable {
     /// Canonical (`realpath`).
-    public var stateDirectory: String
-    public var pid: Int32
-    public var version: String
-    public var started: Date
-    public var source: String
+    package var stateDirectory: String
+    package var pid: Int32
+    package var version: String
+    package var started: Date
+    package var source: String
     /// The engine's counters and health, for `status` (what `/metrics` shows too).
     package var metrics: EngineMetrics?
 
-    public init(stateDirectory: String, pid: Int32, version: String, started: Date, source: String) {
+    package init(stateDirectory: String, pid: Int32, version: String, started: Date, source: String) {
         self.stateDirectory = stateDirectory
         self.pid = pid
         self.version = version
@@ -26,7 +26,7 @@ public struct EngineIdentity: Sendable {
         self.source = source
     }
 
-    public var json: JSONObject {
+    package var json: JSONObject {
         [
             "stateDirectory": .string(stateDirectory), "pid": .number(Double(pid)), "version": .string(version),
             "started": .string(TimestampParser.format(started)), "source": .string(source),
@@ -36,7 +36,7 @@ public struct EngineIdentity: Sendable {
 
 /// The canonical path of an existing directory (symbolic links and `..` resolved), or nil when there is
 /// none: two state directories are the same only when both exist and this is equal.
-public func canonicalDirectory(_ path: String) -> String? {
+package func canonicalDirectory(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     var info = stat()
@@ -45,8 +45,8 @@ public func canonicalDirectory(_ path: String) -> String? {
 }
 
 /// A global hook as `hook list --json` and the control socket show it.
-public enum HookReport {
-    public static func json(_ hook: GlobalHook, counts: [DeliveryStatus: Int]) -> JSONObject {
+package enum HookReport {
+    package static func json(_ hook: GlobalHook, counts: [DeliveryStatus: Int]) -> JSONObject {
         var o: JSONObject = [
             "id": .string(hook.id), "on": .array((hook.events.isEmpty ? ["all"] : hook.events).map { .string($0) }),
             "command": .string(hook.command), "createdAt": .string(TimestampParser.format(hook.createdAt)),
@@ -61,8 +61,8 @@ public enum HookReport {
 }
 
 /// The region object of `list --json` and the control socket: the import format plus status fields.
-public enum RegionReport {
-    public static func json(_ s: StoredRegion) -> JSONObject {
+package enum RegionReport {
+    package static func json(_ s: StoredRegion) -> JSONObject {
         var o = RegionJSON.encode(s.region)
         if let polygon = s.region.polygon {
             o["vertices"] = .number(Double(polygon.vertexCount))

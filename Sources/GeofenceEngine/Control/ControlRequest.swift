@@ -1,7 +1,7 @@
 import GeofenceCore
 
 /// What a control-socket client asks (Docs/control-protocol.md). Pure: no I/O, so it can be fuzzed alone.
-public enum ControlMethod: String, Sendable, CaseIterable {
+package enum ControlMethod: String, Sendable, CaseIterable {
     /// Which engine answers: its state directory (canonical), pid and version, so that a client can tell
     /// whether it serves the store the client names.
     case hello
@@ -31,11 +31,11 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     case sinkRemove = "sink.remove"
 
     /// Methods any client may call, authorized or not: how else would it learn its status or ask.
-    public var isOpen: Bool { self == .hello || self == .status || self == .permissionRequest }
+    package var isOpen: Bool { self == .hello || self == .status || self == .permissionRequest }
 
     /// Methods that can change the store (and so make events, run hooks, reach sinks): rate-limited for
     /// users other than root and the engine's own (`ChangeRateLimit`).
-    public var canWrite: Bool {
+    package var canWrite: Bool {
         switch self {
         case .add, .remove, .importRegions, .servicesSet, .permissionRequest, .permissionGrant, .permissionDeny,
             .permissionReset, .hookAdd, .hookRemove, .sinkAdd, .sinkRemove:
@@ -47,7 +47,7 @@ public enum ControlMethod: String, Sendable, CaseIterable {
     }
 
     /// Methods that change who may do what, or the switch: privileged users only.
-    public var isAdministrative: Bool {
+    package var isAdministrative: Bool {
         switch self {
         // A sink sends every vehicle's events off the machine: as much the administrator's say as the switch.
         case .servicesSet, .permissionGrant, .permissionDeny, .permissionReset, .permissionList, .sinkAdd, .sinkRemove:
@@ -58,8 +58,8 @@ public enum ControlMethod: String, Sendable, CaseIterable {
 }
 
 /// Why a request failed: a code for programs, a message for people, the exit status the CLI uses.
-public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable, CaseIterable {
+package struct ControlError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Code: String, Sendable, CaseIterable {
         case badRequest = "bad-request"
         case unknownMethod = "unknown-method"
         case tooLong = "too-long"
@@ -74,18 +74,18 @@ public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible 
         case internalError = "internal"
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     /// sysexits status for the CLI.
-    public var exitStatus: Int32 {
+    package var exitStatus: Int32 {
         switch code {
         case .badRequest, .unknownMethod, .tooLong: 64
         case .invalid, .duplicate: 65
@@ -98,11 +98,11 @@ public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 
-    public var json: JSONObject {
+    package var json: JSONObject {
         ["code": .string(code.rawValue), "message": .string(message), "exit": .number(Double(exitStatus))]
     }
 
-    public init?(json: JSONObject) {
+    package init?(json: JSONObject) {
         guard let code = json["code"]?.stringValue.flatMap(Code.init(rawValue:)),
             let message = json["message"]?.stringValue
         else { return nil }
@@ -111,22 +111,22 @@ public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 /// One request: a JSON object on one line, `{"id": any, "method": "list", "params": {...}}`.
-public struct ControlRequest: Sendable, Equatable {
+package struct ControlRequest: Sendable, Equatable {
     /// Longest request line accepted; anything longer is refused and the connection closed.
-    public static let maximumLineLength = 1 << 20
+    package static let maximumLineLength = 1 << 20
 
     /// Echoed in the response, so a client can match them.
-    public var id: JSONValue?
-    public var method: ControlMethod
-    public var params: JSONObject
+    package var id: JSONValue?
+    package var method: ControlMethod
+    package var params: JSONObject
 
-    public init(id: JSONValue? = nil, method: ControlMethod, params: JSONObject = JSONObject()) {
+    package init(id: JSONValue? = nil, method: ControlMethod, params: JSONObject = JSONObject()) {
         self.id = id
         self.method = method
         self.params = params
     }
 
-    public static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlError> {
+    package static func parse(_ line: some Collection<UInt8>) -> Result<ControlRequest, ControlError> {
         if line.count > maximumLineLength {
             return .failure(ControlError(.tooLong, "request of \(line.count) bytes is over the 1 MiB limit"))
         }
@@ -155,7 +155,7 @@ public struct ControlRequest: Sendable, Equatable {
         return .success(ControlRequest(id: o["id"], method: method, params: params))
     }
 
-    public var line: String {
+    package var line: String {
         var o: JSONObject = [:]
         if let id { o["id"] = id }
         o["method"] = .string(method.rawValue)
@@ -165,16 +165,16 @@ public struct ControlRequest: Sendable, Equatable {
 }
 
 /// One response line: `{"id": ..., "ok": true, "result": ...}` or `{"id": ..., "ok": false, "error": {...}}`.
-public struct ControlResponse: Sendable, Equatable {
-    public var id: JSONValue?
-    public var result: Result<JSONValue, ControlError>
+package struct ControlResponse: Sendable, Equatable {
+    package var id: JSONValue?
+    package var result: Result<JSONValue, ControlError>
 
-    public init(id: JSONValue?, result: Result<JSONValue, ControlError>) {
+    package init(id: JSONValue?, result: Result<JSONValue, ControlError>) {
         self.id = id
         self.result = result
     }
 
-    public var line: String {
+    package var line: String {
         var o: JSONObject = [:]
         if let id { o["id"] = id }
         switch result {
@@ -188,7 +188,7 @@ public struct ControlResponse: Sendable, Equatable {
         return JSONValue.object(o).serialized()
     }
 
-    public static func parse(_ line: some Collection<UInt8>) -> ControlResponse? {
+    package static func parse(_ line: some Collection<UInt8>) -> ControlResponse? {
         guard case .object(let o)? = try? JSON.parse(line), let ok = o["ok"]?.boolValue else { return nil }
         if ok { return ControlResponse(id: o["id"], result: .success(o["result"] ?? .null)) }
         guard let e = o["error"]?.objectValue.flatMap(ControlError.init(json:)) else { return nil }

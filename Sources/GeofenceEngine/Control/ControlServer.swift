@@ -8,12 +8,12 @@ import Synchronization
 #endif
 
 /// Why the control socket could not be set up.
-public struct ControlSocketError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+package struct ControlSocketError: Error, Sendable, CustomStringConvertible {
+    package var description: String
 }
 
 /// How far a client is trusted when it connects, for the connection limits.
-public enum ControlTrust: Sendable {
+package enum ControlTrust: Sendable {
     /// Root or the engine's own user.
     case privileged
     /// A user whose effective status is `authorized`.
@@ -31,24 +31,24 @@ public enum ControlTrust: Sendable {
 /// most `maximumPerUser` connections, and the last `reserved` of the `maximumConnections` are kept for
 /// authorized users. Requests over 1 MiB, malformed requests and silent clients cost one thread for a while
 /// and nothing else; a client turned away is answered `busy` (exit 75).
-public final class ControlServer: @unchecked Sendable {
+package final class ControlServer: @unchecked Sendable {
     // @unchecked: `listener` is set in start() before the accept thread exists; the settings are set before
     // start(); the rest is immutable, atomic or behind a mutex.
-    public typealias Handler = @Sendable (ControlRequest, ControlConnection) -> ControlResponse?
+    package typealias Handler = @Sendable (ControlRequest, ControlConnection) -> ControlResponse?
 
-    public let path: String
+    package let path: String
     /// Seconds a connection may wait between requests.
-    public var idleTimeout: Double = 60
+    package var idleTimeout: Double = 60
     /// Seconds from the first byte of a request to its newline.
-    public var requestTimeout: Double = 10
-    public var maximumConnections = 512
+    package var requestTimeout: Double = 10
+    package var maximumConnections = 512
     /// Connections one user (not root, not the engine's own) may hold at once.
-    public var maximumPerUser = 32
+    package var maximumPerUser = 32
     /// Connections only privileged and authorized users may take, out of `maximumConnections`.
-    public var reserved = 64
+    package var reserved = 64
     /// How far a uid is trusted (asked only for uids that are not root or the engine's own, and only when
     /// the reserve is at stake).
-    public var trust: @Sendable (UInt32) -> ControlTrust = { $0 == 0 || $0 == getuid() ? .privileged : .other }
+    package var trust: @Sendable (UInt32) -> ControlTrust = { $0 == 0 || $0 == getuid() ? .privileged : .other }
     private let handler: Handler
     private let logger: Logger
     private var listener: Int32 = -1
@@ -60,7 +60,7 @@ public final class ControlServer: @unchecked Sendable {
     /// Connections held per uid.
     private let perUser = Mutex<[UInt32: Int]>([:])
 
-    public init(path: String, logger: Logger, handler: @escaping Handler) {
+    package init(path: String, logger: Logger, handler: @escaping Handler) {
         self.path = path
         self.logger = logger
         self.handler = handler
@@ -68,7 +68,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Binds the socket and starts accepting. A stale socket left by a dead daemon is replaced; anything
     /// else at the path (a regular file, a directory, a live daemon's socket) is left alone, with an error.
-    public func start() throws {
+    package func start() throws {
         try ControlServer.checkDirectory(of: path)
         try prepare(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
@@ -115,7 +115,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Stops accepting, closes the socket and removes its path. Connections in progress end on their own.
-    public func stop() {
+    package func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let deadline = Date().addingTimeInterval(1)
         while !acceptExited.load(ordering: .acquiring), listener >= 0, Date() < deadline { usleep(5_000) }

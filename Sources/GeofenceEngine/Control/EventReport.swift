@@ -3,13 +3,13 @@ import GeofenceCore
 import GeofenceStore
 
 /// An event and its deliveries as `geofence events --json` and the control socket's `events` show them.
-public enum EventReport {
+package enum EventReport {
     /// `hook:ID` → `ID`; `region` stays.
-    public static func hookName(_ reference: String) -> String {
+    package static func hookName(_ reference: String) -> String {
         reference.hasPrefix("hook:") ? String(reference.dropFirst(5)) : reference
     }
 
-    public static func json(_ item: EventDeliveries) -> JSONObject {
+    package static func json(_ item: EventDeliveries) -> JSONObject {
         let e = item.event
         var o: JSONObject = ["seq": .number(Double(e.seq)), "id": .string(e.id), "type": .string(e.type)]
         if let region = e.region { o["region"] = .string(region) }
@@ -22,7 +22,7 @@ public enum EventReport {
         return o
     }
 
-    public static func json(_ d: StoredDelivery) -> JSONObject {
+    package static func json(_ d: StoredDelivery) -> JSONObject {
         var o: JSONObject = [
             "id": .number(Double(d.id)), "hook": .string(EventReport.hookName(d.hook)),
             "regionHook": .bool(d.hook == "region"), "command": .string(d.command),

@@ -18,15 +18,15 @@ import Synchronization
 /// what its socket takes now. One that is slow falls behind in the outbox and catches up; one that takes
 /// nothing for `stallLimit` seconds while events wait for it is cut off: sent no more events, then a last
 /// line saying why if it reads again within 30 s, then closed.
-public final class Watchers: @unchecked Sendable {
+package final class Watchers: @unchecked Sendable {
     // @unchecked: `watchers` and `running` are only touched under `lock`; `poke` is a semaphore; a
     // watcher's buffer under its own lock.
     private let store: StateStore
     private let logger: Logger
     /// Bytes of events one watcher holds in memory at most (more wait in the outbox).
-    public let bufferLimit: Int
+    package let bufferLimit: Int
     /// Seconds a watcher with events waiting may take none of them before it is cut off.
-    public let stallLimit: Double
+    package let stallLimit: Double
     private let lock = NSLock()
     private var watchers: [Watcher] = []
     private let poke = DispatchSemaphore(value: 0)
@@ -54,21 +54,21 @@ public final class Watchers: @unchecked Sendable {
         }
     }
 
-    public init(store: StateStore, logger: Logger = Logger(), bufferLimit: Int = 1 << 20, stallLimit: Double = 5) {
+    package init(store: StateStore, logger: Logger = Logger(), bufferLimit: Int = 1 << 20, stallLimit: Double = 5) {
         self.store = store
         self.logger = logger
         self.bufferLimit = bufferLimit
         self.stallLimit = stallLimit
     }
 
-    public func start() {
+    package func start() {
         lock.withLock { running = true }
         let thread = Thread { self.loop() }
         thread.name = "geofence.watch"
         thread.start()
     }
 
-    public func stop() {
+    package func stop() {
         let all = lock.withLock {
             running = false
             return watchers
@@ -78,7 +78,7 @@ public final class Watchers: @unchecked Sendable {
     }
 
     /// Starts streaming to `connection` the events recorded from now on.
-    public func add(_ connection: ControlConnection) {
+    package func add(_ connection: ControlConnection) {
         let latest = (try? store.outbox.latestSeq()) ?? 0
         let sink = WatchSink(id: "watch (pid \(connection.peer.pid))", limit: bufferLimit, poke: poke)
         let watcher = Watcher(connection, sink: sink)
@@ -91,11 +91,11 @@ public final class Watchers: @unchecked Sendable {
         poke.signal()
     }
 
-    public func wake() {
+    package func wake() {
         for watcher in lock.withLock({ watchers }) { watcher.runner?.wake() }
     }
 
-    public var count: Int { lock.withLock { watchers.count } }
+    package var count: Int { lock.withLock { watchers.count } }
 
     /// The send thread: gives each watcher what its socket takes now, and cuts off the ones that stall.
     private func loop() {

@@ -8,36 +8,36 @@ import Synchronization
 #endif
 
 /// Counters of a hook runner since it was made.
-public struct HookRunnerStatistics: Sendable, Equatable {
+package struct HookRunnerStatistics: Sendable, Equatable {
     /// Hook processes started.
-    public var started = 0
+    package var started = 0
     /// Deliveries done (exit 0).
-    public var delivered = 0
+    package var delivered = 0
     /// Attempts that failed (non-zero exit, signal, timeout, spawn error).
-    public var failed = 0
+    package var failed = 0
     /// Deliveries given up (`dead`).
-    public var dead = 0
+    package var dead = 0
     /// Attempts stopped because the runner stopped.
-    public var interrupted = 0
+    package var interrupted = 0
     /// Hooks running now.
-    public var running = 0
+    package var running = 0
     /// The most hooks that ran at once.
-    public var maxConcurrent = 0
+    package var maxConcurrent = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// What `drain()` achieved.
-public struct HookDrainSummary: Sendable, Equatable {
-    public var delivered = 0
-    public var failedAttempts = 0
-    public var dead = 0
+package struct HookDrainSummary: Sendable, Equatable {
+    package var delivered = 0
+    package var failedAttempts = 0
+    package var dead = 0
     /// Deliveries still pending at the end: retries due after the drain limit (or interrupted).
-    public var pending = 0
+    package var pending = 0
     /// Another runner (the daemon) holds this state directory's hooks: nothing was run here.
-    public var busy = false
+    package var busy = false
 
-    public init() {}
+    package init() {}
 }
 
 /// Runs the hooks of the events in the outbox: its sink (`HookDispatchSink`, driven by a `SinkRunner` as
@@ -59,8 +59,8 @@ public struct HookDrainSummary: Sendable, Equatable {
 /// the scheduler's waits end.
 ///
 /// The loop's outcomes are in HookRunner+Outcomes.swift, its doorbell (`RunnerControl`) in RunnerControl.swift.
-public final class HookRunner: Sendable {
-    public let configuration: HookConfiguration
+package final class HookRunner: Sendable {
+    package let configuration: HookConfiguration
     private let locationPaused = Atomic(false)
     private let store: StateStore
     let logger: Logger
@@ -69,7 +69,7 @@ public final class HookRunner: Sendable {
     /// The session's dispatcher: the hooks' sink, run from the outbox like any other.
     private let dispatcher = Mutex<SinkRunner?>(nil)
 
-    public init(
+    package init(
         store: StateStore, configuration: HookConfiguration = HookConfiguration(), logger: Logger = Logger(),
         clock: any GeofenceClock = SystemClock()
     ) {
@@ -84,41 +84,41 @@ public final class HookRunner: Sendable {
     /// within `shutdownGrace` + about a second.
     ///
     /// If another runner holds the state directory (a `replay --hooks`), waits for it to finish.
-    public func run() async {
+    package func run() async {
         _ = await session(.forever)
     }
 
     /// Stops gracefully: no new hook is started, and running ones are given `shutdownGrace` to finish before
     /// they are stopped as on cancellation (SIGTERM, then SIGKILL). `run()` returns once they have.
-    public func finish() {
+    package func finish() {
         control.requestFinish()
     }
 
     /// New events were committed: look at the outbox now rather than at the next poll.
-    public func wake() {
+    package func wake() {
         dispatcher.withLock { $0 }?.wake()
         control.wake()
     }
 
     /// Delivers everything deliverable, waiting out retry delays that end within `drainLimit`, then returns.
     /// What is left stays pending for the next runner. Cancelling the task stops it as `run()` stops.
-    public func drain() async -> HookDrainSummary {
+    package func drain() async -> HookDrainSummary {
         await session(.drain)
     }
 
     /// Like `drain()`, but delivers as `run()` does until `inputEnded()` is called, and only then drains: for
     /// `replay --hooks` reading a live stream, whose hooks should fire as its events are stored. Call `wake()`
     /// after each commit, as the daemon does.
-    public func drainAfterInput() async -> HookDrainSummary {
+    package func drainAfterInput() async -> HookDrainSummary {
         await session(.drainAfterInput)
     }
 
     /// The input of `drainAfterInput()` is over: drain what is left, then return.
-    public func inputEnded() {
+    package func inputEnded() {
         control.endInput()
     }
 
-    public var statistics: HookRunnerStatistics { control.statistics }
+    package var statistics: HookRunnerStatistics { control.statistics }
 
     private enum Mode {
         case forever
@@ -359,7 +359,7 @@ public final class HookRunner: Sendable {
 
     /// Holds back the hooks of region events (they carry positions) while Location Services are off; the
     /// others (services, authorization, source) still run. Lifting the hold lets them go, in order.
-    public func setLocationPaused(_ paused: Bool) {
+    package func setLocationPaused(_ paused: Bool) {
         locationPaused.store(paused, ordering: .releasing)
         wake()
     }

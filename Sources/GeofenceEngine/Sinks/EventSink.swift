@@ -10,7 +10,7 @@ import GeofenceStore
 /// receiver and restarts of the engine; it never sees the monitor, and cannot hold it back.
 ///
 /// The runner calls one method at a time (`open`, `deliver`, `close`), from one task.
-public protocol EventSink: AnyObject, Sendable {
+package protocol EventSink: AnyObject, Sendable {
     /// The sink's durable name: its cursor in the store (`sink_cursors.sink`).
     var id: String { get }
 
@@ -35,14 +35,14 @@ public protocol EventSink: AnyObject, Sendable {
 }
 
 /// A sink's own account of itself.
-public struct SinkHealth: Sendable, Equatable {
+package struct SinkHealth: Sendable, Equatable {
     /// Where it delivers, without credentials (`mqtt://engine@broker:1883`).
-    public var address: String
-    public var connected: Bool
+    package var address: String
+    package var connected: Bool
     /// Why it is not connected or not delivering (the last error); nil when all is well.
-    public var problem: String?
+    package var problem: String?
 
-    public init(address: String, connected: Bool, problem: String? = nil) {
+    package init(address: String, connected: Bool, problem: String? = nil) {
         self.address = address
         self.connected = connected
         self.problem = problem
@@ -50,7 +50,7 @@ public struct SinkHealth: Sendable, Equatable {
 }
 
 /// A sink that cannot deliver now (its receiver is away): retried with backoff.
-public struct SinkUnavailable: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct SinkUnavailable: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }

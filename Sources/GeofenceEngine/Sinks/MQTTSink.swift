@@ -13,11 +13,11 @@ import Synchronization
 /// reconnects (a persistent session under a fixed client id), and the rest of the batch waits for their
 /// PUBACKs, so a broker outage during a batch costs a wait, not a loss. The connection carries a last will (`offline`, retained, on the status topic), and
 /// says `online` (retained) at every connection and `offline` at a graceful stop.
-public final class MQTTSink: EventSink, @unchecked Sendable {
+package final class MQTTSink: EventSink, @unchecked Sendable {
     // @unchecked: every mutable field is guarded by `lock`; `client` is set in `open` and read under it.
-    public let id: String
-    public let address: MQTTAddress
-    public let clientID: String
+    package let id: String
+    package let address: MQTTAddress
+    package let clientID: String
     private let events: [String]
     private let format: SinkFormat
     private let topic: TopicTemplate
@@ -26,17 +26,17 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private let logger: Logger
     /// QoS 1 messages handed to the client and not yet acknowledged, at most; nil: the client's own
     /// (`MQTTClient.preferredWindow`: 1,000 for geofence's own client, 128 for libmosquitto).
-    public var window: Int?
+    package var window: Int?
     /// Events read from the outbox and published as one batch. Each batch ends with a wait for its last
     /// PUBACKs, during which the broker has nothing new: with 2,000 events that tail was a third of a
     /// backlog's drain, with 10,000 the messages a second are 1.35 times as many (`Docs/benchmarks.md`).
     /// (A pair's states are also coalesced within a batch: more in a bigger one, during a backlog.)
-    public let batchSize = 10_000
+    package let batchSize = 10_000
     /// The client's own limit of messages in flight: at least `window`, so that it never holds one back.
     static let libraryWindow: Int32 = 1_000
     /// A batch whose acknowledgements stop coming for this long, while connected, is cut short there (the
     /// rest is offered again: duplicates, never a loss).
-    public var stallTimeout = 30.0
+    package var stallTimeout = 30.0
 
     private let lock = NSLock()
     private var client: (any MQTTClient)?
@@ -57,7 +57,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private var statusAcknowledged = false
     private var waiter: CheckedContinuation<Void, Never>?
 
-    public init(
+    package init(
         id: String, address: MQTTAddress, clientID: String, events: [String], format: SinkFormat,
         topic: TopicTemplate, stateTopic: TopicTemplate?, statusTopic: String?, logger: Logger
     ) {
@@ -72,13 +72,13 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         self.logger = logger
     }
 
-    public func accepts(eventType: String) -> Bool { events.isEmpty || events.contains(eventType) }
+    package func accepts(eventType: String) -> Bool { events.isEmpty || events.contains(eventType) }
 
-    public var health: SinkHealth {
+    package var health: SinkHealth {
         lock.withLock { SinkHealth(address: address.broker, connected: connected, problem: problem) }
     }
 
-    public func open() async throws {
+    package func open() async throws {
         var options = MQTTOptions(
             host: address.host, port: address.port, clientID: clientID, username: address.username,
             password: address.password, topicFilter: nil, tls: address.tls, caFile: address.caFile,
@@ -145,7 +145,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         logger.info("sink \(id): connected to \(address.broker) as client \(clientID)")
     }
 
-    public func deliver(_ batch: [StoredEvent]) async throws -> Int {
+    package func deliver(_ batch: [StoredEvent]) async throws -> Int {
         let (client, up, why) = lock.withLock { (self.client, connected, problem) }
         guard let client else { throw SinkUnavailable("not connected") }
         guard up else { throw SinkUnavailable(why ?? "not connected to \(address.broker)") }
@@ -234,7 +234,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
     }
 
-    public func close() async {
+    package func close() async {
         guard let client = lock.withLock({ self.client }) else { return }
         if lock.withLock({ connected }) {
             publishStatus("offline", client: client)

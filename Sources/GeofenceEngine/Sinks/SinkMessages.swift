@@ -12,16 +12,16 @@ import GeofenceStore
 ///
 /// An event without a subject (a state event such as `services`) has `engine` for `{subject}` and
 /// `{subject-levels}`; one without a region has its type for `{region}`.
-public struct TopicTemplate: Sendable, Equatable {
-    public let text: String
+package struct TopicTemplate: Sendable, Equatable {
+    package let text: String
 
-    public static let placeholders = ["{subject}", "{subject-levels}", "{region}", "{type}"]
-    public static let eventDefault = "geofence/{subject}/{region}/event"
-    public static let stateDefault = "geofence/{subject}/{region}/state"
-    public static let statusDefault = "geofence/engine/status"
+    package static let placeholders = ["{subject}", "{subject-levels}", "{region}", "{type}"]
+    package static let eventDefault = "geofence/{subject}/{region}/event"
+    package static let stateDefault = "geofence/{subject}/{region}/state"
+    package static let statusDefault = "geofence/engine/status"
 
     /// What is wrong with `text` as a topic template, or nil.
-    public static func problem(_ text: String) -> String? {
+    package static func problem(_ text: String) -> String? {
         if text.isEmpty { return "is empty" }
         if text.utf8.count > 1024 { return "is longer than 1024 bytes" }
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
@@ -53,7 +53,7 @@ public struct TopicTemplate: Sendable, Equatable {
     /// The template cut once into literals and placeholders: a topic is built by appending, per message.
     private let parts: [Part]
 
-    public init(_ text: String) {
+    package init(_ text: String) {
         self.text = text
         var parts: [Part] = []
         var rest = Substring(text)
@@ -72,7 +72,7 @@ public struct TopicTemplate: Sendable, Equatable {
         self.parts = parts
     }
 
-    public func topic(subject: String?, region: String?, type: String) -> String {
+    package func topic(subject: String?, region: String?, type: String) -> String {
         var out = ""
         for part in parts {
             switch part {
@@ -94,14 +94,14 @@ public struct TopicTemplate: Sendable, Equatable {
 }
 
 /// What a sink publishes for one event.
-public struct SinkMessage: Sendable, Equatable {
-    public var topic: String
-    public var payload: [UInt8]
-    public var retain: Bool
+package struct SinkMessage: Sendable, Equatable {
+    package var topic: String
+    package var payload: [UInt8]
+    package var retain: Bool
 }
 
 /// How a sink shapes events: the event JSON as stored, or an OwnTracks transition.
-public enum SinkFormat: String, Sendable, CaseIterable {
+package enum SinkFormat: String, Sendable, CaseIterable {
     /// The event's JSON exactly as stored (Docs/events.md).
     case event
     /// `{"_type":"transition","event":"enter"|"leave",...}` for enter and exit (and `determined inside`, a
@@ -110,7 +110,7 @@ public enum SinkFormat: String, Sendable, CaseIterable {
 
     /// The messages of one event: its own (unless the format has none for it), then the retained state of
     /// its (subject, region) pair for events that set it.
-    public static func messages(
+    package static func messages(
         for event: StoredEvent, format: SinkFormat, topic: TopicTemplate, stateTopic: TopicTemplate?
     ) -> [SinkMessage] {
         var out: [SinkMessage] = []
@@ -140,7 +140,7 @@ public enum SinkFormat: String, Sendable, CaseIterable {
     /// against the pair's *first* event of the batch. So that event, and the cursor with it, is
     /// acknowledged only once the newest state is: an acknowledged event's pair always shows its state or a
     /// later one. (A retained topic holds one value; the states in between would be overwritten at once.)
-    public static func plan(
+    package static func plan(
         _ batch: [StoredEvent], format: SinkFormat, topic: TopicTemplate, stateTopic: TopicTemplate?
     ) -> [(message: SinkMessage, event: Int)] {
         let perEvent = batch.map { messages(for: $0, format: format, topic: topic, stateTopic: stateTopic) }

@@ -3,10 +3,10 @@ import GeofenceCore
 import GeofenceStore
 
 /// `sink.add`'s parameters, checked: the same rules whether the engine or the CLI (no engine) applies them.
-public enum SinkRequest {
+package enum SinkRequest {
     /// A definition from `sink.add`'s params, or a `ControlError` (`invalid`) saying what is wrong. The id is
     /// empty when none was given (one is generated).
-    public static func definition(_ p: JSONObject, createdBy: UInt32?) throws -> SinkDefinition {
+    package static func definition(_ p: JSONObject, createdBy: UInt32?) throws -> SinkDefinition {
         func text(_ key: String) throws -> String? {
             guard let value = p[key], value != .null else { return nil }
             guard let s = value.stringValue else { throw ControlError(.badRequest, "params.\(key) must be a string") }
@@ -102,7 +102,7 @@ public enum SinkRequest {
     }
 
     /// A definition as `sink list --json` shows it.
-    public static func json(_ sink: SinkDefinition) -> JSONObject {
+    package static func json(_ sink: SinkDefinition) -> JSONObject {
         var o: JSONObject = [
             "id": .string(sink.id), "kind": .string(sink.kind), "url": .string(sink.url), "topic": .string(sink.topic),
             "stateTopic": sink.stateTopic.map(JSONValue.string) ?? .null,

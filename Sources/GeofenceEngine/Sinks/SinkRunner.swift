@@ -14,8 +14,8 @@ import Synchronization
 ///
 /// Its reads of the outbox and its cursor's reads and writes block on SQLite: they run on its `StoreWorker`
 /// (a thread of its own), while the loop itself, its waits and the sink's `deliver` are async.
-public final class SinkRunner: Sendable {
-    public let sink: any EventSink
+package final class SinkRunner: Sendable {
+    package let sink: any EventSink
     private let store: StateStore
     private let place: any SinkCursor
     private let worker: StoreWorker
@@ -24,19 +24,19 @@ public final class SinkRunner: Sendable {
     private let paused = Atomic(false)
     private let counters = Mutex(Counters())
 
-    public struct Counters: Sendable, Equatable {
+    package struct Counters: Sendable, Equatable {
         /// Events acknowledged since the runner started.
-        public var delivered = 0
+        package var delivered = 0
         /// The cursor as last written.
-        public var cursor: Int64 = 0
+        package var cursor: Int64 = 0
         /// The last failure to deliver, until the next success.
-        public var lastError: String?
+        package var lastError: String?
     }
 
     /// Events read from the outbox at a time.
-    public let batchSize: Int
-    public let pollInterval: Double
-    public let backoff: ReconnectBackoff
+    package let batchSize: Int
+    package let pollInterval: Double
+    package let backoff: ReconnectBackoff
 
     /// `cursor` is where the sink's place is kept: by default its row in `sink_cursors`. `worker` is where its
     /// store work runs: by default a `geofence.sink` thread of its own.
@@ -56,19 +56,19 @@ public final class SinkRunner: Sendable {
     }
 
     /// New events were committed.
-    public func wake() { bell.ring() }
+    package func wake() { bell.ring() }
 
     /// While Location Services are off, region events (they carry positions) are held back: the runner
     /// delivers up to the first one and waits. State events before it still go.
-    public func setLocationPaused(_ on: Bool) {
+    package func setLocationPaused(_ on: Bool) {
         paused.store(on, ordering: .releasing)
         bell.ring()
     }
 
-    public var statistics: Counters { counters.withLock { $0 } }
+    package var statistics: Counters { counters.withLock { $0 } }
 
     /// Delivers until the task is cancelled, then closes the sink.
-    public func run() async {
+    package func run() async {
         defer { worker.finish() }
         var opened = false
         var failures = 0

@@ -9,9 +9,9 @@ import Synchronization
 ///
 /// Its own store work (reading the sinks, writing their health) runs on a `StoreWorker` thread
 /// (`geofence.sinks`); each runner has its own (`geofence.sink`).
-public final class SinkSupervisor: Sendable {
+package final class SinkSupervisor: Sendable {
     /// Makes a sink from its definition; throws when it cannot (a password file that cannot be read).
-    public typealias Factory = @Sendable (SinkDefinition) throws -> any EventSink
+    package typealias Factory = @Sendable (SinkDefinition) throws -> any EventSink
 
     private let store: StateStore
     private let logger: Logger
@@ -34,7 +34,7 @@ public final class SinkSupervisor: Sendable {
         var lastStatus = ""
     }
 
-    public init(store: StateStore, logger: Logger, factory: @escaping Factory) {
+    package init(store: StateStore, logger: Logger, factory: @escaping Factory) {
         self.logger = logger
         self.factory = factory
         // A connection of its own, as the hook runner has: its reads and cursor writes never wait behind the
@@ -48,7 +48,7 @@ public final class SinkSupervisor: Sendable {
     }
 
     /// The MQTT sinks of a daemon on `stateDirectory`, their passwords read from where the definitions say.
-    public static func mqttFactory(stateDirectory: String, environment: [String: String], logger: Logger) -> Factory {
+    package static func mqttFactory(stateDirectory: String, environment: [String: String], logger: Logger) -> Factory {
         { definition in
             guard definition.kind == "mqtt" else { throw SinkUnavailable("unknown kind of sink \(definition.kind)") }
             var address = try MQTTAddress(broker: definition.url)
@@ -78,7 +78,7 @@ public final class SinkSupervisor: Sendable {
     }
 
     /// Runs the sinks until the task is cancelled; then stops each (an MQTT sink says `offline`).
-    public func run() async {
+    package func run() async {
         defer { worker.finish() }
         while !Task.isCancelled {
             await worker.run {
@@ -97,14 +97,14 @@ public final class SinkSupervisor: Sendable {
     }
 
     /// Sinks were added or removed: look at the store now.
-    public func reload() { bell.ring() }
+    package func reload() { bell.ring() }
 
     /// New events were committed.
-    public func wake() {
+    package func wake() {
         for runner in state.withLock({ $0.running.values.map(\.runner) }) { runner.wake() }
     }
 
-    public func setLocationPaused(_ on: Bool) {
+    package func setLocationPaused(_ on: Bool) {
         let runners = state.withLock { s in
             s.paused = on
             return s.running.values.map(\.runner)
@@ -157,7 +157,7 @@ public final class SinkSupervisor: Sendable {
     }
 
     /// Each sink's health, for `status` and `sink list`: `{id: {connected, problem, delivered, address}}`.
-    public var health: JSONObject {
+    package var health: JSONObject {
         let (running, broken) = state.withLock { ($0.running, $0.broken) }
         var o = JSONObject()
         for (id, r) in running.sorted(by: { $0.key < $1.key }) {

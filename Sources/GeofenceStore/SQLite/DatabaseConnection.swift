@@ -26,24 +26,24 @@ final class ConnectionHandle {
 /// `open(O_CREAT | O_EXCL)` and then `fchmod`, so the result is exact whatever the umask, and the process-wide
 /// umask is never changed (other threads may be creating files). SQLite creates the `-wal` and `-shm` files with
 /// the mode (and, as root, the owner) of the database file, so they are 0600 too. An existing file keeps its mode.
-public final class DatabaseConnection {
+package final class DatabaseConnection {
     /// How a connection is opened and configured.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Open with `SQLITE_OPEN_READONLY`: every write fails with `isReadOnly`; the file must exist.
-        public var readOnly: Bool
+        package var readOnly: Bool
         /// How long to wait for another connection's lock before failing with `isBusy`.
-        public var busyTimeout: Duration
+        package var busyTimeout: Duration
         /// `PRAGMA synchronous`. `.full` (the default) makes a committed transaction survive power loss in WAL mode;
         /// `.normal` may lose the last transactions on power loss, though never corrupts the file.
-        public var synchronous: SynchronousMode
+        package var synchronous: SynchronousMode
         /// `PRAGMA foreign_keys`.
-        public var foreignKeys: Bool
+        package var foreignKeys: Bool
         /// Permission bits of a database file this connection creates.
-        public var fileMode: mode_t
+        package var fileMode: mode_t
         /// The number of prepared statements kept by SQL text; 0 disables the cache.
-        public var statementCacheCapacity: Int
+        package var statementCacheCapacity: Int
 
-        public init(
+        package init(
             readOnly: Bool = false,
             busyTimeout: Duration = .seconds(5),
             synchronous: SynchronousMode = .full,
@@ -61,15 +61,15 @@ public final class DatabaseConnection {
     }
 
     /// `PRAGMA synchronous` levels.
-    public enum SynchronousMode: String, Sendable {
+    package enum SynchronousMode: String, Sendable {
         case off = "OFF"
         case normal = "NORMAL"
         case full = "FULL"
         case extra = "EXTRA"
     }
 
-    public let path: String
-    public let options: Options
+    package let path: String
+    package let options: Options
     let handle: ConnectionHandle
     private var statementCache: [String: Statement] = [:]
     var savepointDepth = 0
@@ -80,7 +80,7 @@ public final class DatabaseConnection {
     /// Throws a `DatabaseError` naming `path`: `isCantOpen` (missing directory, no permission, missing file when
     /// read-only), `isReadOnly` (read-only file system, or a file that cannot be written), `isCorrupt` (not a
     /// database), `isBusy` (another process kept the lock while switching to WAL).
-    public init(path: String, options: Options = Options()) throws {
+    package init(path: String, options: Options = Options()) throws {
         self.path = path
         self.options = options
         let isFile = !path.isEmpty && path != ":memory:"
@@ -143,7 +143,7 @@ public final class DatabaseConnection {
 
     /// Closes the connection. Later calls throw (`SQLITE_MISUSE`); closing twice is harmless. Fails with `isBusy`
     /// (and stays open) while a `Statement` obtained from it is still referenced.
-    public func close() throws {
+    package func close() throws {
         guard let pointer = handle.pointer else { return }
         statementCache.removeAll()
         let resultCode = sqlite3_close(pointer)
@@ -153,7 +153,7 @@ public final class DatabaseConnection {
         handle.pointer = nil
     }
 
-    public var isClosed: Bool { handle.pointer == nil }
+    package var isClosed: Bool { handle.pointer == nil }
 
     func openPointer() throws -> OpaquePointer {
         guard let pointer = handle.pointer else {
@@ -165,24 +165,24 @@ public final class DatabaseConnection {
     // MARK: State
 
     /// The rowid of the last successful INSERT on this connection.
-    public var lastInsertRowID: Int64 { handle.pointer.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+    package var lastInsertRowID: Int64 { handle.pointer.map { sqlite3_last_insert_rowid($0) } ?? 0 }
 
     /// The rows changed by the last INSERT, UPDATE or DELETE.
-    public var changes: Int { handle.pointer.map { Int(sqlite3_changes64($0)) } ?? 0 }
+    package var changes: Int { handle.pointer.map { Int(sqlite3_changes64($0)) } ?? 0 }
 
     /// The rows changed since the connection was opened.
-    public var totalChanges: Int { handle.pointer.map { Int(sqlite3_total_changes64($0)) } ?? 0 }
+    package var totalChanges: Int { handle.pointer.map { Int(sqlite3_total_changes64($0)) } ?? 0 }
 
     /// True between BEGIN and COMMIT/ROLLBACK.
-    public var isInTransaction: Bool { handle.pointer.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+    package var isInTransaction: Bool { handle.pointer.map { sqlite3_get_autocommit($0) == 0 } ?? false }
 
     /// True when the connection cannot write (opened read-only, or the file is not writable).
-    public var isReadOnly: Bool { handle.pointer.map { sqlite3_db_readonly($0, "main") == 1 } ?? true }
+    package var isReadOnly: Bool { handle.pointer.map { sqlite3_db_readonly($0, "main") == 1 } ?? true }
 
     // MARK: Statements
 
     /// Prepares one statement, not cached.
-    public func makeStatement(_ sql: String) throws -> Statement {
+    package func makeStatement(_ sql: String) throws -> Statement {
         let connection = try openPointer()
         return try sql.withCString { text in
             var pointer: OpaquePointer?
@@ -208,7 +208,7 @@ public final class DatabaseConnection {
     ///
     /// If the cached statement is in the middle of a run further up the stack, a fresh uncached one is returned, so
     /// nesting the same query is safe.
-    public func cachedStatement(_ sql: String) throws -> Statement {
+    package func cachedStatement(_ sql: String) throws -> Statement {
         if let cached = statementCache[sql] {
             return cached.isBusy ? try makeStatement(sql) : cached
         }
@@ -250,7 +250,7 @@ public final class DatabaseConnection {
     ///
     /// Positional arguments are consumed in order by the statements of a script; named arguments are offered to
     /// every statement.
-    public func execute(_ sql: String, _ arguments: StatementArguments = []) throws {
+    package func execute(_ sql: String, _ arguments: StatementArguments = []) throws {
         // One look-up of the cache (the hot writes run once per fix): what `cachedStatement` would find.
         if let cached = statementCache[sql] {
             try run(cached.isBusy ? try makeStatement(sql) : cached, arguments) { statement in
@@ -313,7 +313,7 @@ public final class DatabaseConnection {
     }
 
     /// Runs one query and returns all its rows.
-    public func query(_ sql: String, _ arguments: StatementArguments = []) throws -> [Row] {
+    package func query(_ sql: String, _ arguments: StatementArguments = []) throws -> [Row] {
         try withStatement(sql, arguments) { statement in
             var rows: [Row] = []
             while try statement.step() {
@@ -324,7 +324,7 @@ public final class DatabaseConnection {
     }
 
     /// Runs one query and returns its first row, if any.
-    public func queryFirst(_ sql: String, _ arguments: StatementArguments = []) throws -> Row? {
+    package func queryFirst(_ sql: String, _ arguments: StatementArguments = []) throws -> Row? {
         try withStatement(sql, arguments) { statement in
             try statement.step() ? statement.row() : nil
         }
@@ -332,7 +332,7 @@ public final class DatabaseConnection {
 
     /// The first column of the first row as `T`: nil when there is no row or the value is NULL; throws
     /// `SQLITE_MISMATCH` when the value does not convert to `T`.
-    public func scalar<T: DatabaseValueConvertible>(
+    package func scalar<T: DatabaseValueConvertible>(
         _ sql: String, _ arguments: StatementArguments = [], as type: T.Type = T.self
     ) throws -> T? {
         try withStatement(sql, arguments) { statement in
@@ -348,7 +348,7 @@ public final class DatabaseConnection {
 
     /// Runs one query and calls `body` on each row, with the statement positioned on it: the allocation-free way
     /// to read many rows with the typed getters. The statement must not escape `body`.
-    public func forEachRow(
+    package func forEachRow(
         _ sql: String, _ arguments: StatementArguments = [], _ body: (Statement) throws -> Void
     ) throws {
         try withStatement(sql, arguments) { statement in
@@ -361,12 +361,12 @@ public final class DatabaseConnection {
     // MARK: Checks
 
     /// `PRAGMA integrity_check`: the problems found (at most `maxProblems`), empty when the database is sound.
-    public func integrityCheck(maxProblems: Int = 100) throws -> [String] {
+    package func integrityCheck(maxProblems: Int = 100) throws -> [String] {
         try check("integrity_check", maxProblems: maxProblems)
     }
 
     /// `PRAGMA quick_check`: like `integrityCheck`, faster, skipping the index-content checks.
-    public func quickCheck(maxProblems: Int = 100) throws -> [String] {
+    package func quickCheck(maxProblems: Int = 100) throws -> [String] {
         try check("quick_check", maxProblems: maxProblems)
     }
 

@@ -2,47 +2,47 @@ import CSQLite
 import Glibc
 
 /// A SQLite result code, primary or extended, named rather than passed around as a raw number.
-public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: Int32
+package struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package let rawValue: Int32
 
-    public init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
     /// The primary code: the low byte of an extended code (`SQLITE_CONSTRAINT_UNIQUE` → `SQLITE_CONSTRAINT`).
-    public var primary: ResultCode { ResultCode(rawValue: rawValue & 0xFF) }
+    package var primary: ResultCode { ResultCode(rawValue: rawValue & 0xFF) }
 
     /// The C name of the code, e.g. `SQLITE_CONSTRAINT_UNIQUE`.
-    public var name: String {
+    package var name: String {
         if let name = Self.names[rawValue] { return name }
         let primaryName = Self.names[rawValue & 0xFF] ?? "SQLITE_UNKNOWN"
         return rawValue > 0xFF ? "\(primaryName) (extended \(rawValue))" : "\(primaryName) (\(rawValue))"
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
-    public static let error = ResultCode(rawValue: SQLITE_ERROR)
-    public static let abort = ResultCode(rawValue: SQLITE_ABORT)
-    public static let busy = ResultCode(rawValue: SQLITE_BUSY)
-    public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
-    public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
-    public static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
-    public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
-    public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
-    public static let full = ResultCode(rawValue: SQLITE_FULL)
-    public static let cantOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
-    public static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
-    public static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
-    public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
-    public static let range = ResultCode(rawValue: SQLITE_RANGE)
-    public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
-    public static let permission = ResultCode(rawValue: SQLITE_PERM)
+    package static let error = ResultCode(rawValue: SQLITE_ERROR)
+    package static let abort = ResultCode(rawValue: SQLITE_ABORT)
+    package static let busy = ResultCode(rawValue: SQLITE_BUSY)
+    package static let locked = ResultCode(rawValue: SQLITE_LOCKED)
+    package static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
+    package static let interrupt = ResultCode(rawValue: SQLITE_INTERRUPT)
+    package static let ioError = ResultCode(rawValue: SQLITE_IOERR)
+    package static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
+    package static let full = ResultCode(rawValue: SQLITE_FULL)
+    package static let cantOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
+    package static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
+    package static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
+    package static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
+    package static let range = ResultCode(rawValue: SQLITE_RANGE)
+    package static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
+    package static let permission = ResultCode(rawValue: SQLITE_PERM)
 
-    public static let constraintUnique = ResultCode(rawValue: SQLITE_CONSTRAINT | (8 << 8))
-    public static let constraintPrimaryKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (6 << 8))
-    public static let constraintForeignKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (3 << 8))
-    public static let constraintNotNull = ResultCode(rawValue: SQLITE_CONSTRAINT | (5 << 8))
-    public static let constraintCheck = ResultCode(rawValue: SQLITE_CONSTRAINT | (1 << 8))
+    package static let constraintUnique = ResultCode(rawValue: SQLITE_CONSTRAINT | (8 << 8))
+    package static let constraintPrimaryKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (6 << 8))
+    package static let constraintForeignKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (3 << 8))
+    package static let constraintNotNull = ResultCode(rawValue: SQLITE_CONSTRAINT | (5 << 8))
+    package static let constraintCheck = ResultCode(rawValue: SQLITE_CONSTRAINT | (1 << 8))
 
     // Extended codes are macros built with `|` and `<<`, which Swift does not import, hence the table.
     private static let names: [Int32: String] = {
@@ -98,19 +98,19 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 ///
 /// Callers ask questions (`isBusy`, `isFull`, …) instead of comparing codes; `description` is one line, fit to be
 /// printed as is by the daemon or the CLI.
-public struct DatabaseError: Error, CustomStringConvertible, Sendable {
+package struct DatabaseError: Error, CustomStringConvertible, Sendable {
     /// The extended result code (its `primary` is the broad category).
-    public let code: ResultCode
+    package let code: ResultCode
     /// SQLite's message (`sqlite3_errmsg`) or this wrapper's explanation.
-    public let message: String
+    package let message: String
     /// The SQL that failed, if any.
-    public let sql: String?
+    package let sql: String?
     /// The database file, if known.
-    public let path: String?
+    package let path: String?
     /// The operating system's `errno` behind an I/O-level failure (`sqlite3_system_errno`), if any.
-    public let systemErrno: Int32?
+    package let systemErrno: Int32?
 
-    public init(
+    package init(
         code: ResultCode, message: String, sql: String? = nil, path: String? = nil, systemErrno: Int32? = nil
     ) {
         self.code = code
@@ -141,30 +141,30 @@ public struct DatabaseError: Error, CustomStringConvertible, Sendable {
     private static let ioRelatedCodes: Set<ResultCode> = [.cantOpen, .ioError, .full, .readOnly, .permission]
 
     /// The lock stayed taken by another connection for longer than the busy timeout.
-    public var isBusy: Bool { code.primary == .busy }
+    package var isBusy: Bool { code.primary == .busy }
     /// Any constraint failed: UNIQUE, PRIMARY KEY, NOT NULL, CHECK, FOREIGN KEY.
-    public var isConstraintViolation: Bool { code.primary == .constraint }
+    package var isConstraintViolation: Bool { code.primary == .constraint }
     /// A UNIQUE or PRIMARY KEY constraint failed: the row already exists.
-    public var isUniqueConstraintViolation: Bool { code == .constraintUnique || code == .constraintPrimaryKey }
+    package var isUniqueConstraintViolation: Bool { code == .constraintUnique || code == .constraintPrimaryKey }
     /// A FOREIGN KEY constraint failed.
-    public var isForeignKeyViolation: Bool { code == .constraintForeignKey }
+    package var isForeignKeyViolation: Bool { code == .constraintForeignKey }
     /// The disk (or the database's page limit) is full.
-    public var isFull: Bool { code.primary == .full }
+    package var isFull: Bool { code.primary == .full }
     /// A write was refused: read-only file system, file permissions, or a read-only connection or `read` block.
-    public var isReadOnly: Bool { code.primary == .readOnly }
+    package var isReadOnly: Bool { code.primary == .readOnly }
     /// The file could not be opened or created.
-    public var isCantOpen: Bool { code.primary == .cantOpen }
+    package var isCantOpen: Bool { code.primary == .cantOpen }
     /// The file is damaged or is not a SQLite database at all.
-    public var isCorrupt: Bool { code.primary == .corrupt || code.primary == .notADatabase }
+    package var isCorrupt: Bool { code.primary == .corrupt || code.primary == .notADatabase }
     /// The operating system reported an I/O error.
-    public var isIOError: Bool { code.primary == .ioError }
+    package var isIOError: Bool { code.primary == .ioError }
     /// The operating system refused access to the file (`EACCES`/`EPERM`).
-    public var isPermissionDenied: Bool {
+    package var isPermissionDenied: Bool {
         code.primary == .permission || systemErrno == EACCES || systemErrno == EPERM
     }
 
     /// One line: `PATH: MESSAGE (OS ERROR); HINT [CODE] while executing: SQL`.
-    public var description: String {
+    package var description: String {
         var text = path.map { "\($0): " } ?? ""
         text += message
         if let systemErrno {

@@ -12,28 +12,28 @@
 /// }
 /// try migrator.migrate(db)
 /// ```
-public struct DatabaseMigrator: Sendable {
+package struct DatabaseMigrator: Sendable {
     /// Changes the schema; runs inside its own immediate transaction.
-    public typealias Migration = @Sendable (DatabaseConnection) throws -> Void
+    package typealias Migration = @Sendable (DatabaseConnection) throws -> Void
 
     private var migrations: [(identifier: String, migrate: Migration)] = []
 
-    public init() {}
+    package init() {}
 
     /// Adds a migration after those already registered. Identifiers must be unique.
     ///
     /// The closure is `@Sendable` so that a migrator can be handed to a `DatabaseQueue`'s `write` closures.
-    public mutating func registerMigration(_ identifier: String, _ migrate: @escaping Migration) {
+    package mutating func registerMigration(_ identifier: String, _ migrate: @escaping Migration) {
         precondition(
             !migrations.contains { $0.identifier == identifier }, "migration '\(identifier)' is registered twice")
         migrations.append((identifier, migrate))
     }
 
     /// The registered identifiers, in order.
-    public var identifiers: [String] { migrations.map(\.identifier) }
+    package var identifiers: [String] { migrations.map(\.identifier) }
 
     /// The identifiers recorded in `db`, in the order they were applied (empty for a new database).
-    public func appliedIdentifiers(_ db: DatabaseConnection) throws -> [String] {
+    package func appliedIdentifiers(_ db: DatabaseConnection) throws -> [String] {
         let hasTable = try db.scalar(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", as: Int.self)
         guard hasTable != nil else { return [] }
@@ -43,7 +43,7 @@ public struct DatabaseMigrator: Sendable {
     }
 
     /// True when every registered migration has been applied to `db`.
-    public func hasCompletedMigrations(_ db: DatabaseConnection) throws -> Bool {
+    package func hasCompletedMigrations(_ db: DatabaseConnection) throws -> Bool {
         Set(try appliedIdentifiers(db)).isSuperset(of: identifiers)
     }
 
@@ -52,7 +52,7 @@ public struct DatabaseMigrator: Sendable {
     /// Writes nothing when the database is up to date. Throws `MigrationError.unknownMigrations` before changing
     /// anything when the database holds migrations this binary does not know. A migration that throws is rolled
     /// back, is not recorded, and its error is rethrown; the migrations before it stay applied.
-    public func migrate(_ db: DatabaseConnection) throws {
+    package func migrate(_ db: DatabaseConnection) throws {
         let applied = Set(try appliedIdentifiers(db))
         let unknown = applied.subtracting(identifiers)
         guard unknown.isEmpty else {
@@ -83,11 +83,11 @@ public struct DatabaseMigrator: Sendable {
 }
 
 /// Why `DatabaseMigrator.migrate` refused a database.
-public enum MigrationError: Error, CustomStringConvertible, Sendable {
+package enum MigrationError: Error, CustomStringConvertible, Sendable {
     /// The database was migrated by a newer version of this program: it holds these unknown migrations.
     case unknownMigrations([String], path: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unknownMigrations(let identifiers, let path):
             "\(path): the database was written by a newer version of geofence (unknown migrations: "

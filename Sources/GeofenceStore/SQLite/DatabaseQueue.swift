@@ -9,35 +9,35 @@ import Synchronization
 ///
 /// Calls block the calling thread while another holds the lock (and then up to the busy timeout on another process's
 /// lock); SQLite calls are short, so this is cheaper than an actor hop for every query.
-public final class DatabaseQueue: Sendable {
-    public let path: String
+package final class DatabaseQueue: Sendable {
+    package let path: String
     private let connection: Mutex<DatabaseConnection>
 
     /// Opens the database at `path`; see `DatabaseConnection.init(path:options:)`.
-    public init(path: String, options: DatabaseConnection.Options = .init()) throws {
+    package init(path: String, options: DatabaseConnection.Options = .init()) throws {
         let connection = try DatabaseConnection(path: path, options: options)
         self.path = path
         self.connection = Mutex(connection)
     }
 
     /// Takes over a connection already opened (and, say, migrated).
-    public init(connection: sending DatabaseConnection) {
+    package init(connection: sending DatabaseConnection) {
         path = connection.path
         self.connection = Mutex(connection)
     }
 
     /// Runs `body` in a deferred transaction with writes refused (`isReadOnly`), on one consistent snapshot.
-    public func read<Result: Sendable>(_ body: @Sendable (DatabaseConnection) throws -> Result) throws -> Result {
+    package func read<Result: Sendable>(_ body: @Sendable (DatabaseConnection) throws -> Result) throws -> Result {
         try connection.withLock { db in try db.read(body) }
     }
 
     /// Runs `body` in an immediate transaction that commits unless `body` throws.
-    public func write<Result: Sendable>(_ body: @Sendable (DatabaseConnection) throws -> Result) throws -> Result {
+    package func write<Result: Sendable>(_ body: @Sendable (DatabaseConnection) throws -> Result) throws -> Result {
         try connection.withLock { db in try db.write(.immediate, body) }
     }
 
     /// Runs `body` in a transaction that it ends with `.commit` or `.rollback`.
-    public func inTransaction(
+    package func inTransaction(
         _ kind: TransactionKind = .immediate, _ body: @Sendable (DatabaseConnection) throws -> TransactionCompletion
     ) throws {
         try connection.withLock { db in try db.inTransaction(kind, body) }
@@ -47,7 +47,7 @@ public final class DatabaseQueue: Sendable {
     ///
     /// A transaction that `body` leaves open is rolled back (and reported as `SQLITE_MISUSE` if `body` returned),
     /// so that it cannot swallow every later write of the process as a savepoint that is never committed.
-    public func writeWithoutTransaction<Result: Sendable>(
+    package func writeWithoutTransaction<Result: Sendable>(
         _ body: @Sendable (DatabaseConnection) throws -> Result
     ) throws -> Result {
         try connection.withLock { db in
@@ -69,7 +69,7 @@ public final class DatabaseQueue: Sendable {
     }
 
     /// Closes the connection; later calls throw (`SQLITE_MISUSE`).
-    public func close() throws {
+    package func close() throws {
         try connection.withLock { db in try db.close() }
     }
 }

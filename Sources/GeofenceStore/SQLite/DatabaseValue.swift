@@ -1,7 +1,7 @@
 import Foundation
 
 /// One SQLite value, in one of SQLite's five storage classes.
-public enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
+package enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
     case null
     case integer(Int64)
     /// NaN cannot be stored: SQLite binds it as NULL.
@@ -10,10 +10,10 @@ public enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
     case text(String)
     case blob([UInt8])
 
-    public var isNull: Bool { self == .null }
+    package var isNull: Bool { self == .null }
 
     /// The storage class as SQLite names it, for error messages.
-    public var storageClass: String {
+    package var storageClass: String {
         switch self {
         case .null: "NULL"
         case .integer: "INTEGER"
@@ -23,7 +23,7 @@ public enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .null: "NULL"
         case .integer(let value): String(value)
@@ -38,19 +38,19 @@ public enum DatabaseValue: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Reading is strict: `fromDatabaseValue` returns nil instead of guessing (a TEXT column is not an Int64, NULL is
 /// not 0); the only conversions are the lossless ones between INTEGER and REAL.
-public protocol DatabaseValueConvertible {
+package protocol DatabaseValueConvertible {
     var databaseValue: DatabaseValue { get }
     static func fromDatabaseValue(_ value: DatabaseValue) -> Self?
 }
 
 extension DatabaseValue: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { self }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> DatabaseValue? { value }
+    package var databaseValue: DatabaseValue { self }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> DatabaseValue? { value }
 }
 
 extension Int64: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .integer(self) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Int64? {
+    package var databaseValue: DatabaseValue { .integer(self) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Int64? {
         switch value {
         case .integer(let integer): integer
         case .real(let real): Int64(exactly: real)
@@ -60,22 +60,22 @@ extension Int64: DatabaseValueConvertible {
 }
 
 extension Int: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .integer(Int64(self)) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Int? {
+    package var databaseValue: DatabaseValue { .integer(Int64(self)) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Int? {
         Int64.fromDatabaseValue(value).flatMap { Int(exactly: $0) }
     }
 }
 
 extension Int32: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .integer(Int64(self)) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Int32? {
+    package var databaseValue: DatabaseValue { .integer(Int64(self)) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Int32? {
         Int64.fromDatabaseValue(value).flatMap { Int32(exactly: $0) }
     }
 }
 
 extension Double: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .real(self) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
+    package var databaseValue: DatabaseValue { .real(self) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Double? {
         switch value {
         case .real(let real): real
         case .integer(let integer): Double(integer)
@@ -86,37 +86,37 @@ extension Double: DatabaseValueConvertible {
 
 /// Stored as INTEGER 0 or 1, SQLite's own booleans.
 extension Bool: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
+    package var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Bool? {
         Int64.fromDatabaseValue(value).map { $0 != 0 }
     }
 }
 
 extension String: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .text(self) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
+    package var databaseValue: DatabaseValue { .text(self) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> String? {
         if case .text(let text) = value { text } else { nil }
     }
 }
 
 extension [UInt8]: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .blob(self) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> [UInt8]? {
+    package var databaseValue: DatabaseValue { .blob(self) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> [UInt8]? {
         if case .blob(let bytes) = value { bytes } else { nil }
     }
 }
 
 extension Data: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { .blob([UInt8](self)) }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
+    package var databaseValue: DatabaseValue { .blob([UInt8](self)) }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Data? {
         if case .blob(let bytes) = value { Data(bytes) } else { nil }
     }
 }
 
 /// nil is NULL, and NULL reads back as nil: the way to read a nullable column.
 extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
-    public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
-    public static func fromDatabaseValue(_ value: DatabaseValue) -> Wrapped?? {
+    package var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
+    package static func fromDatabaseValue(_ value: DatabaseValue) -> Wrapped?? {
         if case .null = value { return .some(nil) }
         return Wrapped.fromDatabaseValue(value).map { .some($0) }
     }
@@ -129,11 +129,11 @@ extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvert
 /// try db.execute("INSERT INTO region(id, radius) VALUES (?, ?)", ["depot", 200.0])
 /// try db.execute("UPDATE region SET radius = :radius WHERE id = :id", ["id": "depot", "radius": 250.0])
 /// ```
-public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
-    public var positional: [DatabaseValue]
-    public var named: [String: DatabaseValue]
+package struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+    package var positional: [DatabaseValue]
+    package var named: [String: DatabaseValue]
 
-    public init(_ values: [(any DatabaseValueConvertible)?]) {
+    package init(_ values: [(any DatabaseValueConvertible)?]) {
         positional = values.map { $0?.databaseValue ?? .null }
         named = [:]
     }
@@ -145,19 +145,19 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral,
         named = [:]
     }
 
-    public init(named values: [String: (any DatabaseValueConvertible)?]) {
+    package init(named values: [String: (any DatabaseValueConvertible)?]) {
         positional = []
         named = values.mapValues { $0?.databaseValue ?? .null }
     }
 
-    public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
+    package init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
         self.init(elements)
     }
 
-    public init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
+    package init(dictionaryLiteral elements: (String, (any DatabaseValueConvertible)?)...) {
         positional = []
         named = Dictionary(elements.map { ($0.0, $0.1?.databaseValue ?? .null) }, uniquingKeysWith: { _, last in last })
     }
 
-    public var isEmpty: Bool { positional.isEmpty && named.isEmpty }
+    package var isEmpty: Bool { positional.isEmpty && named.isEmpty }
 }

@@ -6,28 +6,28 @@
 ///     let expires: Double? = try row.decode("expires")  // nil when NULL
 /// }
 /// ```
-public struct Row: Sendable, Hashable, CustomStringConvertible {
-    public let columnNames: [String]
-    public let values: [DatabaseValue]
+package struct Row: Sendable, Hashable, CustomStringConvertible {
+    package let columnNames: [String]
+    package let values: [DatabaseValue]
 
-    public init(columnNames: [String], values: [DatabaseValue]) {
+    package init(columnNames: [String], values: [DatabaseValue]) {
         precondition(columnNames.count == values.count, "a row needs one name per value")
         self.columnNames = columnNames
         self.values = values
     }
 
-    public var count: Int { values.count }
+    package var count: Int { values.count }
 
     /// The value at a 0-based column index.
-    public subscript(index: Int) -> DatabaseValue { values[index] }
+    package subscript(index: Int) -> DatabaseValue { values[index] }
 
     /// The value of the named column, or nil when the row has no such column.
-    public subscript(column: String) -> DatabaseValue? {
+    package subscript(column: String) -> DatabaseValue? {
         index(ofColumn: column).map { values[$0] }
     }
 
     /// The index of a column; like SQLite, an exact match first, then a case-insensitive one.
-    public func index(ofColumn name: String) -> Int? {
+    package func index(ofColumn name: String) -> Int? {
         if let exact = columnNames.firstIndex(of: name) { return exact }
         let lowered = name.lowercased()
         return columnNames.firstIndex { $0.lowercased() == lowered }
@@ -35,7 +35,7 @@ public struct Row: Sendable, Hashable, CustomStringConvertible {
 
     /// The value at a 0-based column index as `T`; throws `SQLITE_MISMATCH` when it does not convert (NULL into a
     /// non-optional type, TEXT into a number, …) and `SQLITE_RANGE` when there is no such column.
-    public func decode<T: DatabaseValueConvertible>(at index: Int, as type: T.Type = T.self) throws -> T {
+    package func decode<T: DatabaseValueConvertible>(at index: Int, as type: T.Type = T.self) throws -> T {
         guard values.indices.contains(index) else {
             throw DatabaseError(code: .range, message: "no column at index \(index) in a row of \(count) columns")
         }
@@ -43,7 +43,7 @@ public struct Row: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value of the named column as `T`; see `decode(at:as:)`.
-    public func decode<T: DatabaseValueConvertible>(_ column: String, as type: T.Type = T.self) throws -> T {
+    package func decode<T: DatabaseValueConvertible>(_ column: String, as type: T.Type = T.self) throws -> T {
         guard let index = index(ofColumn: column) else {
             throw DatabaseError(
                 code: .range,
@@ -63,7 +63,7 @@ public struct Row: Sendable, Hashable, CustomStringConvertible {
         return converted
     }
 
-    public var description: String {
+    package var description: String {
         "[" + zip(columnNames, values).map { "\($0.0):\($0.1)" }.joined(separator: " ") + "]"
     }
 }

@@ -10,12 +10,12 @@ import Foundation
 /// read with SQLite's own conversions (NULL reads as 0 or ""); use the `optional…` getters or `isNull(at:)` for
 /// nullable columns, or `row()` and `Row.decode` for strict checking. Read by name: a name survives a change of
 /// the SELECT's column list, an index reads the wrong column without a word.
-public final class Statement {
+package final class Statement {
     /// Keeps the connection's `sqlite3*` open for as long as this statement exists.
     let connection: ConnectionHandle
     let pointer: OpaquePointer
     /// The SQL of this one statement.
-    public let sql: String
+    package let sql: String
     private var cachedColumnNames: [String]
     /// The names `columnIndex(_:)` was asked for since the last step, in the order asked, with what they
     /// resolved to. Every row of a query is read the same way, so from the second row on a name costs one
@@ -50,10 +50,10 @@ public final class Statement {
     }
 
     /// The number of parameters (`?`, `:name`, …) to bind.
-    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(pointer)) }
+    package var parameterCount: Int { Int(sqlite3_bind_parameter_count(pointer)) }
 
     /// True when the statement does not write the database by itself.
-    public var isReadOnly: Bool { sqlite3_stmt_readonly(pointer) != 0 }
+    package var isReadOnly: Bool { sqlite3_stmt_readonly(pointer) != 0 }
 
     /// True between the first `step()` and the last row (or a `reset()`).
     var isBusy: Bool { sqlite3_stmt_busy(pointer) != 0 }
@@ -69,12 +69,12 @@ public final class Statement {
     // MARK: Binding
 
     /// Binds one value to the 1-based parameter `index`.
-    public func bind(_ value: (any DatabaseValueConvertible)?, at index: Int) throws {
+    package func bind(_ value: (any DatabaseValueConvertible)?, at index: Int) throws {
         try bind(databaseValue: value?.databaseValue ?? .null, at: index)
     }
 
     /// Binds one value to the parameter `name`, given with its prefix (`:id`) or without (`id`).
-    public func bind(_ value: (any DatabaseValueConvertible)?, named name: String) throws {
+    package func bind(_ value: (any DatabaseValueConvertible)?, named name: String) throws {
         guard let index = parameterIndex(named: name) else {
             throw misuse(.range, "no parameter named '\(name)'")
         }
@@ -83,7 +83,7 @@ public final class Statement {
 
     /// Resets the statement and binds all its parameters: positional arguments must match the parameter count,
     /// named ones must cover every parameter and name no other.
-    public func bind(_ arguments: StatementArguments) throws {
+    package func bind(_ arguments: StatementArguments) throws {
         reset()
         clearBindings()
         try bind(arguments, allowingUnusedNames: false)
@@ -163,14 +163,14 @@ public final class Statement {
     }
 
     /// Sets every parameter back to NULL.
-    public func clearBindings() {
+    package func clearBindings() {
         sqlite3_clear_bindings(pointer)
     }
 
     // MARK: Stepping
 
     /// Advances to the next row: true when a row is available, false when the statement is done.
-    public func step() throws -> Bool {
+    package func step() throws -> Bool {
         readState.pointee.position = 0
         let resultCode = sqlite3_step(pointer)
         switch resultCode {
@@ -181,20 +181,20 @@ public final class Statement {
     }
 
     /// Rewinds the statement so it can run again (bindings are kept) and releases the locks it holds.
-    public func reset() {
+    package func reset() {
         // The result repeats the last step's error, which that step already threw.
         sqlite3_reset(pointer)
     }
 
     /// Binds `arguments` and runs the statement to completion.
-    public func execute(_ arguments: StatementArguments = []) throws {
+    package func execute(_ arguments: StatementArguments = []) throws {
         try bind(arguments)
         defer { reset() }
         while try step() {}
     }
 
     /// Binds `arguments` and returns every row.
-    public func rows(_ arguments: StatementArguments = []) throws -> [Row] {
+    package func rows(_ arguments: StatementArguments = []) throws -> [Row] {
         try bind(arguments)
         defer { reset() }
         var rows: [Row] = []
@@ -206,10 +206,10 @@ public final class Statement {
 
     // MARK: Reading the current row
 
-    public var columnCount: Int { Int(sqlite3_column_count(pointer)) }
+    package var columnCount: Int { Int(sqlite3_column_count(pointer)) }
 
     /// The result column names (empty for statements that return no rows).
-    public var columnNames: [String] {
+    package var columnNames: [String] {
         // SQLite re-prepares a statement after a schema change, so `SELECT *` may gain or lose columns.
         if cachedColumnNames.count != columnCount {
             cachedColumnNames = Self.columnNames(of: pointer)
@@ -223,11 +223,11 @@ public final class Statement {
         (0..<sqlite3_column_count(pointer)).map { String(cString: sqlite3_column_name(pointer, $0)) }
     }
 
-    public func columnName(at index: Int) -> String { columnNames[index] }
+    package func columnName(at index: Int) -> String { columnNames[index] }
 
     /// The 0-based index of the result column named `name`: like SQLite, an exact match first, then a
     /// case-insensitive one. Throws `SQLITE_RANGE` when there is none (a name the SELECT does not have).
-    public func columnIndex(_ name: String) throws -> Int {
+    package func columnIndex(_ name: String) throws -> Int {
         let position = readState.pointee.position
         if position < readState.pointee.count, readNames[position] == name {
             readState.pointee.position = position + 1
@@ -270,51 +270,51 @@ public final class Statement {
 
     // MARK: Reading the current row by column name (see `columnIndex(_:)`)
 
-    public func isNull(_ column: String) throws -> Bool { isNull(at: try columnIndex(column)) }
+    package func isNull(_ column: String) throws -> Bool { isNull(at: try columnIndex(column)) }
 
-    public func int64(_ column: String) throws -> Int64 { int64(at: try columnIndex(column)) }
+    package func int64(_ column: String) throws -> Int64 { int64(at: try columnIndex(column)) }
 
-    public func int(_ column: String) throws -> Int { int(at: try columnIndex(column)) }
+    package func int(_ column: String) throws -> Int { int(at: try columnIndex(column)) }
 
-    public func double(_ column: String) throws -> Double { double(at: try columnIndex(column)) }
+    package func double(_ column: String) throws -> Double { double(at: try columnIndex(column)) }
 
-    public func bool(_ column: String) throws -> Bool { bool(at: try columnIndex(column)) }
+    package func bool(_ column: String) throws -> Bool { bool(at: try columnIndex(column)) }
 
-    public func string(_ column: String) throws -> String { string(at: try columnIndex(column)) }
+    package func string(_ column: String) throws -> String { string(at: try columnIndex(column)) }
 
-    public func bytes(_ column: String) throws -> [UInt8] { bytes(at: try columnIndex(column)) }
+    package func bytes(_ column: String) throws -> [UInt8] { bytes(at: try columnIndex(column)) }
 
-    public func optionalInt64(_ column: String) throws -> Int64? { optionalInt64(at: try columnIndex(column)) }
+    package func optionalInt64(_ column: String) throws -> Int64? { optionalInt64(at: try columnIndex(column)) }
 
-    public func optionalInt(_ column: String) throws -> Int? { optionalInt(at: try columnIndex(column)) }
+    package func optionalInt(_ column: String) throws -> Int? { optionalInt(at: try columnIndex(column)) }
 
-    public func optionalDouble(_ column: String) throws -> Double? { optionalDouble(at: try columnIndex(column)) }
+    package func optionalDouble(_ column: String) throws -> Double? { optionalDouble(at: try columnIndex(column)) }
 
-    public func optionalString(_ column: String) throws -> String? { optionalString(at: try columnIndex(column)) }
+    package func optionalString(_ column: String) throws -> String? { optionalString(at: try columnIndex(column)) }
 
-    public func optionalBytes(_ column: String) throws -> [UInt8]? { optionalBytes(at: try columnIndex(column)) }
+    package func optionalBytes(_ column: String) throws -> [UInt8]? { optionalBytes(at: try columnIndex(column)) }
 
     /// The column's date, stored as seconds since 1970.
-    public func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try double(column)) }
+    package func date(_ column: String) throws -> Date { Date(timeIntervalSince1970: try double(column)) }
 
     /// The column's date (seconds since 1970), nil when NULL.
-    public func optionalDate(_ column: String) throws -> Date? {
+    package func optionalDate(_ column: String) throws -> Date? {
         try optionalDouble(column).map { Date(timeIntervalSince1970: $0) }
     }
 
     // MARK: Reading the current row by index
 
-    public func isNull(at index: Int) -> Bool { sqlite3_column_type(pointer, Int32(index)) == SQLITE_NULL }
+    package func isNull(at index: Int) -> Bool { sqlite3_column_type(pointer, Int32(index)) == SQLITE_NULL }
 
-    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(pointer, Int32(index)) }
+    package func int64(at index: Int) -> Int64 { sqlite3_column_int64(pointer, Int32(index)) }
 
-    public func int(at index: Int) -> Int { Int(int64(at: index)) }
+    package func int(at index: Int) -> Int { Int(int64(at: index)) }
 
-    public func double(at index: Int) -> Double { sqlite3_column_double(pointer, Int32(index)) }
+    package func double(at index: Int) -> Double { sqlite3_column_double(pointer, Int32(index)) }
 
-    public func bool(at index: Int) -> Bool { int64(at: index) != 0 }
+    package func bool(at index: Int) -> Bool { int64(at: index) != 0 }
 
-    public func string(at index: Int) -> String {
+    package func string(at index: Int) -> String {
         let column = Int32(index)
         guard let text = sqlite3_column_text(pointer, column) else { return "" }
         // Length-aware, so embedded NULs survive; invalid UTF-8 (written by another tool) is repaired with U+FFFD.
@@ -322,31 +322,31 @@ public final class Statement {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
-    public func bytes(at index: Int) -> [UInt8] {
+    package func bytes(at index: Int) -> [UInt8] {
         let column = Int32(index)
         guard let blob = sqlite3_column_blob(pointer, column) else { return [] }
         let count = Int(sqlite3_column_bytes(pointer, column))
         return [UInt8](UnsafeRawBufferPointer(start: blob, count: count))
     }
 
-    public func data(at index: Int) -> Data { Data(bytes(at: index)) }
+    package func data(at index: Int) -> Data { Data(bytes(at: index)) }
 
-    public func optionalInt64(at index: Int) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
+    package func optionalInt64(at index: Int) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
 
-    public func optionalInt(at index: Int) -> Int? { isNull(at: index) ? nil : int(at: index) }
+    package func optionalInt(at index: Int) -> Int? { isNull(at: index) ? nil : int(at: index) }
 
-    public func optionalDouble(at index: Int) -> Double? { isNull(at: index) ? nil : double(at: index) }
+    package func optionalDouble(at index: Int) -> Double? { isNull(at: index) ? nil : double(at: index) }
 
-    public func optionalBool(at index: Int) -> Bool? { isNull(at: index) ? nil : bool(at: index) }
+    package func optionalBool(at index: Int) -> Bool? { isNull(at: index) ? nil : bool(at: index) }
 
-    public func optionalString(at index: Int) -> String? { isNull(at: index) ? nil : string(at: index) }
+    package func optionalString(at index: Int) -> String? { isNull(at: index) ? nil : string(at: index) }
 
-    public func optionalBytes(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : bytes(at: index) }
+    package func optionalBytes(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : bytes(at: index) }
 
-    public func optionalData(at index: Int) -> Data? { isNull(at: index) ? nil : data(at: index) }
+    package func optionalData(at index: Int) -> Data? { isNull(at: index) ? nil : data(at: index) }
 
     /// The column's value in its own storage class.
-    public func value(at index: Int) -> DatabaseValue {
+    package func value(at index: Int) -> DatabaseValue {
         switch sqlite3_column_type(pointer, Int32(index)) {
         case SQLITE_INTEGER: .integer(int64(at: index))
         case SQLITE_FLOAT: .real(double(at: index))
@@ -357,7 +357,7 @@ public final class Statement {
     }
 
     /// A copy of the current row.
-    public func row() -> Row {
+    package func row() -> Row {
         let names = columnNames
         return Row(columnNames: names, values: names.indices.map { value(at: $0) })
     }

@@ -1,5 +1,5 @@
 /// How `BEGIN` takes its locks.
-public enum TransactionKind: String, Sendable {
+package enum TransactionKind: String, Sendable {
     /// Takes the write lock at the first write; a transaction that reads, then writes, may then fail with `isBusy`
     /// if another connection wrote in between.
     case deferred = "DEFERRED"
@@ -10,7 +10,7 @@ public enum TransactionKind: String, Sendable {
 }
 
 /// What the body of `inTransaction` asks for when it returns.
-public enum TransactionCompletion: Sendable {
+package enum TransactionCompletion: Sendable {
     case commit
     case rollback
 }
@@ -22,7 +22,7 @@ extension DatabaseConnection {
     /// error wins, and a failing `ROLLBACK` is ignored rather than allowed to mask it. Called inside a transaction,
     /// it runs in a savepoint instead (`kind` is then irrelevant), so store operations compose into one atomic
     /// change: rolling back the inner part leaves the outer transaction going.
-    public func inTransaction(
+    package func inTransaction(
         _ kind: TransactionKind = .immediate, _ body: (DatabaseConnection) throws -> TransactionCompletion
     ) throws {
         if isInTransaction {
@@ -52,7 +52,7 @@ extension DatabaseConnection {
 
     /// Runs `body` in a transaction that commits unless `body` throws, and returns its result.
     @discardableResult
-    public func write<Result>(
+    package func write<Result>(
         _ kind: TransactionKind = .immediate, _ body: (DatabaseConnection) throws -> Result
     ) throws -> Result {
         var result: Result?
@@ -65,7 +65,7 @@ extension DatabaseConnection {
 
     /// Runs `body` in a deferred transaction, so all its queries see one snapshot, with `PRAGMA query_only` on,
     /// so an accidental write fails with `isReadOnly`.
-    public func read<Result>(_ body: (DatabaseConnection) throws -> Result) throws -> Result {
+    package func read<Result>(_ body: (DatabaseConnection) throws -> Result) throws -> Result {
         if readDepth == 0 {
             try execute("PRAGMA query_only = ON")
         }
