@@ -66,7 +66,8 @@ package enum GeofenceBinary {
     }
 
     /// Runs `geofence ARGS` as another user (setpriv drops to `uid`, same gid, no supplementary groups).
-    package static func runAs(uid: UInt32, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    package static func runAs(uid: UInt32, _ arguments: [String], environment: [String: String] = [:]) throws -> Result
+    {
         try run(
             arguments, environment: environment,
             launcher: ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"])

@@ -48,7 +48,8 @@ package final class ControlHandler: Sendable {
 
     /// Runs one request for `peer`. `connection` is nil in the CLI's in-process mode. Returns nil when the
     /// request took over the connection (`watch`).
-    package func handle(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlResponse?
+    package func handle(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?)
+        -> ControlResponse?
     {
         let result: Result<JSONValue, ControlError>
         do {
