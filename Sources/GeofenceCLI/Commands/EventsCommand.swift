@@ -119,11 +119,8 @@ struct EventsCommand: GeofenceSubcommand {
         }
     }
 
-    /// The event types `--type` takes.
-    static let eventTypes = [
-        "determined", "enter", "exit", "dwell", "expired", "source", "device", "services", "authorization",
-        "region-status",
-    ]
+    /// The event types `--type` takes: every kind there is, as hooks and sinks take them.
+    static let eventTypes = GlobalHook.eventTypes
 
     /// `--region`, `--subject`, `--type` and `--since`, checked.
     static func eventQuery(_ a: ParsedArguments, _ c: CommandContext) throws -> EventQuery {
