@@ -76,19 +76,17 @@ package final class Console: @unchecked Sendable {
 }
 
 /// A console that keeps what was written, for tests.
-package final class CapturedOutput: @unchecked Sendable {
-    private let lock = NSLock()
-    private var outText = ""
-    private var errText = ""
+package final class CapturedOutput: Sendable {
+    private let text = Mutex((out: "", err: ""))
 
     package init() {}
 
-    package var stdout: String { lock.withLock { outText } }
-    package var stderr: String { lock.withLock { errText } }
+    package var stdout: String { text.withLock { $0.out } }
+    package var stderr: String { text.withLock { $0.err } }
 
     package var console: Console {
         Console(
-            out: { [self] text in lock.withLock { outText += text } },
-            err: { [self] text in lock.withLock { errText += text } })
+            out: { [self] written in text.withLock { $0.out += written } },
+            err: { [self] written in text.withLock { $0.err += written } })
     }
 }
