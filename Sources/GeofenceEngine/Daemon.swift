@@ -10,18 +10,9 @@ import Synchronization
 
 /// What `geofence run` is told.
 public struct DaemonConfiguration: Sendable {
-    /// Where the fixes come from.
-    public enum Source: Sendable, Equatable {
-        case gpsd(GPSDAddress)
-        /// gpsd-style TPV JSON lines from a path (`-` for standard input).
-        case jsonLines(String)
-        /// A QoS 1 subscription with a persistent session under `clientID` (nil: one made from the host
-        /// name and the state directory, `MQTTAddress.clientID`).
-        case mqtt(MQTTAddress, clientID: String?)
-    }
-
     public var stateDirectory: String
-    public var source: Source = .gpsd(.default)
+    /// Where the fixes come from: one of `SourceKinds.all` (SourceKinds/).
+    package var source: any SourceKind = GPSDSourceKind()
     public var liveness = SourceLiveness.Configuration()
     public var filter = FixFilterConfiguration()
     public var monitor = MonitorConfiguration()
@@ -54,36 +45,6 @@ public struct DaemonConfiguration: Sendable {
 
     public init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
-    }
-}
-
-extension DaemonConfiguration.Source {
-    /// The one place where sources are named: a new source is a file of its own and a case here.
-    func makeSource(configuration c: DaemonConfiguration, logger: Logger) throws -> any LocationSource {
-        switch self {
-        case .gpsd(let address):
-            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness), subject: c.subject)
-        case .jsonLines(let path):
-            // A file that is not there is said now, before loading regions: under systemd a non-zero exit
-            // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
-            try JSONLineSource.checkOpenable(path)
-            return JSONLineSource(path: path, liveness: c.liveness, filter: c.filter, logger: logger)
-        case .mqtt(let address, let clientID):
-            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
-            let mqtt = MQTTSource(
-                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, filter: c.filter, logger: logger, naming: c.mqttVehicle,
-                acknowledgement: c.mqttAcknowledgement)
-            try mqtt.connect()
-            let ack =
-                mqtt.acknowledgesAfterCommit
-                ? "acknowledged once committed"
-                : c.mqttAcknowledgement == .commit
-                    ? "acknowledged on receipt: libmosquitto, for TLS, cannot wait for the commit"
-                    : "acknowledged on receipt"
-            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack))")
-            return mqtt
-        }
     }
 }
 
@@ -150,7 +111,7 @@ public final class Daemon: Sendable {
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
         let sinks = SinkSupervisor(
             store: store, logger: logger,
-            factory: SinkSupervisor.mqttFactory(
+            factory: SinkSupervisor.factory(
                 stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
@@ -177,8 +138,8 @@ public final class Daemon: Sendable {
         try store.settings.set(DaemonSettings.pid, String(getpid()))
         try store.settings.set(DaemonSettings.started, TimestampParser.format(started))
         try store.settings.set(DaemonSettings.sourceAddress, source.label)
-        if case .gpsd(let address) = c.source, given == nil {
-            try store.settings.set(DaemonSettings.gpsd, address.description)
+        if let gpsd = c.source as? GPSDSourceKind, given == nil {
+            try store.settings.set(DaemonSettings.gpsd, gpsd.address.description)
         } else {
             try store.settings.set(DaemonSettings.gpsd, "")
         }

@@ -8,7 +8,7 @@ import GeofenceCore
 public struct SinkDefinition: Sendable, Equatable {
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, as a hook's id.
     public var id: String
-    /// `mqtt` (the only kind so far).
+    /// The kind of sink (`SinkKinds` in the engine): `mqtt`.
     public var kind: String
     /// Where it delivers, without a password (`mqtt://user@host:1883`).
     public var url: String

@@ -1,3 +1,5 @@
+import GeofenceEngine
+
 extension CommandTree {
     /// Every valued option of `run` may also come from the environment, under one name each: GEOFENCE_ and the
     /// option's name in capitals, `--stale-after` → GEOFENCE_STALE_AFTER (so the unit's EnvironmentFile=,
@@ -65,13 +67,7 @@ extension RunCommand {
                         in `vehicles`), instead of gpsd's device path. With a gpsd source only.
                         """, defaultDescription: "gpsd's device path, e.g. /dev/ttyACM0"),
                 .value(
-                    "--source", valueName: "gpsd|json:path|mqtt://host/topic",
-                    help: """
-                        Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
-                        a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
-                        mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
-                        mqtts:// for TLS.
-                        """, default: "gpsd"),
+                    "--source", valueName: SourceKinds.valueName, help: SourceKinds.help, default: "gpsd"),
                 .value(
                     "--mqtt-client-id", valueName: "id",
                     help: """
