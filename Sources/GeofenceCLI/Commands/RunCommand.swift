@@ -151,7 +151,9 @@ struct RunCommand: GeofenceSubcommand {
             mkdir(ControlSocket.systemDirectory, 0o755)
         }
         Self.useHugePages(
-            c.environment, arguments: Self.hidingSecret(type(of: configuration.source).commandLineSecret(in: sourceText), in: sourceText))
+            c.environment,
+            arguments: Self.hidingSecret(
+                type(of: configuration.source).commandLineSecret(in: sourceText), in: sourceText))
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)

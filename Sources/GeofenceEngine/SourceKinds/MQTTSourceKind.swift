@@ -51,7 +51,8 @@ package struct MQTTSourceKind: SourceKind {
         if let ca = arguments.value("--mqtt-ca") {
             guard address.tls else { throw SourceOptionError.usage("--mqtt-ca is for TLS: use mqtts:// in --source") }
             guard access(ca, R_OK) == 0 else {
-                throw SourceOptionError.unreadable("cannot read the MQTT CA file \(ca): \(String(cString: strerror(errno)))")
+                throw SourceOptionError.unreadable(
+                    "cannot read the MQTT CA file \(ca): \(String(cString: strerror(errno)))")
             }
             address.caFile = ca
         }
@@ -78,7 +79,8 @@ package struct MQTTSourceKind: SourceKind {
         var clientID: String?
         if let id = arguments.value("--mqtt-client-id") {
             guard !id.isEmpty, id.utf8.count <= 65535, !id.contains(where: \.isNewline) else {
-                throw SourceOptionError.invalid(option: "--mqtt-client-id", reason: "must be 1 to 65535 bytes, one line")
+                throw SourceOptionError.invalid(
+                    option: "--mqtt-client-id", reason: "must be 1 to 65535 bytes, one line")
             }
             clientID = id
         }
