@@ -6,9 +6,7 @@ import GeofenceCore
 #endif
 
 /// `--source mqtt://[USER@]HOST[:PORT]/FILTER` (mqtts:// for TLS): a fleet's fixes from a broker, a QoS 1
-/// subscription with a persistent session. It reads the `--mqtt-*` options of `run` (declared with `run`'s
-/// other options, RunCommand+Spec.swift); `--mqtt-vehicle` and `--mqtt-ack` are checked with them for every
-/// kind and kept in `DaemonConfiguration`.
+/// subscription with a persistent session, with the `--mqtt-*` options of `run`.
 package struct MQTTSourceKind: SourceKind {
     package var address: MQTTAddress
     /// The session's client id; nil: one made from the host name and the state directory
@@ -22,6 +20,57 @@ package struct MQTTSourceKind: SourceKind {
         an MQTT broker's topic filter, mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or \
         OwnTracks JSON), mqtts:// for TLS
         """
+
+    /// Declared here, read by `parse` (`--mqtt-vehicle` and `--mqtt-ack` by `run` itself, for every kind, into
+    /// `DaemonConfiguration`).
+    package static let options: [SourceOption] = [
+        SourceOption(
+            "--mqtt-client-id", valueName: "id",
+            help: """
+                The MQTT client id, which names the broker's session for this engine: messages published \
+                while it is down wait under it.
+                """, defaultDescription: "geofence- and a hash of the host name and state directory"),
+        SourceOption(
+            "--mqtt-vehicle", valueName: "payload|topic|level:N",
+            help: """
+                What names a vehicle in an MQTT message: the payload (a TPV's `device`, else the topic; \
+                OwnTracks' USER/DEVICE), the whole topic, or one level of it (level:2 of gpsfleet/truck-1 \
+                is truck-1). Name by the topic when receivers share a device name (gpspipe's \
+                /dev/ttyACM0): with payload naming, a name seen on two topics is warned about once and \
+                counted in status.
+                """, default: "payload"),
+        SourceOption(
+            "--mqtt-ack", valueName: "commit|receipt",
+            help: """
+                When an MQTT message is acknowledged to the broker: once its fix is committed to the \
+                store (nothing lost at a kill; the broker sends the rest again), or on receipt (a kill \
+                loses the fixes taken and not yet committed). With mqtts:// (libmosquitto), on receipt \
+                whatever this says. Docs/mqtt.md: the broker's in-flight window this needs.
+                """, default: "commit"),
+        SourceOption(
+            "--mqtt-password-file", valueName: "file",
+            help: """
+                Read the MQTT password from this file (one line), keeping it out of `ps` as \
+                GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
+                """),
+        SourceOption(
+            "--mqtt-ca", valueName: "file",
+            help: """
+                With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
+                (its host name is checked too).
+                """, defaultDescription: "the system's CA certificates"),
+        SourceOption(
+            "--mqtt-cert", valueName: "file",
+            help: """
+                With mqtts://, present this client certificate (PEM) to a broker that asks for one \
+                (mosquitto's require_certificate); with --mqtt-key.
+                """),
+        SourceOption(
+            "--mqtt-key", valueName: "file",
+            help:
+                "The private key (PEM, without a passphrase) of --mqtt-cert; keep it readable by the engine only."
+        ),
+    ]
 
     package static func names(_ text: String) -> Bool { text.hasPrefix("mqtt://") || text.hasPrefix("mqtts://") }
 

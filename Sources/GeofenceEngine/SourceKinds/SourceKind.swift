@@ -15,6 +15,9 @@ package protocol SourceKind: Sendable {
     static var help: String { get }
     /// Whether `--subject` applies: a single receiver, not a fleet whose fixes name their vehicles.
     static var takesSubject: Bool { get }
+    /// The options of `run` only this kind reads (`--mqtt-ca`), listed in `run`'s help after `--source`,
+    /// each with its environment variable (`GEOFENCE_MQTT_CA`) and its line in `--print-config`.
+    static var options: [SourceOption] { get }
 
     /// Whether `--source TEXT` names this kind (`parse` then says whether the rest is right).
     static func names(_ text: String) -> Bool
@@ -40,6 +43,7 @@ package protocol SourceKind: Sendable {
 
 extension SourceKind {
     package static var takesSubject: Bool { false }
+    package static var options: [SourceOption] { [] }
     package static func printable(_ text: String) -> String { text }
     package static func commandLineSecret(in text: String) -> CommandLineSecret? { nil }
     package func printedDefault(_ option: String, stateDirectory: String) -> String? { nil }
@@ -96,6 +100,28 @@ package struct SourceArguments {
     package init(value: @escaping (String) -> String?, environment: [String: String]) {
         self.value = value
         self.environment = environment
+    }
+}
+
+/// An option of `run` that a source kind reads (`SourceKind.options`); the CLI declares it as a valued option.
+package struct SourceOption: Sendable {
+    package var name: String
+    package var valueName: String
+    package var help: String
+    /// The value taken when it is not given (the parser applies it).
+    package var defaultValue: String?
+    /// What the help says of its default when the value is not a constant.
+    package var defaultDescription: String?
+
+    package init(
+        _ name: String, valueName: String, help: String, default defaultValue: String? = nil,
+        defaultDescription: String? = nil
+    ) {
+        self.name = name
+        self.valueName = valueName
+        self.help = help
+        self.defaultValue = defaultValue
+        self.defaultDescription = defaultDescription
     }
 }
 
