@@ -125,8 +125,7 @@ public final class SinkSupervisor: Sendable {
                 if first { logger.error("sink \(definition.id): \(why); trying again every second") }
                 continue
             }
-            let runner = SinkRunner(
-                sink: sink, store: store, logger: logger, batchSize: (sink as? MQTTSink)?.batchSize ?? 2_000)
+            let runner = SinkRunner(sink: sink, store: store, logger: logger, batchSize: sink.batchSize)
             let paused = state.withLock { s in
                 s.broken[definition.id] = nil
                 return s.paused
