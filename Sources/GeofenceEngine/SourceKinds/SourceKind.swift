@@ -142,6 +142,12 @@ package struct CommandLineSecret: Equatable {
     /// The variable that passes it on instead.
     package var variable: String
     package var value: String
+
+    package init(span: Range<Int>, variable: String, value: String) {
+        self.span = span
+        self.variable = variable
+        self.value = value
+    }
 }
 
 /// A secret `--print-config` lists (`mqtt-password`), never its value.
@@ -150,4 +156,10 @@ package struct PrintedSecret: Equatable {
     package var variable: String
     /// The option it came from; nil: the environment variable.
     package var option: String?
+
+    package init(name: String, variable: String, option: String?) {
+        self.name = name
+        self.variable = variable
+        self.option = option
+    }
 }
