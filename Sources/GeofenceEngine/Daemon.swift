@@ -35,11 +35,6 @@ public struct DaemonConfiguration: Sendable {
     public var stallMonitorWhile: String?
     /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
     public var subject: String?
-    /// How an MQTT source's messages name their vehicles.
-    public var mqttVehicle = MQTTVehicleNaming.payload
-    /// When an MQTT source acknowledges a message to the broker: once its fix is committed (the default,
-    /// nothing lost at a kill), or on receipt.
-    public var mqttAcknowledgement = MQTTAcknowledgement.commit
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
 

@@ -105,18 +105,10 @@ struct RunCommand: GeofenceSubcommand {
             guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
         }
-        if let text = c.arguments.value("--mqtt-vehicle") {
-            guard let naming = MQTTVehicleNaming(parsing: text) else {
-                throw c.usage(
-                    "invalid value for --mqtt-vehicle: \"\(text)\" is not payload, topic or level:N (N from 1)")
-            }
-            configuration.mqttVehicle = naming
-        }
-        if let text = c.arguments.value("--mqtt-ack") {
-            guard let mode = MQTTAcknowledgement(rawValue: text) else {
-                throw c.invalid("--mqtt-ack", "\"\(text)\" is not commit or receipt")
-            }
-            configuration.mqttAcknowledgement = mode
+        // A kind's own options are checked whatever the source, in this place of `run`'s order (a unit file's
+        // mistake shows at once, not when the source is changed).
+        try c.sourceOptions { arguments in
+            for kind in SourceKinds.all { try kind.check(arguments) }
         }
         if let text = c.arguments.value("--metrics") {
             do {

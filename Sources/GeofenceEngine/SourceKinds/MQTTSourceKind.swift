@@ -12,6 +12,11 @@ package struct MQTTSourceKind: SourceKind {
     /// The session's client id; nil: one made from the host name and the state directory
     /// (`MQTTAddress.clientID`).
     package var clientID: String?
+    /// How its messages name their vehicles (`--mqtt-vehicle`).
+    package var naming = MQTTVehicleNaming.payload
+    /// When a message is acknowledged to the broker (`--mqtt-ack`): once its fix is committed (the default,
+    /// nothing lost at a kill), or on receipt.
+    package var acknowledgement = MQTTAcknowledgement.commit
 
     package static let form = "mqtt://HOST[:PORT]/TOPIC"
     package static let prefix = "mqtt://"
@@ -21,8 +26,7 @@ package struct MQTTSourceKind: SourceKind {
         OwnTracks JSON), mqtts:// for TLS
         """
 
-    /// Declared here, read by `parse` (`--mqtt-vehicle` and `--mqtt-ack` by `run` itself, for every kind, into
-    /// `DaemonConfiguration`).
+    /// Declared here, read by `parse` (and `--mqtt-vehicle`, `--mqtt-ack` checked by `check` for every kind).
     package static let options: [SourceOption] = [
         SourceOption(
             "--mqtt-client-id", valueName: "id",
@@ -133,7 +137,33 @@ package struct MQTTSourceKind: SourceKind {
             }
             clientID = id
         }
-        return MQTTSourceKind(address: address, clientID: clientID)
+        var kind = MQTTSourceKind(address: address, clientID: clientID)
+        // A wrong value is refused by `check`, which `run` calls after its engine settings (their errors first).
+        kind.naming = (try? naming(arguments)) ?? .payload
+        kind.acknowledgement = (try? acknowledgement(arguments)) ?? .commit
+        return kind
+    }
+
+    package static func check(_ arguments: SourceArguments) throws {
+        _ = try naming(arguments)
+        _ = try acknowledgement(arguments)
+    }
+
+    static func naming(_ arguments: SourceArguments) throws -> MQTTVehicleNaming {
+        guard let text = arguments.value("--mqtt-vehicle") else { return .payload }
+        guard let naming = MQTTVehicleNaming(parsing: text) else {
+            throw SourceOptionError.usage(
+                "invalid value for --mqtt-vehicle: \"\(text)\" is not payload, topic or level:N (N from 1)")
+        }
+        return naming
+    }
+
+    static func acknowledgement(_ arguments: SourceArguments) throws -> MQTTAcknowledgement {
+        guard let text = arguments.value("--mqtt-ack") else { return .commit }
+        guard let mode = MQTTAcknowledgement(rawValue: text) else {
+            throw SourceOptionError.invalid(option: "--mqtt-ack", reason: "\"\(text)\" is not commit or receipt")
+        }
+        return mode
     }
 
     /// A password in the URL is replaced, never shown.
@@ -173,13 +203,13 @@ package struct MQTTSourceKind: SourceKind {
         // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
         let mqtt = MQTTSource(
             address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-            liveness: c.liveness, filter: c.filter, logger: logger, naming: c.mqttVehicle,
-            acknowledgement: c.mqttAcknowledgement)
+            liveness: c.liveness, filter: c.filter, logger: logger, naming: naming,
+            acknowledgement: acknowledgement)
         try mqtt.connect()
         let ack =
             mqtt.acknowledgesAfterCommit
             ? "acknowledged once committed"
-            : c.mqttAcknowledgement == .commit
+            : acknowledgement == .commit
                 ? "acknowledged on receipt: libmosquitto, for TLS, cannot wait for the commit"
                 : "acknowledged on receipt"
         logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack))")

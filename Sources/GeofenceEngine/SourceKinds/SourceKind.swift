@@ -24,6 +24,9 @@ package protocol SourceKind: Sendable {
     /// The kind from the `--source` text and the other options of `run` it reads; throws
     /// `SourceOptionError` for what is wrong, never echoing a secret.
     static func parse(_ text: String, _ arguments: SourceArguments) throws -> Self
+    /// Checks this kind's own options whatever the source is (`run` calls it for every kind after its
+    /// engine settings, as it always checked them): a wrong value is refused even while another kind is used.
+    static func check(_ arguments: SourceArguments) throws
     /// The `--source` text as `--print-config` shows it (a password replaced by `(set)`).
     static func printable(_ text: String) -> String
     /// A secret in the `--source` text to keep out of `ps`: its bytes (the first, a separator, is kept), and
@@ -44,6 +47,7 @@ package protocol SourceKind: Sendable {
 extension SourceKind {
     package static var takesSubject: Bool { false }
     package static var options: [SourceOption] { [] }
+    package static func check(_ arguments: SourceArguments) throws {}
     package static func printable(_ text: String) -> String { text }
     package static func commandLineSecret(in text: String) -> CommandLineSecret? { nil }
     package func printedDefault(_ option: String, stateDirectory: String) -> String? { nil }
