@@ -10,18 +10,9 @@ import Synchronization
 
 /// What `geofence run` is told.
 package struct DaemonConfiguration: Sendable {
-    /// Where the fixes come from.
-    package enum Source: Sendable, Equatable {
-        case gpsd(GPSDAddress)
-        /// gpsd-style TPV JSON lines from a path (`-` for standard input).
-        case jsonLines(String)
-        /// A QoS 1 subscription with a persistent session under `clientID` (nil: one made from the host
-        /// name and the state directory, `MQTTAddress.clientID`).
-        case mqtt(MQTTAddress, clientID: String?)
-    }
-
     package var stateDirectory: String
-    package var source: Source = .gpsd(.default)
+    /// Where the fixes come from: one of `SourceKinds.all` (SourceKinds/).
+    package var source: any SourceKind = GPSDSourceKind()
     package var liveness = SourceLiveness.Configuration()
     package var filter = FixFilterConfiguration()
     package var monitor = MonitorConfiguration()
@@ -44,46 +35,11 @@ package struct DaemonConfiguration: Sendable {
     package var stallMonitorWhile: String?
     /// The subject of a gpsd source's fixes and events (`run --subject`), instead of gpsd's device path.
     package var subject: String?
-    /// How an MQTT source's messages name their vehicles.
-    package var mqttVehicle = MQTTVehicleNaming.payload
-    /// When an MQTT source acknowledges a message to the broker: once its fix is committed (the default,
-    /// nothing lost at a kill), or on receipt.
-    package var mqttAcknowledgement = MQTTAcknowledgement.commit
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
 
     package init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
-    }
-}
-
-extension DaemonConfiguration.Source {
-    /// The one place where sources are named: a new source is a file of its own and a case here.
-    func makeSource(configuration c: DaemonConfiguration, logger: Logger) throws -> any LocationSource {
-        switch self {
-        case .gpsd(let address):
-            return GPSDLocationSource(configuration: .init(address: address, liveness: c.liveness), subject: c.subject)
-        case .jsonLines(let path):
-            // A file that is not there is said now, before loading regions: under systemd a non-zero exit
-            // is what `Restart=on-failure` acts on, and the engine would otherwise wait on nothing.
-            try JSONLineSource.checkOpenable(path)
-            return JSONLineSource(path: path, liveness: c.liveness, filter: c.filter, logger: logger)
-        case .mqtt(let address, let clientID):
-            // As for a file: a broker that cannot be reached or refuses is said now, before loading regions.
-            let mqtt = MQTTSource(
-                address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
-                liveness: c.liveness, filter: c.filter, logger: logger, naming: c.mqttVehicle,
-                acknowledgement: c.mqttAcknowledgement)
-            try mqtt.connect()
-            let ack =
-                mqtt.acknowledgesAfterCommit
-                ? "acknowledged once committed"
-                : c.mqttAcknowledgement == .commit
-                    ? "acknowledged on receipt: libmosquitto, for TLS, cannot wait for the commit"
-                    : "acknowledged on receipt"
-            logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack))")
-            return mqtt
-        }
     }
 }
 
@@ -150,7 +106,7 @@ package final class Daemon: Sendable {
         let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
         let sinks = SinkSupervisor(
             store: store, logger: logger,
-            factory: SinkSupervisor.mqttFactory(
+            factory: SinkSupervisor.factory(
                 stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
@@ -177,8 +133,8 @@ package final class Daemon: Sendable {
         try store.settings.set(DaemonSettings.pid, String(getpid()))
         try store.settings.set(DaemonSettings.started, TimestampParser.format(started))
         try store.settings.set(DaemonSettings.sourceAddress, source.label)
-        if case .gpsd(let address) = c.source, given == nil {
-            try store.settings.set(DaemonSettings.gpsd, address.description)
+        if let gpsd = c.source as? GPSDSourceKind, given == nil {
+            try store.settings.set(DaemonSettings.gpsd, gpsd.address.description)
         } else {
             try store.settings.set(DaemonSettings.gpsd, "")
         }

@@ -8,7 +8,7 @@ import GeofenceCore
 package struct SinkDefinition: Sendable, Equatable {
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, as a hook's id.
     package var id: String
-    /// `mqtt` (the only kind so far).
+    /// The kind of sink (`SinkKinds` in the engine): `mqtt`.
     package var kind: String
     /// Where it delivers, without a password (`mqtt://user@host:1883`).
     package var url: String

@@ -1,3 +1,5 @@
+import GeofenceEngine
+
 extension CommandTree {
     /// Every valued option of `run` may also come from the environment, under one name each: GEOFENCE_ and the
     /// option's name in capitals, `--stale-after` → GEOFENCE_STALE_AFTER (so the unit's EnvironmentFile=,
@@ -19,6 +21,15 @@ extension CommandTree {
         help: "The gpsd to use, as gpsd's own clients take it; a device limits it to one receiver.",
         defaultDescription: "localhost:2947", environment: "GEOFENCE_GPSD")
 
+}
+
+extension OptionSpec {
+    /// A source kind's option (`SourceKind.options`), as `run` declares it.
+    init(_ option: SourceOption) {
+        self = .value(
+            option.name, valueName: option.valueName, help: option.help, default: option.defaultValue,
+            defaultDescription: option.defaultDescription)
+    }
 }
 
 /// `geofence run`'s help and options (its parsing and work: RunCommand.swift).
@@ -65,108 +76,61 @@ extension RunCommand {
                         in `vehicles`), instead of gpsd's device path. With a gpsd source only.
                         """, defaultDescription: "gpsd's device path, e.g. /dev/ttyACM0"),
                 .value(
-                    "--source", valueName: "gpsd|json:path|mqtt://host/topic",
-                    help: """
-                        Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from \
-                        a file, a FIFO, or - for standard input; or an MQTT broker's topic filter, \
-                        mqtt://[USER@]HOST[:PORT]/FILTER (QoS 1, a persistent session; TPV or OwnTracks JSON), \
-                        mqtts:// for TLS.
-                        """, default: "gpsd"),
-                .value(
-                    "--mqtt-client-id", valueName: "id",
-                    help: """
-                        The MQTT client id, which names the broker's session for this engine: messages published \
-                        while it is down wait under it.
-                        """, defaultDescription: "geofence- and a hash of the host name and state directory"),
-                .value(
-                    "--mqtt-vehicle", valueName: "payload|topic|level:N",
-                    help: """
-                        What names a vehicle in an MQTT message: the payload (a TPV's `device`, else the topic; \
-                        OwnTracks' USER/DEVICE), the whole topic, or one level of it (level:2 of gpsfleet/truck-1 \
-                        is truck-1). Name by the topic when receivers share a device name (gpspipe's \
-                        /dev/ttyACM0): with payload naming, a name seen on two topics is warned about once and \
-                        counted in status.
-                        """, default: "payload"),
-                .value(
-                    "--mqtt-ack", valueName: "commit|receipt",
-                    help: """
-                        When an MQTT message is acknowledged to the broker: once its fix is committed to the \
-                        store (nothing lost at a kill; the broker sends the rest again), or on receipt (a kill \
-                        loses the fixes taken and not yet committed). With mqtts:// (libmosquitto), on receipt \
-                        whatever this says. Docs/mqtt.md: the broker's in-flight window this needs.
-                        """, default: "commit"),
-                .value(
-                    "--mqtt-password-file", valueName: "file",
-                    help: """
-                        Read the MQTT password from this file (one line), keeping it out of `ps` as \
-                        GEOFENCE_MQTT_PASSWORD does; not with a password in the URL.
-                        """),
-                .value(
-                    "--mqtt-ca", valueName: "file",
-                    help: """
-                        With mqtts://, trust the CA certificates in this PEM file for the broker's certificate \
-                        (its host name is checked too).
-                        """, defaultDescription: "the system's CA certificates"),
-                .value(
-                    "--mqtt-cert", valueName: "file",
-                    help: """
-                        With mqtts://, present this client certificate (PEM) to a broker that asks for one \
-                        (mosquitto's require_certificate); with --mqtt-key.
-                        """),
-                .value(
-                    "--mqtt-key", valueName: "file",
-                    help:
-                        "The private key (PEM, without a passphrase) of --mqtt-cert; keep it readable by the engine only."
-                ),
-                .value(
-                    "--first-fix-deadline", valueName: "duration",
-                    help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
-                    default: "60s"),
-                .value(
-                    "--stale-after", valueName: "duration",
-                    help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
-                .value(
-                    "--max-accuracy", valueName: "metres",
-                    help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
-                    default: "5000"),
-                .value(
-                    "--max-future-skew", valueName: "duration",
-                    help: """
-                        Refuse fixes dated further ahead of this machine's clock (a device's wrong clock would \
-                        hold its true fixes back as out of order).
-                        """,
-                    default: "5s"),
-                .value(
-                    "--min-margin", valueName: "metres",
-                    help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
-                .value(
-                    "--acceleration", valueName: "m/s²",
-                    help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
-                    default: "4"),
-                .value(
-                    "--idle-after", valueName: "duration",
-                    help:
-                        "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",
-                    default: "1d"),
-                .value(
-                    "--max-regions", valueName: "n",
-                    help: "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."),
-                .value(
-                    "--metrics", valueName: "address",
-                    help: """
-                        Serve Prometheus metrics at http://ADDRESS/metrics and a health check at /healthz (200 \
-                        while the monitor, the store and the source all work, else 503 and why): IP:PORT, \
-                        [IPV6]:PORT, or a port alone for 127.0.0.1. Off unless given; bind it to loopback or a \
-                        trusted network.
-                        """),
-                .value(
-                    "--log-level", valueName: "level", help: "error, warning, notice, info or debug.", default: "info"),
-                .flag(
-                    "--print-config",
-                    help:
-                        "Print the settings that would take effect and where each came from, and exit (no engine starts)."
-                ),
-            ] + CommandTree.hookOptions),
+                    "--source", valueName: SourceKinds.valueName, help: SourceKinds.help, default: "gpsd"),
+            ] + SourceKinds.all.flatMap { $0.options }.map(OptionSpec.init)
+                + [
+                    .value(
+                        "--first-fix-deadline", valueName: "duration",
+                        help: "Report the source `silent` if no usable fix arrives this long after (re)starting.",
+                        default: "60s"),
+                    .value(
+                        "--stale-after", valueName: "duration",
+                        help: "Report the source `lost` when usable fixes stop for this long.", default: "10s"),
+                    .value(
+                        "--max-accuracy", valueName: "metres",
+                        help: "Refuse fixes whose horizontal accuracy is worse (poorer ones are weighed, not refused).",
+                        default: "5000"),
+                    .value(
+                        "--max-future-skew", valueName: "duration",
+                        help: """
+                            Refuse fixes dated further ahead of this machine's clock (a device's wrong clock would \
+                            hold its true fixes back as out of order).
+                            """,
+                        default: "5s"),
+                    .value(
+                        "--min-margin", valueName: "metres",
+                        help: "Narrowest half-width of the hysteresis band around a boundary.", default: "5"),
+                    .value(
+                        "--acceleration", valueName: "m/s²",
+                        help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
+                        default: "4"),
+                    .value(
+                        "--idle-after", valueName: "duration",
+                        help:
+                            "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",
+                        default: "1d"),
+                    .value(
+                        "--max-regions", valueName: "n",
+                        help:
+                            "Monitor at most this many regions (the oldest first); the others wait as `pending: limit`."
+                    ),
+                    .value(
+                        "--metrics", valueName: "address",
+                        help: """
+                            Serve Prometheus metrics at http://ADDRESS/metrics and a health check at /healthz (200 \
+                            while the monitor, the store and the source all work, else 503 and why): IP:PORT, \
+                            [IPV6]:PORT, or a port alone for 127.0.0.1. Off unless given; bind it to loopback or a \
+                            trusted network.
+                            """),
+                    .value(
+                        "--log-level", valueName: "level", help: "error, warning, notice, info or debug.",
+                        default: "info"),
+                    .flag(
+                        "--print-config",
+                        help:
+                            "Print the settings that would take effect and where each came from, and exit (no engine starts)."
+                    ),
+                ] + CommandTree.hookOptions),
         examples: [
             Example("With the local gpsd:", "geofence run"),
             Example("With one receiver of a remote gpsd:", "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0"),

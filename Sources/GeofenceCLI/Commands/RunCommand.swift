@@ -30,12 +30,7 @@ private final class ResultBox<T: Sendable>: @unchecked Sendable {
 extension CommandContext {
     /// `--gpsd`, else `GEOFENCE_GPSD` (the parser applies the environment), else localhost:2947.
     func gpsdAddress() throws -> GPSDAddress {
-        guard let text = arguments.value("--gpsd") else { return .default }
-        do {
-            return try GPSDAddress(parsing: text)
-        } catch {
-            throw invalid("--gpsd", "\(error)")
-        }
+        try sourceOptions { try GPSDSourceKind.parse("gpsd", $0).address }
     }
 
     /// A duration option, required to be more than zero.
@@ -78,21 +73,12 @@ struct RunCommand: GeofenceSubcommand {
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
         var configuration = DaemonConfiguration(stateDirectory: c.stateDirectory)
         let sourceText = c.arguments.value("--source") ?? "gpsd"
-        if sourceText == "gpsd" {
-            configuration.source = .gpsd(try c.gpsdAddress())
-        } else if sourceText.hasPrefix("json:"), sourceText.count > 5 {
-            configuration.source = .jsonLines(String(sourceText.dropFirst(5)))
-        } else if sourceText.hasPrefix("mqtt://") || sourceText.hasPrefix("mqtts://") {
-            configuration.source = try Self.mqttSource(c, sourceText)
-        } else {
-            throw c.invalid("--source", "\"\(sourceText)\" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC")
+        guard let kind = SourceKinds.kind(named: sourceText) else {
+            throw c.invalid("--source", SourceKinds.notAKind(sourceText))
         }
+        configuration.source = try c.sourceOptions { try kind.parse(sourceText, $0) }
         if let subject = c.arguments.value("--subject") {
-            guard case .gpsd = configuration.source else {
-                throw c.usage(
-                    "--subject names a gpsd receiver: a fleet's vehicles are named by their fixes (--source json: or mqtt://)"
-                )
-            }
+            guard kind.takesSubject else { throw c.usage(SourceKinds.subjectRefusal) }
             if let problem = SubjectName.problem(subject) { throw c.invalid("--subject", "the name \(problem)") }
             configuration.subject = subject
         }
@@ -119,18 +105,10 @@ struct RunCommand: GeofenceSubcommand {
             guard n > 0 else { throw c.invalid("--max-regions", "must be more than 0") }
             configuration.maxRegions = n
         }
-        if let text = c.arguments.value("--mqtt-vehicle") {
-            guard let naming = MQTTVehicleNaming(parsing: text) else {
-                throw c.usage(
-                    "invalid value for --mqtt-vehicle: \"\(text)\" is not payload, topic or level:N (N from 1)")
-            }
-            configuration.mqttVehicle = naming
-        }
-        if let text = c.arguments.value("--mqtt-ack") {
-            guard let mode = MQTTAcknowledgement(rawValue: text) else {
-                throw c.invalid("--mqtt-ack", "\"\(text)\" is not commit or receipt")
-            }
-            configuration.mqttAcknowledgement = mode
+        // A kind's own options are checked whatever the source, in this place of `run`'s order (a unit file's
+        // mistake shows at once, not when the source is changed).
+        try c.sourceOptions { arguments in
+            for kind in SourceKinds.all { try kind.check(arguments) }
         }
         if let text = c.arguments.value("--metrics") {
             do {
@@ -164,7 +142,10 @@ struct RunCommand: GeofenceSubcommand {
             // by hand. Nothing else is put there.
             mkdir(ControlSocket.systemDirectory, 0o755)
         }
-        Self.useHugePages(c.environment, arguments: Self.hidingPassword(sourceText))
+        Self.useHugePages(
+            c.environment,
+            arguments: Self.hidingSecret(
+                type(of: configuration.source).commandLineSecret(in: sourceText), in: sourceText))
         let daemon = Daemon(
             configuration: configuration, logger: Logger(minimum: level, environment: c.environment),
             version: GeofenceCommand.version)
@@ -185,15 +166,15 @@ struct RunCommand: GeofenceSubcommand {
         }
     }
 
-    /// A password given in the `--source` URL is blanked in this process's command line (what `ps` and
-    /// /proc/PID/cmdline show), and the arguments for the re-execution leave it out, passing it on in
-    /// `GEOFENCE_MQTT_PASSWORD` (which only the same user and root can read). Returns those arguments.
-    static func hidingPassword(_ sourceText: String) -> [String] {
-        guard let span = MQTTAddress.passwordSpan(in: sourceText),
-            let password = (try? MQTTAddress(parsing: sourceText))?.password
-        else { return CommandLine.arguments }
+    /// A secret given in the `--source` text (a password in an MQTT URL) is blanked in this process's command
+    /// line (what `ps` and /proc/PID/cmdline show), and the arguments for the re-execution leave it out,
+    /// passing it on in its variable (`GEOFENCE_MQTT_PASSWORD`, which only the same user and root can read).
+    /// Returns those arguments.
+    static func hidingSecret(_ secret: CommandLineSecret?, in sourceText: String) -> [String] {
+        guard let secret else { return CommandLine.arguments }
+        let span = secret.span
         let bytes = Array(sourceText.utf8)
-        setenv("GEOFENCE_MQTT_PASSWORD", password, 1)
+        setenv(secret.variable, secret.value, 1)
         let hidden = String(decoding: bytes[..<span.lowerBound] + bytes[span.upperBound...], as: UTF8.self)
         for i in 0..<Int(CommandLine.argc) {
             guard let argument = CommandLine.unsafeArgv[i] else { continue }
@@ -206,63 +187,25 @@ struct RunCommand: GeofenceSubcommand {
             argument == sourceText ? hidden : argument == "--source=" + sourceText ? "--source=" + hidden : argument
         }
     }
+}
 
-    /// `--source mqtt://...`, with its password from the URL, `--mqtt-password-file` or
-    /// `GEOFENCE_MQTT_PASSWORD` (the last two keep it out of `ps`); never echoed, even in errors.
-    static func mqttSource(_ c: CommandContext, _ text: String) throws -> DaemonConfiguration.Source {
-        var address: MQTTAddress
+extension CommandContext {
+    /// What a source kind reads besides its `--source` text.
+    var sourceArguments: SourceArguments {
+        let arguments = self.arguments
+        return SourceArguments(value: { arguments.value($0) }, environment: environment)
+    }
+
+    /// Runs a source kind's parse, saying its refusal as the CLI says its own.
+    func sourceOptions<T>(_ parse: (SourceArguments) throws -> T) throws -> T {
         do {
-            address = try MQTTAddress(parsing: text)
-        } catch {
-            throw c.invalid("--source", "\(error)")
-        }
-        if let file = c.arguments.value("--mqtt-password-file") {
-            guard address.password == nil else {
-                throw c.usage("--mqtt-password-file and a password in the --source URL: give only one")
+            return try parse(sourceArguments)
+        } catch let refusal as SourceOptionError {
+            switch refusal {
+            case .invalid(let option, let reason): throw invalid(option, reason)
+            case .usage(let message): throw usage(message)
+            case .unreadable(let message): throw CommandFailure(message, exitCode: .noInput)
             }
-            guard let data = FileManager.default.contents(atPath: file) else {
-                let reason = access(file, R_OK) == 0 ? "cannot be read" : String(cString: strerror(errno))
-                throw CommandFailure("cannot read the MQTT password file \(file): \(reason)", exitCode: .noInput)
-            }
-            var password = String(decoding: data, as: UTF8.self)
-            if password.hasSuffix("\n") { password.removeLast() }
-            address.password = password
-        } else if address.password == nil, let password = c.environment["GEOFENCE_MQTT_PASSWORD"] {
-            address.password = password
         }
-        if let ca = c.arguments.value("--mqtt-ca") {
-            guard address.tls else { throw c.usage("--mqtt-ca is for TLS: use mqtts:// in --source") }
-            guard access(ca, R_OK) == 0 else {
-                throw CommandFailure(
-                    "cannot read the MQTT CA file \(ca): \(String(cString: strerror(errno)))", exitCode: .noInput)
-            }
-            address.caFile = ca
-        }
-        let certificate = c.arguments.value("--mqtt-cert")
-        let key = c.arguments.value("--mqtt-key")
-        if certificate != nil || key != nil {
-            guard address.tls else { throw c.usage("--mqtt-cert and --mqtt-key are for TLS: use mqtts:// in --source") }
-            guard let certificate, let key else {
-                throw c.usage("--mqtt-cert and --mqtt-key go together: the certificate and its private key")
-            }
-            for (what, file) in [("certificate", certificate), ("key", key)] where access(file, R_OK) != 0 {
-                throw CommandFailure(
-                    "cannot read the MQTT \(what) file \(file): \(String(cString: strerror(errno)))", exitCode: .noInput
-                )
-            }
-            address.certificateFile = certificate
-            address.keyFile = key
-        }
-        if address.password != nil, address.username == nil {
-            throw c.usage("an MQTT password needs a user name: mqtt://USER@HOST[:PORT]/TOPIC")
-        }
-        var clientID: String?
-        if let id = c.arguments.value("--mqtt-client-id") {
-            guard !id.isEmpty, id.utf8.count <= 65535, !id.contains(where: \.isNewline) else {
-                throw c.invalid("--mqtt-client-id", "must be 1 to 65535 bytes, one line")
-            }
-            clientID = id
-        }
-        return .mqtt(address, clientID: clientID)
     }
 }

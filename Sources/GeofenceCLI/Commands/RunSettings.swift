@@ -46,19 +46,13 @@ enum RunSettings {
             case "--socket":
                 value = configuration.socketPath
             case "--source":
-                // A password in the URL is replaced, never shown.
-                if let text = value, let span = MQTTAddress.passwordSpan(in: text) {
-                    let bytes = Array(text.utf8)
-                    value =
-                        String(decoding: bytes[..<span.lowerBound], as: UTF8.self) + ":(set)"
-                        + String(decoding: bytes[span.upperBound...], as: UTF8.self)
-                }
-            case "--mqtt-client-id":
-                if value == nil, case .mqtt(_, nil) = configuration.source {
-                    value = MQTTAddress.clientID(stateDirectory: configuration.stateDirectory)
-                }
+                // A secret in it (an MQTT URL's password) is replaced, never shown.
+                value = value.map { type(of: configuration.source).printable($0) }
             default:
-                break
+                if value == nil {
+                    value = configuration.source.printedDefault(
+                        option.name, stateDirectory: configuration.stateDirectory)
+                }
             }
             if value == nil, let described = option.defaultDescription {
                 value = described
@@ -66,17 +60,9 @@ enum RunSettings {
             if origin == .unset, value != nil { origin = .defaultValue }
             rows.append(Row(name: option.name, variable: option.environmentVariable, value: value, origin: origin))
         }
-        if case .mqtt(let address, _) = configuration.source, address.password != nil {
-            let text = c.arguments.value("--source") ?? ""
-            let origin: Origin
-            if MQTTAddress.passwordSpan(in: text) != nil {
-                origin = Origin(c.arguments.source(of: "--source"))
-            } else if c.arguments.value("--mqtt-password-file") != nil {
-                origin = Origin(c.arguments.source(of: "--mqtt-password-file"))
-            } else {
-                origin = .environment
-            }
-            rows.append(Row(name: "mqtt-password", variable: "GEOFENCE_MQTT_PASSWORD", value: "(set)", origin: origin))
+        for secret in configuration.source.printedSecrets(c.sourceArguments) {
+            let origin = secret.option.map { Origin(c.arguments.source(of: $0)) } ?? .environment
+            rows.append(Row(name: secret.name, variable: secret.variable, value: "(set)", origin: origin))
         }
         return rows
     }

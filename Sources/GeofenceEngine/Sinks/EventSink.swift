@@ -32,6 +32,14 @@ package protocol EventSink: AnyObject, Sendable {
 
     /// What it can say of itself for `geofence status`: connected or not, and why. Never a credential.
     var health: SinkHealth { get }
+
+    /// Events the supervisor's runner reads from the outbox at a time for it (`SinkRunner.batchSize`).
+    var batchSize: Int { get }
+}
+
+extension EventSink {
+    /// The runner's default.
+    package var batchSize: Int { 2_000 }
 }
 
 /// A sink's own account of itself.

@@ -47,33 +47,15 @@ package final class SinkSupervisor: Sendable {
         }
     }
 
-    /// The MQTT sinks of a daemon on `stateDirectory`, their passwords read from where the definitions say.
-    package static func mqttFactory(stateDirectory: String, environment: [String: String], logger: Logger) -> Factory {
-        { definition in
-            guard definition.kind == "mqtt" else { throw SinkUnavailable("unknown kind of sink \(definition.kind)") }
-            var address = try MQTTAddress(broker: definition.url)
-            address.caFile = definition.caFile
-            address.certificateFile = definition.certificateFile
-            address.keyFile = definition.keyFile
-            if let file = definition.passwordFile {
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    throw SinkUnavailable("cannot read the password file \(file)")
-                }
-                var password = String(decoding: data, as: UTF8.self)
-                if password.hasSuffix("\n") { password.removeLast() }
-                address.password = password
-            } else if let name = definition.passwordEnvironment {
-                guard let password = environment[name] else {
-                    throw SinkUnavailable("the engine's environment has no \(name) (the sink's password)")
-                }
-                address.password = password
+    /// The sinks of a daemon on `stateDirectory`, each made by the kind its definition names
+    /// (`SinkKinds.all`); a kind this engine does not know is the sink's problem, said in `status`.
+    package static func factory(stateDirectory: String, environment: [String: String], logger: Logger) -> Factory {
+        let context = SinkContext(stateDirectory: stateDirectory, environment: environment, logger: logger)
+        return { definition in
+            guard let kind = SinkKinds.kind(named: definition.kind) else {
+                throw SinkUnavailable(SinkKinds.unknown(definition.kind))
             }
-            return MQTTSink(
-                id: definition.id, address: address,
-                clientID: MQTTAddress.clientID(stateDirectory: stateDirectory) + "-sink-" + definition.id,
-                events: definition.events, format: SinkFormat(rawValue: definition.format) ?? .event,
-                topic: TopicTemplate(definition.topic), stateTopic: definition.stateTopic.map(TopicTemplate.init),
-                statusTopic: definition.statusTopic, logger: logger)
+            return try kind.makeSink(definition, context: context)
         }
     }
 
@@ -143,8 +125,7 @@ package final class SinkSupervisor: Sendable {
                 if first { logger.error("sink \(definition.id): \(why); trying again every second") }
                 continue
             }
-            let runner = SinkRunner(
-                sink: sink, store: store, logger: logger, batchSize: (sink as? MQTTSink)?.batchSize ?? 2_000)
+            let runner = SinkRunner(sink: sink, store: store, logger: logger, batchSize: sink.batchSize)
             let paused = state.withLock { s in
                 s.broken[definition.id] = nil
                 return s.paused
