@@ -117,13 +117,25 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
     /// Connects, starts the loop, and waits up to `timeout` seconds for the broker's answer: an
     /// unreachable or refusing broker at start is an error to say at once, not a source that stays quiet.
     func start(timeout: Double) throws(MQTTError) {
+        // Without OpenSSL's word on certificates, the likeliest cause for a TLS broker that hangs up
+        // unanswered (libmosquitto then says "Protocol error" or nothing at all, depending on timing: in
+        // `mosquitto_connect` itself, or once the loop runs).
+        let hint =
+            options.tls && options.certificateFile == nil
+            ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
+                + "give one: --mqtt-cert and --mqtt-key for a source, --cert and --key for a sink)" : ""
         let code = mosquitto_connect(handle, options.host, options.port, options.keepalive)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
             // A TLS handshake that fails inside `mosquitto_connect` says why only in libmosquitto's log.
+            let error = errno
             let logged = code == MOSQ_ERR_TLS.rawValue ? lock.withLock { lastError } : nil
             let reason =
-                code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : logged ?? Self.text(code)
-            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)")
+                code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(error)) : logged ?? Self.text(code)
+            // A broker that cannot be reached needs no word on certificates; one that hung up in the handshake
+            // (EPROTO, ECONNRESET, EPIPE from OpenSSL's socket) may want one.
+            let hungUp = [EPROTO, ECONNRESET, EPIPE].contains(error)
+            let said = (code == MOSQ_ERR_ERRNO.rawValue && !hungUp) || reason.contains("certificate") ? "" : hint
+            throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(reason)\(said)")
         }
         let looping = mosquitto_loop_start(handle)
         guard looping == MOSQ_ERR_SUCCESS.rawValue else {
@@ -153,12 +165,6 @@ final class MosquittoClient: MQTTClient, @unchecked Sendable {
         default:
             stop()
             let (logged, lost) = lock.withLock { (lastError, lostBeforeAnswer) }
-            // Without OpenSSL's word on certificates, the likeliest cause for a TLS broker that hangs up
-            // unanswered (libmosquitto then says "Protocol error" or nothing at all, depending on timing).
-            let hint =
-                options.tls && options.certificateFile == nil
-                ? " (the broker closed the TLS connection before answering; if it wants a client certificate, "
-                    + "give one: --mqtt-cert and --mqtt-key for a source, --cert and --key for a sink)" : ""
             if let logged {
                 let said = logged.contains("certificate") ? "" : hint
                 throw MQTTError(description: "cannot connect to the MQTT broker at \(address): \(logged)\(said)")
