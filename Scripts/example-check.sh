@@ -42,7 +42,15 @@ for marker in "$WORK"/blocks/*.marker; do
 done
 [ "$checked" -ge 4 ] || { echo "example-check: only $checked compiled blocks in Docs/library.md" >&2; exit 1; }
 
+# SwiftPM does not see files added to or moved within the package the example depends on (this one) in an
+# existing scratch directory, and then fails to compile or links stale objects: start it afresh whenever the
+# list of source files changed.
+SOURCES_LIST=$(cd "$HERE" && find Sources -name '*.swift' | sort | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$HERE/.build/examples/.sources" 2>/dev/null)" != "$SOURCES_LIST" ]; then
+  rm -rf "$HERE/.build/examples"
+fi
 swift build --package-path "$HERE/Examples/print-events" --scratch-path "$HERE/.build/examples" -q
+echo "$SOURCES_LIST" > "$HERE/.build/examples/.sources"
 "$BIN/geofence-sim" demo-drive --json > "$WORK/drive.jsonl"
 
 "$HERE/.build/examples/debug/print-events" "$WORK/drive.jsonl" > "$WORK/embedded.jsonl" 2> "$WORK/embedded.log"
