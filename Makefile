@@ -5,12 +5,13 @@
 #   make deb     build geofence_VERSION_ARCH.deb (Docs/install.md)
 #
 # System packages are installed here (never by hand): the C libraries the package links against and
-# Debian's gpsd and mosquitto (broker and clients), which the integration tests and the demo run
+# Debian's gpsd, mosquitto (broker and clients) and nats-server, which the integration tests and the demo run
 # privately (never the system's).
 
 SWIFT       ?= swift
 CONFIG      ?= debug
 APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients libsystemd-dev libmicrohttpd-dev \
+               libnats-dev nats-server \
                python3-prometheus-client $(DEB_PACKAGES)
 # What `make deb` (and the package's check in `make test`) needs: debhelper and dpkg's tools to build the
 # package, lintian to check it, systemd for `systemd-analyze verify` of its unit, util-linux for unshare.

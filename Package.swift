@@ -39,6 +39,13 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        // NATS with JetStream and its key-value store through Debian's libnats-dev (nats.c 3.4): the cluster's
+        // transport (Docs/cluster.md).
+        .systemLibrary(
+            name: "CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
         // An HTTP server for /metrics and /healthz (Debian's libmicrohttpd-dev).
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -59,7 +66,7 @@ let package = Package(
             name: "GeofenceEngine",
             dependencies: [
                 "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto", "CSystemd",
-                "CMicroHTTPD",
+                "CMicroHTTPD", "CNATS",
             ]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.
