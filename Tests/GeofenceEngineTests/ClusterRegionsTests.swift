@@ -163,7 +163,8 @@ struct ClusterRegionsTests {
             let follower = try Follower(urls: cluster.urls)
             defer { follower.regions.stop() }
             #expect(follower.regions.waitUntilLoaded(timeout: .seconds(5)))
-            #expect(follower.recorded.batches.withLock { $0.first?.initial == true && $0.first?.changes.isEmpty == true })
+            let first = follower.recorded.batches.withLock { $0.first }
+            #expect(first?.initial == true && first?.changes.isEmpty == true)
             let writer = try ClusterRegionStore(connection: try NATSConnection(urls: cluster.urls))
             let added = try writer.add(try Self.region("first"), replace: false, requestID: nil)
             #expect(follower.arrival(of: .put(added.region, seq: added.seq)) != nil)

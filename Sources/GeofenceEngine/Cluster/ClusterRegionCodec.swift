@@ -13,6 +13,12 @@ package enum ClusterRegionCodec {
     package static let subjects = "$KV.\(bucket).>"
     /// The subject prefix before a key.
     static let subjectPrefix = "$KV.\(bucket)."
+    /// How the bucket's stream is read: every message in order (`false`), not the last message of each key
+    /// (`DeliverLastPerSubject`). The bucket keeps one value per key (history 1), so both give the same, but
+    /// nats-server 2.9 takes far longer to start and to pace a last-per-subject consumer over a million keys
+    /// (Docs/cluster.md, "Regions": measured). With more history, every older value is read and overwritten
+    /// in order, which ends in the same state.
+    package static let readLastPerSubject = false
     /// The header naming the request (`--request-id`) that wrote an entry, so that the same command run
     /// again recognizes its own writes.
     package static let requestHeader = "Geofence-Request"

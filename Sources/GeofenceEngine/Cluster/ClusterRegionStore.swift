@@ -203,19 +203,21 @@ package final class ClusterRegionStore: @unchecked Sendable {
         }
         let consumer = try NATSOrderedConsumer(
             connection: connection, stream: ClusterRegionCodec.stream, subject: ClusterRegionCodec.subjects,
-            lastPerSubject: true, headersOnly: !values, headers: ["KV-Operation", ClusterRegionCodec.requestHeader])
+            lastPerSubject: ClusterRegionCodec.readLastPerSubject, headersOnly: !values,
+            headers: ["KV-Operation", ClusterRegionCodec.requestHeader])
         defer { consumer.stop() }
         var quiet = 0
         while true {
             let batch = consumer.take(timeout: .seconds(1))
             if batch.isEmpty {
-                // Nothing more to come (the bucket emptied meanwhile), or the server is slow to send.
-                if try consumer.serverPending() == 0 && quiet >= 1 { return entries }
+                // Nothing more to come (the bucket emptied meanwhile), or the server is still counting what
+                // to send (seconds, for a million keys on a loaded machine): it says which when asked.
                 quiet += 1
-                if quiet > 10 {
+                if quiet >= 2, (try? consumer.serverPending()) == 0 { return entries }
+                if quiet > 120 {
                     throw NATSError(
                         kind: .timeout, operation: "read \(ClusterRegionCodec.bucket)",
-                        text: "no message for 10 s with messages pending")
+                        text: "no message for 2 minutes with messages pending")
                 }
                 continue
             }

@@ -57,7 +57,7 @@ package final class ClusterRegions: @unchecked Sendable {
         let empty = (try connection.streamInfo(name: ClusterRegionCodec.stream)?.messages ?? 0) == 0
         let consumer = try NATSOrderedConsumer(
             connection: connection, stream: ClusterRegionCodec.stream, subject: ClusterRegionCodec.subjects,
-            lastPerSubject: true, headers: ["KV-Operation"])
+            lastPerSubject: ClusterRegionCodec.readLastPerSubject, headers: ["KV-Operation"])
         condition.withLock {
             self.consumer = consumer
             running = true

@@ -38,10 +38,12 @@ package final class NATSOrderedConsumer: @unchecked Sendable {
 
     /// Subscribes to `subject` (a stream's subjects, wildcards allowed) of `stream`: all of its messages
     /// (`lastPerSubject` false) or the last per subject, the payload left out with `headersOnly`;
-    /// `headers` names the headers each `Message` gives. **Blocks** for the consumer's creation.
+    /// `headers` names the headers each `Message` gives. **Blocks** for the consumer's creation, up to
+    /// `createTimeout`: the server counts what the consumer has to deliver first, which takes seconds for the
+    /// last message of each of a million subjects.
     package init(
         connection: NATSConnection, stream: String, subject: String, lastPerSubject: Bool, headersOnly: Bool = false,
-        headers: [String] = []
+        headers: [String] = [], createTimeout: Duration = .seconds(60)
     ) throws {
         self.connection = connection
         let queue = Queue(headers: headers)
@@ -51,6 +53,9 @@ package final class NATSOrderedConsumer: @unchecked Sendable {
         options.Ordered = true
         options.Config.DeliverPolicy = lastPerSubject ? js_DeliverLastPerSubject : js_DeliverAll
         options.Config.HeadersOnly = headersOnly
+        var context = jsOptions()
+        jsOptions_Init(&context)
+        context.Wait = natsMilliseconds(createTimeout)
         var subscription: OpaquePointer?
         var code = jsErrCode(0)
         // Released by the completion callback, once nats.c will call neither callback again.
@@ -64,7 +69,7 @@ package final class NATSOrderedConsumer: @unchecked Sendable {
                     defer { natsMsg_Destroy(message) }
                     guard let closure else { return }
                     Unmanaged<Queue>.fromOpaque(closure).takeUnretainedValue().received(message)
-                }, closure, nil, &options, &code)
+                }, closure, &context, &options, &code)
         }
         guard status == NATS_OK, let subscription else {
             Unmanaged<Queue>.fromOpaque(closure).release()
