@@ -46,6 +46,23 @@ func runClusterRegions(n: Int, report: Report) throws {
         section, "engine start: load the bucket (ClusterRegions)", "\(grouped(load, decimals: 1)) s",
         "\(loaded.initialCount) regions\(ready ? "" : ", NOT LOADED")")
 
+    // For comparison: nats.c's own key-value watch (the last value of each key, then `.caughtUp`), values
+    // only, nothing decoded.
+    progress("cluster regions: nats.c's KV watch of \(sizeName(n))")
+    var watched = 0
+    let watch = try seconds {
+        let watcher = try store.bucket.watch()
+        while let update = try watcher.next(timeout: .seconds(120)) {
+            if case .caughtUp = update { break }
+            watched += 1
+        }
+        watcher.stop()
+    }
+    report.add(
+        section, "the same keys through nats.c's KV watch (kvStore_Watch), not decoded",
+        "\(grouped(watch, decimals: 1)) s",
+        "\(watched) entries")
+
     progress("cluster regions: latency of a change")
     var latencies: [Double] = []
     for index in 0..<20 {
