@@ -15,7 +15,7 @@ package enum ClusterRegionCodec {
     static let subjectPrefix = "$KV.\(bucket)."
     /// How the bucket's stream is read: every message in order (`false`), not the last message of each key
     /// (`DeliverLastPerSubject`). The bucket keeps one value per key (history 1), so both give the same, but
-    /// nats-server 2.9 takes far longer to start and to pace a last-per-subject consumer over a million keys
+    /// nats-server 2.9 was twice as slow with a last-per-subject consumer over a million keys
     /// (Docs/cluster.md, "Regions": measured). With more history, every older value is read and overwritten
     /// in order, which ends in the same state.
     package static let readLastPerSubject = false

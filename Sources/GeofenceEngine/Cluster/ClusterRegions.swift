@@ -12,8 +12,9 @@ package enum ClusterRegionChange: Sendable, Equatable {
 }
 
 /// An engine's copy of the cluster's regions: every region of the bucket `geofence-regions` at start, then
-/// every change as it is written, read from the bucket's stream by an ordered consumer (the last message of
-/// each key, then everything new) on a thread of its own, and handed to `apply` in batches.
+/// every change as it is written, read from the bucket's stream in order by an ordered consumer (with
+/// history 1, each key's latest write, then everything new) on a thread of its own, and handed to `apply`
+/// in batches.
 ///
 /// The first batch (`initial`) holds every region of the bucket as `.put`s in revision order; each later
 /// batch the changes since, in the order they were written. An entry that is not a region (someone wrote
