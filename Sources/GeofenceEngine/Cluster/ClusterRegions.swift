@@ -17,7 +17,9 @@ package enum ClusterRegionChange: Sendable, Equatable {
 /// in batches.
 ///
 /// The first batch (`initial`) holds every region of the bucket as `.put`s in revision order; each later
-/// batch the changes since, in the order they were written. An entry that is not a region (someone wrote
+/// batch the changes since, in the order they were written. The first batch is the bucket as the server
+/// the consumer runs on holds it: a write acknowledged by the others but not yet applied there comes as a
+/// change right after. An entry that is not a region (someone wrote
 /// something else to the bucket) is skipped with one log line, and a region it overwrote is removed; nothing
 /// in the bucket can make this trap.
 package final class ClusterRegions: @unchecked Sendable {
