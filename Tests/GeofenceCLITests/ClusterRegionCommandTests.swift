@@ -2,6 +2,7 @@ import Foundation
 import GeofenceCore
 import GeofenceEngine
 import GeofenceTestSupport
+import Synchronization
 import Testing
 
 /// `geofence add`, `remove` and `import` with `--nats`, run as the built binary against a real 3-server
@@ -171,6 +172,55 @@ struct ClusterRegionCommandTests {
             // Under another request id the 700 are what they are: regions that exist.
             let other = try cli.run(["import", moreFile] + nats)
             #expect(other.status == 65 && other.stderr.hasPrefix("Error: 2000 regions already exist"))
+        }
+    }
+
+    @Test("an import cut off by the loss of the cluster's quorum says so, and its re-run writes the rest")
+    func brokenImport() throws {
+        try Self.withCluster { cli, cluster, store in
+            let ids = (0..<100_000).map { "b\($0)" }
+            let file = cli.dir.file("big.json")
+            try Self.regionsFile(ids).write(toFile: file, atomically: true, encoding: .utf8)
+            let arguments = ["import", file, "--nats", cluster.urls]
+            let outcome = Mutex<GeofenceBinary.Result?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let result = try? cli.run(arguments)
+                outcome.withLock { $0 = result }
+                finished.signal()
+            }
+            // Two of the three servers go away once the writes have begun: the bucket has no quorum.
+            let began = ContinuousClock.now
+            func stored() -> UInt64 {
+                (try? store.connection.streamInfo(name: ClusterRegionCodec.stream))??.messages ?? 0
+            }
+            while stored() < 100, ContinuousClock.now - began < .seconds(30) {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            try cluster.kill(server: 2)
+            try cluster.kill(server: 3)
+            #expect(finished.wait(timeout: .now() + 60) == .success)
+            let broken = try #require(outcome.withLock { $0 })
+            #expect(broken.status == 69, "\(broken.stderr)")
+            #expect(broken.stderr.contains("the import broke off after"), "\(broken.stderr)")
+            let stderr = broken.stderr
+            let match = stderr.firstMatch(of: #/request id \((req-[0-9a-z]+)\)/#)
+            let requestID = try #require(match.map { String($0.1) }, "\(stderr)")
+            try cluster.restart(server: 2)
+            try cluster.restart(server: 3)
+            // The bucket's stream elects a leader again some seconds after its servers are back.
+            let back = ContinuousClock.now
+            while (try? store.connection.streamInfo(name: ClusterRegionCodec.stream))??.leader.isEmpty ?? true,
+                ContinuousClock.now - back < .seconds(30)
+            {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            let partial = try Self.live(store).count
+            #expect(partial < ids.count, "some regions were not written")
+            let rerun = try cli.run(arguments + ["--request-id", requestID])
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+            #expect(try Self.live(store) == Set(ids))
+            print("NATS import of \(ids.count) regions cut off with \(partial) stored; the re-run wrote the rest")
         }
     }
 }

@@ -72,8 +72,10 @@ extension NATSKeyValue {
             status = js_PublishMsgAsync(context, &message, nil)
             natsMsg_Destroy(message)
             guard status == NATS_OK else {
+                // (Typically no acknowledgement for `requestTimeout` with `window` in flight: the stream has no
+                // quorum.) What is in flight is given up: its writes may or may not be stored.
                 let error = NATSError.from(status, operation: "write \(bucket)/\(write.key)")
-                _ = js_PublishAsyncComplete(context, nil)
+                Self.abandon(context, wait: requestMilliseconds)
                 throw BulkFailure(acknowledged: tracker.count, error: error)
             }
             sent += 1
@@ -85,8 +87,7 @@ extension NATSKeyValue {
         status = js_PublishAsyncComplete(context, &wait)
         if status != NATS_OK {
             // What is still unacknowledged is dropped: its writes may or may not be stored.
-            var pending = natsMsgList()
-            if js_PublishAsyncGetPendingList(&pending, context) == NATS_OK { natsMsgList_Destroy(&pending) }
+            Self.abandon(context, wait: 1)
             if tracker.failure == nil {
                 throw BulkFailure(
                     acknowledged: tracker.count,
@@ -103,6 +104,17 @@ extension NATSKeyValue {
         }
         retained.release()
         progress(tracker.count)
+    }
+
+    /// Waits up to `wait` ms for the acknowledgements in flight, then drops those still missing. Never
+    /// `js_PublishAsyncComplete` without a limit: with the stream's quorum gone it would wait for ever.
+    private static func abandon(_ context: OpaquePointer, wait: Int64) {
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = max(1, wait)
+        _ = js_PublishAsyncComplete(context, &options)
+        var pending = natsMsgList()
+        if js_PublishAsyncGetPendingList(&pending, context) == NATS_OK { natsMsgList_Destroy(&pending) }
     }
 
     /// `putAll` stopped: `acknowledged` writes are stored, the others may or may not be.
