@@ -141,7 +141,7 @@ struct ImportCommand: GeofenceSubcommand {
             }
         } catch let interrupted as ClusterRegionStore.ImportInterrupted {
             throw CommandFailure(
-                "the import broke off after \(interrupted.written) of \(interrupted.total) regions were stored "
+                "the import broke off after \(interrupted.written) of \(interrupted.total) regions were acknowledged "
                     + "(\(interrupted.error)): the cluster holds part of the file. Run it again under the same "
                     + "request id (\(requestID)), which writes only the rest: "
                     + c.retryCommand(requestID: requestID), exitCode: .unavailable)
