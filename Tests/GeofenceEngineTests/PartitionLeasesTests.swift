@@ -108,6 +108,123 @@ struct PartitionLeasesTests {
             }
         }
     }
+
+    // MARK: Lease managers
+
+    /// One monotonic clock for every manager and the log: all run in this process, so times compare.
+    static let origin = ContinuousClock.now
+    static let clock: @Sendable () -> Double = {
+        let (seconds, attoseconds) = (ContinuousClock.now - origin).components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    static let partitions = 12
+    static let ttl = 2.0
+
+    static func settings(_ name: String) throws -> LeaseSettings {
+        try LeaseSettings(
+            partitions: partitions, ttl: ttl, leaseBucket: "\(name)-leases", engineBucket: "\(name)-engines")
+    }
+
+    /// A started manager for `engine` with a connection of its own to `urls`, logging its events to `log`.
+    static func manager(
+        _ engine: String, settings: LeaseSettings, urls: String, log: OwnershipLog,
+        ignoreDiscoveredServers: Bool = false
+    ) throws -> PartitionLeases {
+        let connection = try NATSConnection(
+            urls: urls, name: engine, connectTimeout: .milliseconds(500), requestTimeout: .milliseconds(500),
+            ignoreDiscoveredServers: ignoreDiscoveredServers)
+        let leases = try PartitionLeases(
+            engineID: engine, settings: settings, connection: connection, clock: clock
+        ) { log.record(engine, $0) }
+        try leases.start()
+        return leases
+    }
+
+    /// Whether `managers` hold `counts` partitions each (in order), all different, every one valid now.
+    static func holds(_ managers: [PartitionLeases], _ counts: [Int]) -> Bool {
+        let now = clock()
+        let held = managers.map { manager in manager.held().filter { $0.validUntil > now }.map(\.partition) }
+        return held.map(\.count) == counts && Set(held.joined()).count == counts.reduce(0, +)
+    }
+
+    static func describe(_ managers: [PartitionLeases]) -> String {
+        managers.map { "\($0.engineID): \($0.held().map(\.partition))" }.joined(separator: "; ")
+    }
+
+    static func seconds(_ value: Double) -> String { String(format: "%.2f s", value) }
+
+    @Test("three engines share 12 partitions 4/4/4; one crashes and the others take its partitions after its deadline")
+    func shareAndTakeOverFromCrash() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let settings = try Self.settings("crash")
+        let log = OwnershipLog(clock: Self.clock)
+        let started = Self.clock()
+        let managers = try ["engine-a", "engine-b", "engine-c"].enumerated().map { index, engine in
+            try Self.manager(engine, settings: settings, urls: cluster.serverURLs[index], log: log)
+        }
+        defer { for manager in managers { manager.stop() } }
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        let shared = Self.clock() - started
+        print(
+            "NATS leases: 3 engines hold 4/4/4 of 12 partitions \(Self.seconds(shared)) after start (TTL \(Self.ttl) s)"
+        )
+        #expect(shared < 3, "4/4/4 after \(shared) s")
+
+        // engine-c stops renewing and writes nothing more, as if its process died.
+        let crashed = managers[2]
+        let orphans = crashed.held()
+        let halted = Self.clock()
+        crashed.halt()
+        #expect(
+            Wait.blocking(timeout: 10) { Self.holds(Array(managers.prefix(2)), [6, 6]) }, "\(Self.describe(managers))")
+        var takeOvers: [Double] = []
+        for lease in orphans {
+            let taken = try #require(
+                log.entries().first {
+                    $0.engine != "engine-c" && $0.time > halted && $0.event.partition == lease.partition
+                        && $0.event.isAcquired
+                })
+            // Never before the crashed owner's validity ended, nor before a TTL after its last renewal was sent.
+            #expect(
+                taken.time > lease.validUntil,
+                "p-\(lease.partition) taken at \(taken.time), valid until \(lease.validUntil)")
+            #expect(taken.time >= lease.renewedAt + Self.ttl)
+            let lost = try #require(
+                log.entries().first { $0.engine == "engine-c" && $0.event == .lost(partition: lease.partition) })
+            #expect(lost.time < lease.validUntil, "lost told at \(lost.time), valid until \(lease.validUntil)")
+            takeOvers.append(taken.time - lease.renewedAt)
+        }
+        let slowest = try #require(takeOvers.max())
+        print(
+            "NATS leases: crashed engine's 4 partitions taken \(Self.seconds(takeOvers.min() ?? 0))-\(Self.seconds(slowest)) after its last renewal was sent (TTL \(Self.ttl) s); at most \(Self.seconds(Self.clock() - halted)) after the crash"
+        )
+        #expect(slowest < Self.ttl + 1, "take-over \(slowest) s after the last renewal")
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+    }
+
+    @Test("a late engine joins two: the partitions move from 6/6 to 4/4/4, never two valid owners")
+    func lateJoinerRebalances() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let settings = try Self.settings("join")
+        let log = OwnershipLog(clock: Self.clock)
+        var managers = try ["engine-a", "engine-b"].map {
+            try Self.manager($0, settings: settings, urls: cluster.urls, log: log)
+        }
+        defer { for manager in managers { manager.stop() } }
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [6, 6]) }, "\(Self.describe(managers))")
+        let joined = Self.clock()
+        managers.append(try Self.manager("engine-c", settings: settings, urls: cluster.urls, log: log))
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        let rebalanced = Self.clock() - joined
+        let moved = log.entries().filter { $0.engine == "engine-c" && $0.event.isAcquired }.count
+        print("NATS leases: a third engine joined; 4/4/4 \(Self.seconds(rebalanced)) later, \(moved) partitions moved")
+        #expect(moved == 4)
+        #expect(rebalanced < Self.ttl * 2, "rebalanced after \(rebalanced) s")
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+        // Each given-back partition was lost by its old owner before the new one acquired it.
+        #expect(managers.allSatisfy { $0.statistics().usurped == 0 })
+    }
 }
 
 /// Lets threads start a step together: each waits in `arriveAndWait` until all have arrived and the test
@@ -137,4 +254,56 @@ final class StartGate: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
     }
+}
+
+/// Every `acquired` and `lost` of a group of lease managers, with the time on the one clock they share, and
+/// the check that no partition ever had two owners between their `acquired` and their `lost`.
+final class OwnershipLog: Sendable {
+    struct Entry: Sendable {
+        let time: Double
+        let engine: String
+        let event: LeaseEvent
+    }
+
+    private let clock: @Sendable () -> Double
+    private let log = Mutex<[Entry]>([])
+
+    init(clock: @escaping @Sendable () -> Double) { self.clock = clock }
+
+    func record(_ engine: String, _ event: LeaseEvent) {
+        let time = clock()
+        log.withLock { $0.append(Entry(time: time, engine: engine, event: event)) }
+    }
+
+    func entries() -> [Entry] { log.withLock { $0 } }
+
+    /// Each time a partition was acquired while another engine (or the same) still held it.
+    func overlaps() -> [String] {
+        var holders: [Int: [String: Double]] = [:]
+        var found: [String] = []
+        for entry in entries().sorted(by: { $0.time < $1.time }) {
+            let partition = entry.event.partition
+            if entry.event.isAcquired {
+                if let other = holders[partition, default: [:]].first {
+                    found.append(
+                        "p-\(partition): \(entry.engine) acquired at \(entry.time) while \(other.key) held it since \(other.value)"
+                    )
+                }
+                holders[partition, default: [:]][entry.engine] = entry.time
+            } else {
+                holders[partition, default: [:]][entry.engine] = nil
+            }
+        }
+        return found
+    }
+}
+
+extension LeaseEvent {
+    var partition: Int {
+        switch self {
+        case .acquired(let partition, _, _), .lost(let partition): partition
+        }
+    }
+
+    var isAcquired: Bool { if case .acquired = self { true } else { false } }
 }
