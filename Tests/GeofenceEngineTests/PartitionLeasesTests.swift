@@ -225,6 +225,98 @@ struct PartitionLeasesTests {
         // Each given-back partition was lost by its old owner before the new one acquired it.
         #expect(managers.allSatisfy { $0.statistics().usurped == 0 })
     }
+
+    @Test(
+        "a network cut between one engine and NATS: it reports lost for all its partitions before another acquires them"
+    )
+    func networkCut() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let settings = try Self.settings("cut")
+        let log = OwnershipLog(clock: Self.clock)
+        let port = try #require(cluster.clientPort(server: 3))
+        let proxy = try FaultProxy(targetPort: port)
+        defer { proxy.stop() }
+        var managers = try ["engine-a", "engine-b"].enumerated().map { index, engine in
+            try Self.manager(engine, settings: settings, urls: cluster.serverURLs[index], log: log)
+        }
+        managers.append(
+            try Self.manager(
+                "engine-c", settings: settings, urls: "nats://\(proxy.address)", log: log, ignoreDiscoveredServers: true
+            ))
+        defer {
+            proxy.heal()
+            for manager in managers { manager.stop() }
+        }
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        let cutOff = managers[2].held()
+
+        let cut = Self.clock()
+        proxy.cut()
+        #expect(
+            Wait.blocking(timeout: 10) { Self.holds(Array(managers.prefix(2)), [6, 6]) }, "\(Self.describe(managers))")
+        #expect(managers[2].held().isEmpty)
+        let entries = log.entries()
+        var told: [Double] = []
+        var taken: [Double] = []
+        for lease in cutOff {
+            let lost = try #require(
+                entries.first { $0.engine == "engine-c" && $0.event == .lost(partition: lease.partition) })
+            let acquired = try #require(
+                entries.first { $0.engine != "engine-c" && $0.time > cut && $0.event.partition == lease.partition })
+            #expect(acquired.event.isAcquired)
+            #expect(lost.time < acquired.time, "p-\(lease.partition): lost at \(lost.time), taken at \(acquired.time)")
+            #expect(lost.time < lease.validUntil)
+            told.append(lost.time - cut)
+            taken.append(acquired.time - cut)
+        }
+        print(
+            "NATS leases: network cut; the cut engine told lost \(Self.seconds(told.min() ?? 0))-\(Self.seconds(told.max() ?? 0)) after the cut, the others acquired \(Self.seconds(taken.min() ?? 0))-\(Self.seconds(taken.max() ?? 0)) after it"
+        )
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+
+        // Healed: the cut engine is back and gets its share again.
+        let healed = Self.clock()
+        proxy.heal()
+        #expect(Wait.blocking(timeout: 15) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        print("NATS leases: healed; 4/4/4 again \(Self.seconds(Self.clock() - healed)) later")
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+        #expect(managers.allSatisfy { $0.statistics().usurped == 0 })
+    }
+
+    @Test("killing the NATS server that leads the lease bucket keeps ownership single, and it recovers")
+    func serverKill() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let settings = try Self.settings("kill")
+        let log = OwnershipLog(clock: Self.clock)
+        let managers = try ["engine-a", "engine-b", "engine-c"].map {
+            try Self.manager($0, settings: settings, urls: cluster.urls, log: log)
+        }
+        defer { for manager in managers { manager.stop() } }
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        let observer = try NATSConnection(urls: cluster.urls, name: "observer")
+        let leader = try #require(try observer.streamInfo(name: "KV_\(settings.leaseBucket)")).leader
+        let server = try #require(Int(leader.dropFirst()), "leader \(leader)")
+
+        let killed = Self.clock()
+        try cluster.kill(server: server)
+        defer { try? cluster.restart(server: server) }
+        // Wait until the leases were all renewed after the kill, 4/4/4.
+        #expect(
+            Wait.blocking(timeout: 20) {
+                Self.holds(managers, [4, 4, 4])
+                    && managers.allSatisfy { $0.held().allSatisfy { $0.renewedAt > killed } }
+            }, "\(Self.describe(managers))")
+        let recovered = Self.clock() - killed
+        let lost = log.entries().filter { $0.time > killed && !$0.event.isAcquired }.count
+        print(
+            "NATS leases: killed \(leader) (the lease bucket's leader); 4/4/4 renewed again \(Self.seconds(recovered)) later, \(lost) leases lost meanwhile"
+        )
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+        #expect(managers.allSatisfy { $0.statistics().usurped == 0 })
+        try cluster.restart(server: server)
+        #expect(Wait.blocking(timeout: 10) { Self.holds(managers, [4, 4, 4]) }, "\(Self.describe(managers))")
+        #expect(log.overlaps().isEmpty, "\(log.overlaps())")
+    }
 }
 
 /// Lets threads start a step together: each waits in `arriveAndWait` until all have arrived and the test

@@ -153,6 +153,18 @@ struct LeaseBook {
     private var retired: [Int: UInt64] = [:]
     /// Revisions a claim was refused from: not tried again from the same one.
     private var refusedFrom: [Int: UInt64] = [:]
+    /// When a claim that got no answer may be tried again.
+    private var claimRetryAt: [Int: Double] = [:]
+    /// A write of this engine's that its watch has not shown yet (lease, heartbeat), and when it was stored: a
+    /// watch that lags a renewal interval behind is made again (nats.c's watch does not always survive the
+    /// loss of its stream's leader).
+    private var unseenLeaseWrite: (revision: UInt64, at: Double)?
+    private var unseenHeartbeat: (revision: UInt64, at: Double)?
+    /// A claim refused from `revision`: the key has a newer one, which the watch should show.
+    private var unseenRefusal: (partition: Int, revision: UInt64, at: Double)?
+    /// When a write last got no answer: claims of others' leases wait until writes have gone through again
+    /// for a while.
+    private var lastFailureAt = -Double.infinity
     private var lastBeat = -Double.infinity
     private var beat: UInt64 = 0
     /// Events not yet delivered, oldest first.
@@ -169,8 +181,12 @@ struct LeaseBook {
 
     /// A lease key's write (or delete) seen at `now`.
     mutating func observeLease(key: String, revision: UInt64, record: LeaseRecord?, now: Double) {
+        if let unseen = unseenLeaseWrite, revision >= unseen.revision { unseenLeaseWrite = nil }
         guard key.hasPrefix("p-"), let partition = Int(key.dropFirst(2)), (0..<settings.partitions).contains(partition)
         else { return }
+        if let unseen = unseenRefusal, unseen.partition == partition, revision > unseen.revision {
+            unseenRefusal = nil
+        }
         if let known = observed[partition], known.revision >= revision { return }
         observed[partition] = Observed(revision: revision, record: record, seenAt: now)
         if let release = releasing[partition], revision > release.revision { releasing[partition] = nil }
@@ -201,8 +217,33 @@ struct LeaseBook {
     }
 
     /// An engine's heartbeat (`alive`) or its key deleted, seen at `now`.
-    mutating func observeEngine(_ id: String, alive: Bool, now: Double) {
+    mutating func observeEngine(_ id: String, revision: UInt64, alive: Bool, now: Double) {
+        if let unseen = unseenHeartbeat, revision >= unseen.revision { unseenHeartbeat = nil }
         engines[id] = alive ? now : nil
+    }
+
+    /// A heartbeat was stored at `revision`.
+    mutating func heartbeatStored(revision: UInt64, now: Double) {
+        if unseenHeartbeat == nil { unseenHeartbeat = (revision, now) }
+    }
+
+    /// Whether the lease watch (`leases`) or the engines' watch lags a renewal interval behind this engine's
+    /// own writes; once told, the measure starts again.
+    mutating func watchLags(leases: Bool, now: Double) -> Bool {
+        let since = leases ? [unseenLeaseWrite?.at, unseenRefusal?.at].compactMap { $0 }.min() : unseenHeartbeat?.at
+        guard let since, now - since > settings.renewalInterval else { return false }
+        if leases {
+            unseenLeaseWrite = nil
+            unseenRefusal = nil
+        } else {
+            unseenHeartbeat = nil
+        }
+        statistics.watchRestarts += 1
+        return true
+    }
+
+    private mutating func leaseStored(revision: UInt64, now: Double) {
+        if unseenLeaseWrite == nil { unseenLeaseWrite = (revision, now) }
     }
 
     mutating func markEnginesCaughtUp() { enginesCaughtUp = true }
@@ -238,37 +279,66 @@ struct LeaseBook {
         let live = liveEngines(now: now)
         let target = LeaseSettings.target(for: engineID, live: live, partitions: settings.partitions)
         if held.count > target {
-            // Give back the extras (a new engine joined): highest partitions first.
-            for partition in held.keys.sorted().suffix(held.count - target) {
+            // Give back the extras (a new engine joined), highest partitions first, as many as the others
+            // lack: when none lacks any (an orphan was just rescued) giving back would only move it again.
+            let lacking = shortfall(live: live, now: now)
+            for partition in held.keys.sorted().suffix(min(held.count - target, lacking)) {
                 statistics.released += 1
                 declareLost(partition, releaseAt: now + settings.margin)
             }
             return actions
         }
-        // Claim from this engine's share of the ring first, so engines that start together rarely collide.
+        // Its own leases first (those it gave up when it could not renew: taken back, the partition keeps its
+        // owner and its state), then from this engine's share of the ring, so engines that start together
+        // rarely collide.
         let partitions = settings.partitions
         let start = (live.firstIndex(of: engineID) ?? 0) * partitions / max(1, live.count)
+        let ring = (0..<partitions).map { (start + $0) % partitions }
+        let own = ring.filter { partition in
+            observed[partition]?.record.map { $0.owner == engineID && retired[partition] == $0.term } ?? false
+        }
         var count = held.count
-        for offset in 0..<partitions {
-            let partition = (start + offset) % partitions
+        for partition in own + ring.filter({ !own.contains($0) }) {
             guard held[partition] == nil, releasing[partition] == nil else { continue }
+            guard now >= claimRetryAt[partition] ?? 0 else { continue }
             let seen = observed[partition] ?? Observed(revision: 0, record: nil, seenAt: caughtUpAt)
             guard refusedFrom[partition] != seen.revision else { continue }
             let age = now - seen.seenAt
             let ownRetired = seen.record.map { $0.owner == engineID && retired[partition] == $0.term } ?? false
             let free = seen.record == nil || ownRetired
             let expired = !free && age >= settings.ttl
-            // Below its share an engine takes what is free or expired; at its share only what nobody took for
-            // a while (engines may disagree on who is alive for up to a TTL), so nothing stays orphaned.
+            // Below its share an engine takes what is free, or expired once its own writes have gone through
+            // for a heartbeat interval (after an outage it has then seen who is alive, and the owners took
+            // their own back). At its share only what nobody took for a while (engines may disagree on who is
+            // alive for up to a TTL), so nothing stays orphaned; that after a TTL of working writes.
+            let healthy = now - max(startedAt, lastFailureAt)
             let claim =
                 count < target
-                ? free || expired : (free && age >= settings.ttl) || (expired && age >= settings.ttl * 1.5)
+                ? free || (expired && healthy >= settings.renewalInterval)
+                : healthy >= settings.ttl
+                    && ((free && age >= settings.ttl) || (expired && age >= settings.ttl * 1.5))
             guard claim else { continue }
             count += 1
             let record = LeaseRecord(owner: engineID, term: seen.revision + 1, renewal: 0)
             actions.append(.claim(partition: partition, from: seen.revision, record: record))
         }
         return actions
+    }
+
+    /// How many partitions the other live engines lack of their share, by the leases seen here (a lease counts
+    /// for its owner while its last revision is younger than the TTL).
+    func shortfall(live: [String], now: Double) -> Int {
+        var counts: [String: Int] = [:]
+        for seen in observed.values where now - seen.seenAt < settings.ttl {
+            if let owner = seen.record?.owner { counts[owner, default: 0] += 1 }
+        }
+        return live.filter { $0 != engineID }.reduce(0) { sum, engine in
+            sum
+                + max(
+                    0,
+                    LeaseSettings.target(for: engine, live: live, partitions: settings.partitions)
+                        - counts[engine, default: 0])
+        }
     }
 
     /// The deletes of leases given back that are due at `now`.
@@ -283,6 +353,7 @@ struct LeaseBook {
     /// A claim sent at `sentAt` was stored at `revision`.
     mutating func claimed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double) {
         let validUntil = sentAt + settings.ttl - settings.margin
+        leaseStored(revision: revision, now: now)
         if observed[partition].map({ $0.revision < revision }) ?? true {
             observed[partition] = Observed(revision: revision, record: record, seenAt: now)
         }
@@ -299,17 +370,26 @@ struct LeaseBook {
         events.append(.acquired(partition: partition, term: record.term, leaseRevision: revision))
     }
 
-    /// Another writer won (the revision moved on, or the same message id was stored first).
-    mutating func claimRefused(_ partition: Int, from revision: UInt64) {
+    /// Another writer won (the revision moved on, or the same message id was stored first). Unless the
+    /// lease watch shows a newer revision of the key within a renewal interval, it lags and is made again.
+    mutating func claimRefused(_ partition: Int, from revision: UInt64, now: Double) {
         refusedFrom[partition] = revision
         statistics.claimsRefused += 1
+        if unseenRefusal == nil { unseenRefusal = (partition, revision, now) }
     }
 
     /// No answer: it may have been stored. Not counted valid; if it was stored it is free to claim again.
-    mutating func claimUncertain(_ partition: Int, record: LeaseRecord, error: String) {
+    mutating func claimUncertain(_ partition: Int, record: LeaseRecord, now: Double, error: String) {
         retired[partition] = record.term
+        claimRetryAt[partition] = now + settings.renewalInterval / 4
+        failed(now: now, error: error)
+    }
+
+    /// A write got no answer (a timeout, no responders, disconnected).
+    mutating func failed(now: Double, error: String) {
         statistics.writeFailures += 1
         statistics.lastError = error
+        lastFailureAt = now
     }
 
     /// A renewal is about to be sent at `sentAt`.
@@ -320,7 +400,8 @@ struct LeaseBook {
     }
 
     /// A renewal sent at `sentAt` was stored at `revision`.
-    mutating func renewed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double) {
+    mutating func renewed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double) {
+        leaseStored(revision: revision, now: now)
         guard var lease = held[partition], lease.term == record.term else { return }
         // The first try of this renewal number may have been sent earlier (and be the one stored).
         let sent = min(sentAt, lease.attempts[record.renewal] ?? sentAt)
@@ -343,7 +424,7 @@ struct LeaseBook {
         if let current, current.record.owner == engineID, current.record.term == lease.term,
             let sent = lease.attempts[current.record.renewal]
         {
-            renewed(partition, record: current.record, revision: current.revision, sentAt: sent)
+            renewed(partition, record: current.record, revision: current.revision, sentAt: sent, now: sent)
             return
         }
         statistics.usurped += 1
@@ -353,24 +434,15 @@ struct LeaseBook {
     /// A renewal got no answer (or the read after a refusal failed): tried again soon; the validity deadline
     /// is unchanged.
     mutating func renewalUncertain(_ partition: Int, now: Double, error: String) {
-        statistics.writeFailures += 1
-        statistics.lastError = error
+        failed(now: now, error: error)
         guard var lease = held[partition] else { return }
         lease.retryAt = now + settings.renewalInterval / 4
         held[partition] = lease
     }
 
-    mutating func releaseDone(_ partition: Int, error: String?) {
+    mutating func releaseDone(_ partition: Int, now: Double, error: String?) {
         releasing[partition] = nil
-        if let error {
-            statistics.writeFailures += 1
-            statistics.lastError = error
-        }
-    }
-
-    mutating func heartbeatFailed(error: String) {
-        statistics.writeFailures += 1
-        statistics.lastError = error
+        if let error { failed(now: now, error: error) }
     }
 
     // MARK: Deadlines
@@ -419,4 +491,6 @@ package struct LeaseStatistics: Equatable, Sendable {
     package var lastError: String?
     /// Claims stored, but answered too late to use.
     package var lateAnswers = 0
+    /// Watches made again because they lagged behind this engine's own writes.
+    package var watchRestarts = 0
 }

@@ -204,9 +204,11 @@ package final class PartitionLeases: @unchecked Sendable {
         switch action {
         case .heartbeat(let beat):
             do {
-                try engines.put(engineID, Array("{\"engine\":\"\(engineID)\",\"beat\":\(beat)}".utf8))
+                let revision = try engines.put(
+                    engineID, Array("{\"engine\":\"\(engineID)\",\"beat\":\(beat)}".utf8))
+                update { $0.heartbeatStored(revision: revision, now: clock()) }
             } catch {
-                update { $0.heartbeatFailed(error: "\(error)") }
+                update { $0.failed(now: clock(), error: "\(error)") }
             }
         case .claim(let partition, let from, let record):
             let key = LeaseSettings.key(partition)
@@ -219,9 +221,11 @@ package final class PartitionLeases: @unchecked Sendable {
                         key, record.bytes, revision: from, messageID: LeaseSettings.messageID(partition, after: from))
                 update { $0.claimed(partition, record: record, revision: revision, sentAt: sentAt, now: clock()) }
             } catch let error as NATSError where Self.refused(error) {
-                update { $0.claimRefused(partition, from: from) }
+                update { $0.claimRefused(partition, from: from, now: clock()) }
             } catch {
-                update { $0.claimUncertain(partition, record: record, error: "\(error)") }
+                print(
+                    connection.connectedURL ?? "-")
+                update { $0.claimUncertain(partition, record: record, now: clock(), error: "\(error)") }
             }
         case .renew(let partition, let from, let record):
             let key = LeaseSettings.key(partition)
@@ -230,7 +234,7 @@ package final class PartitionLeases: @unchecked Sendable {
             do {
                 let revision = try leases.update(
                     key, record.bytes, revision: from, messageID: LeaseSettings.messageID(partition, after: from))
-                update { $0.renewed(partition, record: record, revision: revision, sentAt: sentAt) }
+                update { $0.renewed(partition, record: record, revision: revision, sentAt: sentAt, now: clock()) }
             } catch let error as NATSError where Self.refused(error) {
                 do {
                     let current = try leases.get(key).map { ($0.revision, LeaseRecord(bytes: $0.value)) }
@@ -246,11 +250,11 @@ package final class PartitionLeases: @unchecked Sendable {
                 try leases.delete(
                     LeaseSettings.key(partition), revision: from,
                     messageID: LeaseSettings.messageID(partition, after: from))
-                update { $0.releaseDone(partition, error: nil) }
+                update { $0.releaseDone(partition, now: clock(), error: nil) }
             } catch let error as NATSError where Self.refused(error) {
-                update { $0.releaseDone(partition, error: nil) }
+                update { $0.releaseDone(partition, now: clock(), error: nil) }
             } catch {
-                update { $0.releaseDone(partition, error: "\(error)") }
+                update { $0.releaseDone(partition, now: clock(), error: "\(error)") }
             }
         }
     }
@@ -273,19 +277,24 @@ package final class PartitionLeases: @unchecked Sendable {
         return phase == .running
     }
 
-    /// Follows `bucket` until the manager stops: each update to `apply` (locked), a watch that fails made
-    /// again (its first values are the keys' latest, which the book takes only when newer).
-    private func follow(_ bucket: NATSKeyValue, _ apply: (inout LeaseBook, NATSKeyValue.Watcher.Update, Double) -> Void)
-    {
+    /// Follows `bucket` until the manager stops: each update to `apply` (locked). A watch that fails, or lags
+    /// behind this engine's own writes, is made again (its first values are the keys' latest, which the book
+    /// takes only when newer).
+    private func follow(
+        _ bucket: NATSKeyValue, leases: Bool, _ apply: (inout LeaseBook, NATSKeyValue.Watcher.Update, Double) -> Void
+    ) {
         var watcher: NATSKeyValue.Watcher?
         while watching {
             do {
                 let current = try watcher ?? bucket.watch()
                 watcher = current
-                guard let update = try current.next(timeout: .milliseconds(Int64(pollInterval * 1000))) else {
-                    continue
+                let update = try current.next(timeout: .milliseconds(Int64(pollInterval * 1000)))
+                var lags = false
+                self.update { book in
+                    if let update { apply(&book, update, clock()) }
+                    lags = book.watchLags(leases: leases, now: clock())
                 }
-                self.update { apply(&$0, update, clock()) }
+                if lags { watcher = nil }
                 deliver()
             } catch {
                 watcher = nil
@@ -297,7 +306,7 @@ package final class PartitionLeases: @unchecked Sendable {
     }
 
     private func watchLeases(_ bucket: NATSKeyValue) {
-        follow(bucket) { book, update, now in
+        follow(bucket, leases: true) { book, update, now in
             switch update {
             case .caughtUp: book.markLeasesCaughtUp(now: now)
             case .entry(let entry):
@@ -308,10 +317,11 @@ package final class PartitionLeases: @unchecked Sendable {
     }
 
     private func watchEngines(_ bucket: NATSKeyValue) {
-        follow(bucket) { book, update, now in
+        follow(bucket, leases: false) { book, update, now in
             switch update {
             case .caughtUp: book.markEnginesCaughtUp()
-            case .entry(let entry): book.observeEngine(entry.key, alive: entry.operation == .put, now: now)
+            case .entry(let entry):
+                book.observeEngine(entry.key, revision: entry.revision, alive: entry.operation == .put, now: now)
             }
         }
     }
