@@ -7,8 +7,9 @@ import GeofenceCore
 let sections = [
     "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
 ]
-// Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
-let extraSections = ["layouts"]
+// Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
+// a partition's hand-over state (issue 26).
+let extraSections = ["layouts", "checkpoint"]
 var quick = false
 var only = Set(sections)
 var arguments = CommandLine.arguments.dropFirst()
@@ -70,6 +71,7 @@ do {
     }
     if only.contains("commands") { try runCommands(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("layouts") { runLayouts(report: report) }
+    if only.contains("checkpoint") { runCheckpoint(n: quick ? 10_000 : 100_000, report: report) }
     if only.contains("replay") {
         try runReplay(
             lines: quick ? 100_000 : 1_000_000, subjects: quick ? 1000 : 10_000, regions: quick ? 10_000 : 100_000,
