@@ -7,9 +7,10 @@ import GeofenceCore
 let sections = [
     "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
 ]
-// Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
-// `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS (Scripts/nats-cluster.sh up DIR).
-let extraSections = ["layouts", "cluster-regions"]
+// Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
+// a partition's hand-over state (issue 26). `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS
+// (Scripts/nats-cluster.sh up DIR).
+let extraSections = ["layouts", "checkpoint", "cluster-regions"]
 var quick = false
 var only = Set(sections)
 var arguments = CommandLine.arguments.dropFirst()
@@ -72,6 +73,7 @@ do {
     if only.contains("commands") { try runCommands(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("layouts") { runLayouts(report: report) }
     if only.contains("cluster-regions") { try runClusterRegions(n: quick ? 100_000 : 1_000_000, report: report) }
+    if only.contains("checkpoint") { runCheckpoint(n: quick ? 10_000 : 100_000, report: report) }
     if only.contains("replay") {
         try runReplay(
             lines: quick ? 100_000 : 1_000_000, subjects: quick ? 1000 : 10_000, regions: quick ? 10_000 : 100_000,

@@ -134,6 +134,100 @@ package struct HandOverScenario: Sendable {
         sharpCuts = arrivals.indices.filter { arrivals[$0].sharp }
     }
 
+    /// A random fleet: `vehicles` vehicles for ten minutes each among 30 circles and 6 polygons (some with
+    /// a dwell, one expiring) within 2 km, each driving at 0-20 m/s with stops, fixes of 3-15 m, and at random
+    /// a lying fix (40-100 m off, claiming 4 m), a repeated epoch elsewhere, a fix delivered again 5-20 s late,
+    /// a tunnel of 70-120 s; and two gaps for everyone. Sharp cuts: before each of those.
+    package init(fleet vehicles: Int, seed: UInt64) {
+        let origin = Self.origin
+        let start = Self.start
+        var rng = SeededGenerator(seed: seed)
+        func somewhere() -> Coordinate {
+            offset(
+                origin, north: Double.random(in: -2000...2000, using: &rng),
+                east: Double.random(in: -2000...2000, using: &rng))
+        }
+        var regions: [Region] = []
+        for k in 0..<30 {
+            let dwell: Duration? = k % 3 == 0 ? .seconds(Int.random(in: 20...120, using: &rng)) : nil
+            regions.append(
+                try! Region(
+                    id: "c\(k)", center: somewhere(), radius: Double.random(in: 30...300, using: &rng), dwell: dwell))
+        }
+        for k in 0..<6 {
+            let centre = somewhere()
+            let corners = Int.random(in: 5...12, using: &rng)
+            var ring = (0..<corners).map { i in
+                let bearing = 2 * Double.pi * Double(corners - i) / Double(corners)
+                let reach = Double.random(in: 80...400, using: &rng)
+                return offset(centre, north: reach * cos(bearing), east: reach * sin(bearing))
+            }
+            ring.append(ring[0])
+            regions.append(
+                try! Region(
+                    id: "p\(k)", center: centre, radius: 1, dwell: k % 2 == 0 ? .seconds(45) : nil,
+                    polygon: try! RegionPolygon(ring: ring)))
+        }
+        regions.append(
+            try! Region(id: "pop-up", center: origin, radius: 500, expires: start.addingTimeInterval(300)))
+
+        var arrivals: [(at: Double, order: Int, step: Step, sharp: Bool)] = []
+        for v in 0..<vehicles {
+            var receiver = SyntheticReceiver(subject: "v\(v)", seed: seed &* 1000 &+ UInt64(v), start: start)
+            receiver.accuracy = 3...15
+            var here = somewhere()
+            var heading = Double.random(in: 0..<(2 * .pi), using: &rng)
+            var speed = 10.0
+            var parkedFor = 0
+            var kept: [Fix] = []
+            let tunnel = Bool.random(using: &rng) ? Int.random(in: 60...450, using: &rng) : -1
+            let tunnelLength = Int.random(in: 70...120, using: &rng)
+            for second in 0..<600 {
+                if parkedFor > 0 {
+                    parkedFor -= 1
+                } else {
+                    if Double.random(in: 0..<1, using: &rng) < 0.01 {
+                        parkedFor = Int.random(in: 30...150, using: &rng)
+                    }
+                    heading += Double.random(in: -0.3...0.3, using: &rng)
+                    speed = min(20, max(2, speed + Double.random(in: -2...2, using: &rng)))
+                    here = offset(here, north: speed * cos(heading), east: speed * sin(heading))
+                    // Stay within reach of the regions.
+                    if Geodesic.distance(here, origin) > 2500 { heading += .pi }
+                }
+                let t = Double(second)
+                let roll = Double.random(in: 0..<1, using: &rng)
+                let fix: Fix
+                var sharp = false
+                if roll < 0.02 {
+                    let off = Double.random(in: 40...100, using: &rng)
+                    let bearing = Double.random(in: 0..<(2 * .pi), using: &rng)
+                    fix = receiver.outlier(
+                        at: offset(here, north: off * cos(bearing), east: off * sin(bearing)), error: 0, stated: 4)
+                    sharp = true
+                } else {
+                    fix = receiver.fix(at: here)
+                }
+                if tunnel >= 0, (tunnel..<tunnel + tunnelLength).contains(second) { continue }
+                arrivals.append((t, v, .fix(fix), sharp || second == tunnel + tunnelLength))
+                kept.append(fix)
+                if roll > 0.995 {
+                    var again = fix
+                    again.latitude = fix.latitude.map { $0 + 0.0005 }
+                    arrivals.append((t + 0.1, v, .fix(again), true))
+                } else if roll > 0.99, kept.count > 20 {
+                    let late = kept[kept.count - Int.random(in: 5...20, using: &rng)]
+                    arrivals.append((t + 0.2, v, .fix(late), true))
+                }
+            }
+        }
+        for at in [150.5, 420.5] { arrivals.append((at, -1, .gap, true)) }
+        arrivals.sort { ($0.at, $0.order) < ($1.at, $1.order) }
+        self.regions = regions.enumerated().map { (Int64($0.offset + 1), $0.element) }
+        steps = arrivals.map(\.step)
+        sharpCuts = arrivals.indices.filter { arrivals[$0].sharp }
+    }
+
     /// A filter and a monitor that hold the scenario's regions, those among `seqs` (all, by default).
     package func pipeline(seqs: Set<Int64>? = nil) -> (filter: FixFilter, monitor: RegionMonitor) {
         var monitor = RegionMonitor()

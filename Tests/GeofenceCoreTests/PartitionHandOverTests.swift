@@ -45,14 +45,16 @@ struct PartitionHandOverTests {
         }
     }
 
-    static var cutIndices: [Int] {
+    static func cutIndices(_ scenario: HandOverScenario = Self.scenario, every: Int = 41) -> [Int] {
         let steps = scenario.steps.count
         let sharp = scenario.sharpCuts.flatMap { [$0, $0 + 1] }
-        return Array(Set(sharp + Array(stride(from: 0, through: steps, by: 41)) + [steps])).sorted()
+        return Array(Set(sharp + Array(stride(from: 0, through: steps, by: every)) + [steps])).sorted()
     }
 
     /// One uninterrupted run, checkpointing at each cut on the way (a checkpoint changes nothing).
-    static func uninterrupted(cuts: [Int]) throws -> (owner: Owner, cuts: [Cut]) {
+    static func uninterrupted(
+        cuts: [Int], scenario: HandOverScenario = Self.scenario
+    ) throws -> (owner: Owner, cuts: [Cut]) {
         let (filter, monitor) = scenario.pipeline()
         var owner = Owner(filter: filter, monitor: monitor)
         var taken: [Cut] = []
@@ -76,7 +78,9 @@ struct PartitionHandOverTests {
 
     /// The new owner: the regions the old one held (the regions bucket read through the highest seq), the
     /// checkpoint decoded from its bytes, altered by `ablate`, restored; then the steps after the cut.
-    static func handOver(_ cut: Cut, ablate: (inout PartitionCheckpoint) -> Void = { _ in }) throws -> Owner {
+    static func handOver(
+        _ cut: Cut, scenario: HandOverScenario = Self.scenario, ablate: (inout PartitionCheckpoint) -> Void = { _ in }
+    ) throws -> Owner {
         var checkpoint = try PartitionCheckpoint(decoding: cut.bytes)
         ablate(&checkpoint)
         var (filter, monitor) = scenario.pipeline(seqs: cut.regionSeqs)
@@ -89,7 +93,7 @@ struct PartitionHandOverTests {
 
     @Test("cut anywhere, checkpoint → bytes → new filter and monitor: exactly the uninterrupted run's events")
     func handOverAtEveryCut() throws {
-        let cuts = Self.cutIndices
+        let cuts = Self.cutIndices()
         let (whole, taken) = try Self.uninterrupted(cuts: cuts)
         let expected = Self.comparable(whole.events)
 
@@ -115,12 +119,30 @@ struct PartitionHandOverTests {
     }
 
     @Test(
+        "random fleets, cut at random and sharp points: exactly the uninterrupted run's events", arguments: [1, 2, 3])
+    func handOverInRandomFleets(seed: UInt64) throws {
+        let scenario = HandOverScenario(fleet: 12, seed: seed)
+        var rng = SeededGenerator(seed: seed)
+        let random = (0..<20).map { _ in Int.random(in: 0...scenario.steps.count, using: &rng) }
+        let cuts = Array(Set(random + scenario.sharpCuts.filter { _ in Bool.random(using: &rng) })).sorted()
+        let (whole, taken) = try Self.uninterrupted(cuts: cuts, scenario: scenario)
+        let expected = Self.comparable(whole.events)
+        #expect(expected.count > 50 && Set(expected.map(\.type)) == Set(RegionEventType.allCases))
+        #expect(whole.filter.statistics[.duplicate] > 0 && whole.filter.statistics[.outOfOrder] > 0)
+        for cut in taken {
+            let restored = try Self.handOver(cut, scenario: scenario)
+            let events = Array(whole.events[..<cut.eventsBefore]) + restored.events
+            #expect(Self.comparable(events) == expected, "seed \(seed), cut before step \(cut.index)")
+        }
+    }
+
+    @Test(
         "leaving any part of a vehicle's state out of the checkpoint makes other events at some cut",
         arguments: [
             "filter memory", "motion track", "pairs", "dwell fired", "gap flag", "last fix time", "baseline",
         ])
     func everyPartIsNeeded(part: String) throws {
-        let (whole, taken) = try Self.uninterrupted(cuts: Self.cutIndices)
+        let (whole, taken) = try Self.uninterrupted(cuts: Self.cutIndices())
         let expected = Self.comparable(whole.events)
         func ablate(_ checkpoint: inout PartitionCheckpoint) {
             for subject in Array(checkpoint.vehicles.keys) {

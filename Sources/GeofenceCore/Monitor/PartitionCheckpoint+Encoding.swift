@@ -30,10 +30,8 @@ extension PartitionCheckpoint {
     package func encode() -> [UInt8] {
         var w = CheckpointWriter()
         // A name longer than a length field holds (64 KiB) is no vehicle's: left out rather than cut.
-        let entries = vehicles.lazy.filter { $0.key.utf8.count <= Int(UInt16.max) }.map {
-            (Array($0.key.utf8), $0.value)
-        }
-        .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+        let entries = vehicles.filter { $0.key.utf8.count <= Int(UInt16.max) }
+            .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let perVehicle = 240
         w.bytes.reserveCapacity(Self.headerSize + Self.trailerSize + vehicles.count * perVehicle)
         w.bytes += Self.magic
@@ -44,8 +42,8 @@ extension PartitionCheckpoint {
         w.u64(UInt64(bitPattern: regionSeq))
         w.u32(UInt32(clamping: entries.count))
         for (name, vehicle) in entries {
-            w.u16(UInt16(clamping: name.count))
-            w.bytes += name
+            w.u16(UInt16(clamping: name.utf8.count))
+            w.bytes += name.utf8
             w.u8((vehicle.state != nil ? 1 : 0) | (vehicle.filter != nil ? 2 : 0))
             if let state = vehicle.state { w.state(state) }
             if let memory = vehicle.filter { w.memory(memory) }
@@ -86,7 +84,7 @@ extension PartitionCheckpoint {
         let count = try r.count(u32: "vehicle count", minimumSize: 3)
         var vehicles: [String: Vehicle] = [:]
         vehicles.reserveCapacity(count)
-        var previous: [UInt8]?
+        var previous: ArraySlice<UInt8>?
         for _ in 0..<count {
             let at = r.offset
             let name = try r.subject()
@@ -135,11 +133,12 @@ private struct CheckpointWriter {
         if let t = s.motion {
             point(t.position)
             point(t.velocity)
-            for c in [t.steady, t.manoeuvre] {
-                f64(c.pp)
-                f64(c.pv)
-                f64(c.vv)
-            }
+            f64(t.steady.pp)
+            f64(t.steady.pv)
+            f64(t.steady.vv)
+            f64(t.manoeuvre.pp)
+            f64(t.manoeuvre.pv)
+            f64(t.manoeuvre.vv)
             f64(t.steadyWeight)
             f64(t.time)
             u8(t.run)
@@ -148,7 +147,8 @@ private struct CheckpointWriter {
             f64(t.runAccuracy)
         }
         u32(UInt32(clamping: s.regions.count))
-        for (seq, pair) in s.regions.sorted(by: { $0.key < $1.key }) {
+        // Sorted: one state, one encoding (most vehicles have none or one pair).
+        for (seq, pair) in s.regions.count > 1 ? s.regions.sorted(by: { $0.key < $1.key }) : Array(s.regions) {
             u64(UInt64(bitPattern: seq))
             let state: UInt8
             switch pair.state {
@@ -276,13 +276,13 @@ private struct CheckpointReader {
         GeocentricPoint(x: try finite(field), y: try finite(field), z: try finite(field))
     }
 
-    mutating func subject() throws(PartitionCheckpointError) -> [UInt8] {
+    mutating func subject() throws(PartitionCheckpointError) -> ArraySlice<UInt8> {
         // Any length `encode` writes: a name the engine holds is never refused here (fleet names are 256
         // bytes at most, but a gpsd device's name is whatever the caller gave).
         let length = Int(try u16("subject length"))
         try need(length, "subject")
         defer { offset += length }
-        return Array(bytes[offset..<offset + length])
+        return bytes[offset..<offset + length]
     }
 
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
