@@ -149,7 +149,7 @@ package final class NATSConnection: @unchecked Sendable {
     }
 
     /// A message built for nats.c; the caller destroys it.
-    private static func message(subject: String, payload: [UInt8], headers: [(String, String)]) throws
+    static func message(subject: String, payload: [UInt8], headers: [(String, String)]) throws
         -> OpaquePointer
     {
         var message: OpaquePointer?
