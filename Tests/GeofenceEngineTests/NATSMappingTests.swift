@@ -77,3 +77,64 @@ struct NATSMappingTests {
         }
     }
 }
+
+/// The fleet publisher through the loss of the fix stream's leader: every fix stored once, each vehicle's in
+/// time order (a failed publish is sent again before the vehicle's next fix).
+@Suite(
+    "fleet publisher through a server's loss", .serialized,
+    .enabled(if: NATSCluster.isAvailable, "\(NATSCluster.unavailableReason)"))
+struct FleetPublisherFaultTests {
+    @Test("SIGKILL of the fix stream's leader mid-run: every fix stored once, each vehicle's in order")
+    func leaderKilled() throws {
+        try withTemporaryDirectory("geofence-nats-publisher") { directory in
+            let cluster = try NATSCluster(directory: directory.path)
+            defer { try? cluster.stop() }
+            var configuration = ClusterFleet.Configuration(
+                vehicles: 300, rounds: 20, start: Date().addingTimeInterval(-300))
+            configuration.circles = 5
+            configuration.polygons = 0
+            let fleet = ClusterFleet(configuration)
+            // Connected to a server that is not the leader (so the publisher's own server stays up), then the
+            // leader's server is killed after a few batches.
+            let leaderName = try FleetPublisher(urls: cluster.urls).ensureFixStream().leader
+            let leader = try #require(Int(leaderName.dropFirst()))
+            // A reader connected before the kill to the server killed: it reads after reconnecting to another
+            // (which the cluster announced to it).
+            let reader = try NATSConnection(urls: cluster.serverURLs[leader - 1])
+            let other = leader % 3 + 1
+            let publisher = try FleetPublisher(urls: cluster.serverURLs[other - 1], maxPending: 300)
+            var batches = 0
+            var killed: Date?
+            let statistics = try publisher.publish(
+                fleet.fixes, pacing: .asFastAsPossible,
+                stop: {
+                    batches += 1
+                    if batches == 5 {
+                        try? cluster.kill(server: leader)
+                        killed = Date()
+                    }
+                    return false
+                })
+            print("NATS fleet publisher, leader n\(leader) killed after 4 batches: \(statistics)")
+            #expect(killed != nil)
+            #expect(statistics.resends > 0, "the kill cost nothing: \(statistics)")
+            #expect(statistics.stored + statistics.duplicates == fleet.fixCount, "\(statistics)")
+
+            var last: [String: String] = [:]
+            var ids = Set<String>()
+            try reader.readStream(FleetPublisher.fixStream) { message in
+                guard let fix = try? JSON.parse(message.payload), let vehicle = fix["device"]?.stringValue,
+                    let time = fix["time"]?.stringValue
+                else {
+                    Issue.record("not a fix: \(message.subject)")
+                    return
+                }
+                #expect(ids.insert("\(vehicle) \(time)").inserted, "\(vehicle) \(time) stored twice")
+                if let previous = last[vehicle] { #expect(previous < time, "\(vehicle): \(time) after \(previous)") }
+                last[vehicle] = time
+            }
+            #expect(ids.count == fleet.fixCount)
+            try cluster.restart(server: leader)
+        }
+    }
+}

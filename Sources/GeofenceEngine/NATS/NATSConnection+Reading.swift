@@ -6,18 +6,19 @@ import CNATS
 
 extension NATSConnection {
     /// Reads `stream` in order, from sequence `from` through the last message it held when the call began (or
-    /// the last that `filter` matches),
-    /// giving each message (its subject, stream sequence, payload and headers) to `body`; how many it gave.
-    /// `filter` narrows it to a subject pattern within the stream's subjects (nil: the stream's own subjects,
-    /// which must then be one pattern). Messages stored meanwhile are not read.
+    /// the last that `filter` matches), giving each message (its subject, stream sequence, payload and
+    /// headers) to `body`; how many it gave. `filter` narrows it to a subject pattern within the stream's
+    /// subjects (nil: the stream's own subjects, which must then be one pattern). Messages stored meanwhile
+    /// are not read.
     ///
-    /// An ordered consumer (ephemeral, no acknowledgements, flow-controlled, started over by nats.c on a
-    /// gap), so a stream of a million messages reads at the network's pace, not one request per message.
-    /// **Blocks** until done; `NATSError.Kind.timeout` when nothing came for `idleTimeout`.
+    /// An ordered consumer (ephemeral, no acknowledgements, flow-controlled), so a stream of a million
+    /// messages reads at the network's pace, not one request per message. When nothing comes for
+    /// `idleTimeout` (a consumer lost with a server), it starts a new one after the last message read, up to
+    /// `attempts` times; then `NATSError.Kind.timeout`. **Blocks** until done.
     @discardableResult
     package func readStream(
-        _ stream: String, filter: String? = nil, from first: UInt64 = 1, idleTimeout: Duration = .seconds(10),
-        _ body: (StoredMessage) throws -> Void
+        _ stream: String, filter: String? = nil, from first: UInt64 = 1, idleTimeout: Duration = .seconds(5),
+        attempts: Int = 4, _ body: (StoredMessage) throws -> Void
     ) throws -> Int {
         guard let info = try streamInfo(name: stream) else {
             throw NATSError(kind: .other, operation: "read stream \(stream)", text: "no such stream")
@@ -29,11 +30,37 @@ extension NATSConnection {
                 kind: .invalidArgument, operation: "read stream \(stream)",
                 text: "the stream has \(info.subjects.count) subjects: give a filter")
         }
+        var count = 0
+        var next = max(first, 1)
+        var attempt = 1
+        while true {
+            do {
+                if try readOrdered(
+                    stream, subject: subject, from: next, through: last, idleTimeout: idleTimeout,
+                    { message in
+                        try body(message)
+                        count += 1
+                        next = message.sequence + 1
+                    })
+                {
+                    return count
+                }
+            } catch let error as NATSError where error.kind == .timeout && attempt < max(1, attempts) {
+                attempt += 1
+            }
+        }
+    }
+
+    /// One ordered consumer from `first`; true when it reached `last` or had nothing more pending.
+    private func readOrdered(
+        _ stream: String, subject: String, from first: UInt64, through last: UInt64, idleTimeout: Duration,
+        _ body: (StoredMessage) throws -> Void
+    ) throws -> Bool {
         var options = jsSubOptions()
         jsSubOptions_Init(&options)
         options.Ordered = true
         options.Config.DeliverPolicy = js_DeliverByStartSequence
-        options.Config.OptStartSeq = max(first, 1)
+        options.Config.OptStartSeq = first
         var subscription: OpaquePointer?
         var code = jsErrCode(0)
         let status = stream.withCString { name in
@@ -47,13 +74,12 @@ extension NATSConnection {
             natsSubscription_Unsubscribe(subscription)
             natsSubscription_Destroy(subscription)
         }
-        var count = 0
         while true {
             var message: OpaquePointer?
             let next = natsSubscription_NextMsg(&message, subscription, natsMilliseconds(idleTimeout))
             guard next == NATS_OK, let message else {
                 throw NATSError.from(
-                    next, operation: "read stream \(stream) (\(count) messages read, up to sequence \(last) wanted)")
+                    next, operation: "read stream \(stream) (from sequence \(first), up to \(last) wanted)")
             }
             defer { natsMsg_Destroy(message) }
             var meta: UnsafeMutablePointer<jsMsgMetaData>?
@@ -66,8 +92,7 @@ extension NATSConnection {
                 StoredMessage(
                     subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? "", sequence: sequence,
                     payload: Self.payload(of: message), headers: Self.headers(of: message)))
-            count += 1
-            if sequence >= last || pending == 0 { return count }
+            if sequence >= last || pending == 0 { return true }
         }
     }
 }
