@@ -18,9 +18,9 @@ let clusterUsage = """
                        GEOFENCE_FIXES is created if missing), each once its time has come (--fast: at once,
                        fix times then run ahead of the clock: only for throughput). Defaults: 10000 vehicles,
                        one fix each every 10 s, for 5 minutes, seed 26.
-      cluster-compare  imports DIR/regions.json and replays DIR/fixes.jsonl in DIR/replay-state (run it once
-                       the last fix time has passed), reads the stream GEOFENCE_EVENTS and prints what is
-                       missing and extra; exit status 1 when they differ.
+      cluster-compare  imports DIR/regions.json and replays DIR/fixes.jsonl in a fresh state directory in
+                       /dev/shm (run it once the last fix time has passed), reads the stream GEOFENCE_EVENTS and
+                       prints what is missing and extra; exit status 1 when they differ.
     """
 
 /// Runs `cluster-fleet` or `cluster-compare` with the arguments after it; the process's exit status.
@@ -98,8 +98,7 @@ func runClusterCommand(_ command: String, _ arguments: [String]) -> Int32 {
 }
 
 private func compareCluster(urls: String, directory: String, regions: String, fixes: String) throws -> Int32 {
-    let expected = try ExpectedEvents.replay(
-        fixes: fixes, regions: regions, stateDirectory: directory + "/replay-state")
+    let expected = try ExpectedEvents.replay(fixes: fixes, regions: regions)
     let connection = try NATSConnection(urls: urls, name: "geofence-bench-compare")
     let read = try ClusterEventsRead(connection: connection)
     let comparison = EventComparison(expected: expected, actual: read.events)

@@ -91,19 +91,38 @@ package struct EventComparison: Sendable {
 }
 
 /// The events one engine makes of a set of fixes: `geofence import REGIONS` then `geofence replay FIXES`, with
-/// the built binary, in a state directory of the caller's (fresh: its store is made there) and a control
-/// socket path there (so no running engine of the machine's is asked). Run it once the last fix time has
-/// passed (an engine refuses fixes from the future).
+/// the built binary, in a fresh state directory and a control socket path there (so no running engine of the
+/// machine's is asked). Run it once the last fix time has passed (an engine refuses fixes from the future).
+///
+/// The replay stores every event as it goes, so on a disk it waits for the disk: 60,000 fixes of 10,000
+/// vehicles (48,625 events) took 150 s on this machine's disk and 28 s on tmpfs (debug build). Without a
+/// `stateDirectory`, it uses a fresh one in `/dev/shm` (the system's temporary directory where there is no
+/// `/dev/shm`), removed afterwards.
 package enum ExpectedEvents {
     /// Each event `replay` printed, as a key, in its order.
-    package static func replay(fixes: String, regions: String, stateDirectory: String) throws -> [EventKey] {
+    package static func replay(fixes: String, regions: String, stateDirectory: String? = nil) throws -> [EventKey] {
         try replayLines(fixes: fixes, regions: regions, stateDirectory: stateDirectory).compactMap {
             EventKey(line: $0)
         }
     }
 
     /// Each event `replay` printed, its JSON line (Docs/events.md), in its order.
-    package static func replayLines(fixes: String, regions: String, stateDirectory: String) throws -> [String] {
+    package static func replayLines(fixes: String, regions: String, stateDirectory given: String? = nil) throws
+        -> [String]
+    {
+        var scratch: TemporaryDirectory?
+        defer { scratch?.remove() }
+        let stateDirectory: String
+        if let given {
+            stateDirectory = given
+        } else {
+            var isDirectory: ObjCBool = false
+            let memory =
+                FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+            let made = try TemporaryDirectory("geofence-replay", in: memory ? "/dev/shm" : nil)
+            scratch = made
+            stateDirectory = made.path
+        }
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let common = ["--state-dir", stateDirectory, "--socket", stateDirectory + "/no-engine.sock"]
         let imported = try GeofenceBinary.run(["import"] + common + [regions])

@@ -58,8 +58,7 @@ struct ClusterHarnessTests {
             let fleet = Self.pastFleet(vehicles: 200, rounds: 40)
             try fleet.regionsJSON.write(toFile: dir.file("regions.json"), atomically: true, encoding: .utf8)
             #expect(try fleet.writeJSONLines(to: dir.file("fixes.jsonl")) == 8000)
-            let events = try ExpectedEvents.replay(
-                fixes: dir.file("fixes.jsonl"), regions: dir.file("regions.json"), stateDirectory: dir.file("state"))
+            let events = try ExpectedEvents.replay(fixes: dir.file("fixes.jsonl"), regions: dir.file("regions.json"))
             var types: [String: Int] = [:]
             for event in events { types[event.type, default: 0] += 1 }
             print("cluster fleet: 200 vehicles x 40 fixes: \(events.count) events \(types)")
@@ -99,7 +98,7 @@ struct ClusterHarnessTests {
             try fleet.regionsJSON.write(toFile: dir.file("regions.json"), atomically: true, encoding: .utf8)
             try fleet.writeJSONLines(to: dir.file("fixes.jsonl"))
             let lines = try ExpectedEvents.replayLines(
-                fixes: dir.file("fixes.jsonl"), regions: dir.file("regions.json"), stateDirectory: dir.file("state"))
+                fixes: dir.file("fixes.jsonl"), regions: dir.file("regions.json"))
             let expected = lines.compactMap { EventKey(line: $0) }
             #expect(expected.count == lines.count && !expected.isEmpty)
 
