@@ -12,6 +12,7 @@ let clusterUsage = """
     USAGE: geofence-bench cluster-fleet --urls URLS --dir DIR [--vehicles N] [--interval SECONDS]
                                         [--minutes M] [--seed N] [--fast] [--no-publish]
            geofence-bench cluster-compare --urls URLS --dir DIR
+           geofence-bench cluster-read --urls URLS --stream NAME
 
       cluster-fleet    writes DIR/regions.json (for geofence import) and DIR/fixes.jsonl (for geofence replay),
                        then publishes the fixes to geofence.fix.VEHICLE (JetStream, acknowledged; the stream
@@ -21,6 +22,7 @@ let clusterUsage = """
       cluster-compare  imports DIR/regions.json and replays DIR/fixes.jsonl in a fresh state directory in
                        /dev/shm (run it once the last fix time has passed), reads the stream GEOFENCE_EVENTS and
                        prints what is missing and extra; exit status 1 when they differ.
+      cluster-read     reads the stream NAME whole (as cluster-compare reads GEOFENCE_EVENTS) and prints how fast.
     """
 
 /// Runs `cluster-fleet` or `cluster-compare` with the arguments after it; the process's exit status.
@@ -34,7 +36,7 @@ func runClusterCommand(_ command: String, _ arguments: [String]) -> Int32 {
             print(clusterUsage)
             return 0
         case "--fast", "--no-publish": flags.insert(argument)
-        case "--urls", "--dir", "--vehicles", "--interval", "--minutes", "--seed":
+        case "--urls", "--dir", "--vehicles", "--interval", "--minutes", "--seed", "--stream":
             guard let value = rest.popFirst() else {
                 progress("Error: \(argument) needs a value\n\(clusterUsage)")
                 return 64
@@ -43,6 +45,26 @@ func runClusterCommand(_ command: String, _ arguments: [String]) -> Int32 {
         default:
             progress("Error: unknown argument \(argument)\n\(clusterUsage)")
             return 64
+        }
+    }
+    if command == "cluster-read" {
+        guard let urls = options["--urls"], let stream = options["--stream"] else {
+            progress("Error: --urls and --stream are required\n\(clusterUsage)")
+            return 64
+        }
+        do {
+            let connection = try NATSConnection(urls: urls, name: "geofence-bench-read")
+            let started = Date()
+            var bytes = 0
+            let count = try connection.readStream(stream) { bytes += $0.payload.count }
+            let seconds = Date().timeIntervalSince(started)
+            print(
+                "read \(count) messages (\(bytes) bytes) of \(stream) in \(String(format: "%.2f", seconds)) s: "
+                    + "\(Int(Double(count) / max(seconds, 1e-9)))/s")
+            return 0
+        } catch {
+            progress("Error: \(error)")
+            return 1
         }
     }
     guard let directory = options["--dir"], let urls = options["--urls"] ?? (flags.contains("--no-publish") ? "" : nil)
@@ -98,9 +120,13 @@ func runClusterCommand(_ command: String, _ arguments: [String]) -> Int32 {
 }
 
 private func compareCluster(urls: String, directory: String, regions: String, fixes: String) throws -> Int32 {
+    var started = Date()
     let expected = try ExpectedEvents.replay(fixes: fixes, regions: regions)
+    progress("replay: \(expected.count) events in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+    started = Date()
     let connection = try NATSConnection(urls: urls, name: "geofence-bench-compare")
     let read = try ClusterEventsRead(connection: connection)
+    progress("stream read in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
     let comparison = EventComparison(expected: expected, actual: read.events)
     progress(
         "stream: \(read.messages) messages on \(read.perSubject.count) subjects, skipped \(read.skipped); "
