@@ -112,31 +112,39 @@ up)
         if running "$n"; then echo "nats-cluster: a cluster is already running in $dir" >&2; exit 1; fi
     done
     # Nine free loopback ports (client, cluster, monitoring for each server), all held open at once so that
-    # none is given twice.
-    read -r -a ports < <(python3 -c '
+    # none is given twice. They are free when chosen, not when the servers bind them: another cluster started
+    # at the same moment (tests run in parallel) may take one first. A server that finds its port taken
+    # exits; then the three start again on other ports (three tries).
+    for attempt in 1 2 3; do
+        read -r -a ports < <(python3 -c '
 import socket
 socks = [socket.socket() for _ in range(9)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 ')
-    routes=""
-    for n in 1 2 3; do routes+="${routes:+, }nats-route://$host:${ports[$((3 * n - 2))]}"; done
-    for n in 1 2 3; do
-        mkdir -p "$dir/n$n/store"
-        client=${ports[$((3 * n - 3))]} cluster=${ports[$((3 * n - 2))]} monitor=${ports[$((3 * n - 1))]}
-        sed -e "s|@NAME@|n$n|; s|@HOST@|$host|g; s|@CLIENT_PORT@|$client|; s|@CLUSTER_PORT@|$cluster|" \
-            -e "s|@MONITOR_PORT@|$monitor|; s|@STORE_DIR@|$dir/n$n/store|; s|@ROUTES@|$routes|" \
-            -e "s|@PARTITIONS@|$partitions|g" \
-            "$template" >"$dir/n$n/nats.conf"
-        echo "$client" >"$dir/n$n/client-port"
-        echo "$monitor" >"$dir/n$n/monitor-port"
-    done
-    echo "$partitions" >"$dir/partitions"
-    for n in 1 2 3; do start_server "$n"; done
-    if ! wait_for_leader 1 2 3; then
+        routes=""
+        for n in 1 2 3; do routes+="${routes:+, }nats-route://$host:${ports[$((3 * n - 2))]}"; done
+        for n in 1 2 3; do
+            mkdir -p "$dir/n$n/store"
+            client=${ports[$((3 * n - 3))]} cluster=${ports[$((3 * n - 2))]} monitor=${ports[$((3 * n - 1))]}
+            sed -e "s|@NAME@|n$n|; s|@HOST@|$host|g; s|@CLIENT_PORT@|$client|; s|@CLUSTER_PORT@|$cluster|" \
+                -e "s|@MONITOR_PORT@|$monitor|; s|@STORE_DIR@|$dir/n$n/store|; s|@ROUTES@|$routes|" \
+                -e "s|@PARTITIONS@|$partitions|g" \
+                "$template" >"$dir/n$n/nats.conf"
+            echo "$client" >"$dir/n$n/client-port"
+            echo "$monitor" >"$dir/n$n/monitor-port"
+        done
+        echo "$partitions" >"$dir/partitions"
+        for n in 1 2 3; do start_server "$n"; done
+        if wait_for_leader 1 2 3; then break; fi
         stop_servers KILL 1 2 3
+        if ((attempt < 3)) && grep -qi "address already in use" "$dir"/n[123]/nats.log; then
+            echo "nats-cluster: a port was taken meanwhile; starting again on other ports" >&2
+            for n in 1 2 3; do mv "$dir/n$n/nats.log" "$dir/n$n/nats.log.try$attempt"; done
+            continue
+        fi
         exit 1
-    fi
+    done
     urls="nats://$host:$(cat "$dir/n1/client-port"),$host:$(cat "$dir/n2/client-port"),$host:$(cat "$dir/n3/client-port")"
     echo "$urls" >"$dir/urls"
     echo "$urls"
