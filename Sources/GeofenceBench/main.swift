@@ -16,6 +16,9 @@ var only = Set(sections)
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
+    case "cluster-fleet", "cluster-compare", "cluster-read":
+        // Issue 26's fleet into a NATS cluster, and the events stream against a replay (ClusterFleetBench.swift).
+        exit(runClusterCommand(argument, Array(arguments)))
     case "--monitor-child":
         // The fix evaluation of `hugePageFixEvaluation`, in a process of its own (see there); also a way to
         // profile it alone: `perf record geofence-bench --monitor-child 1000000 driving`.
@@ -39,6 +42,7 @@ while let argument = arguments.popFirst() {
         print(
             """
             USAGE: geofence-bench [--quick] [--only NAME[,NAME...]]
+                   geofence-bench cluster-fleet | cluster-compare | cluster-read ... (cluster-fleet --help)
 
             Sections: \(sections.joined(separator: ", ")); and, only with --only, \(extraSections.joined(separator: ", ")).
               --quick   smaller sizes, for a smoke run (the full run takes a few minutes)
