@@ -64,9 +64,8 @@ struct DeliverCommand: GeofenceSubcommand {
                 "This machine's hooks, for every event of the cluster:",
                 "geofence deliver --from nats://10.0.0.1:4222,10.0.0.2:4222,10.0.0.3:4222"),
             Example(
-                "A second place that delivers, with its own state directory and hooks:",
-                "geofence --state-dir /var/lib/geofence-crm hook add --id crm --on enter,exit --command 'crm-notify'\n"
-                    + "geofence --state-dir /var/lib/geofence-crm deliver --from nats://10.0.0.1:4222"),
+                "A second place that delivers, with hooks of its own in its own state directory:",
+                "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm"),
         ])
 
     let source: ClusterEventSource
