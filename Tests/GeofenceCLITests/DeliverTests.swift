@@ -203,7 +203,96 @@ struct DeliverTests {
             #expect(logs.contains("is not an event"), "the invalid message was not reported")
             print(
                 "deliver: \(all.count) events, \(kills) SIGKILLs, outbox exact and in order, \(runs.count) hook runs "
-                    + "(\(duplicates) again after a kill)")
+                    + "(\(duplicates) again after a kill); SIGTERM stopped it in "
+                    + String(format: "%.2f s", stopped ?? -1))
+        }
+    }
+
+    /// Publishes `events`, each again with the same message id until it is stored (a server being lost makes
+    /// publishes fail for a few seconds; JetStream keeps one copy).
+    static func publishRetrying(_ events: [Made], to connection: NATSConnection) throws {
+        for event in events {
+            var tries = 0
+            while true {
+                do {
+                    _ = try connection.jetStreamPublish(
+                        subject: event.subject, payload: Array(event.body.utf8), messageID: event.id)
+                    break
+                } catch let error as NATSError {
+                    tries += 1
+                    if tries > 200 { throw error }
+                    // Nothing to observe but the cluster electing a new leader: try again shortly.
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+            }
+        }
+    }
+
+    /// The newest event's seq in the outbox (0: none).
+    static func latestSeq(_ cli: CLI) async throws -> Int {
+        let result = try await offThread { try cli.run(["events", "--json", "--limit", "1"]) }
+        return try JSON.parse(result.stdout).arrayValue?.first?["seq"]?.intValue ?? 0
+    }
+
+    /// The outbox's event ids, oldest first.
+    static func outbox(_ cli: CLI) async throws -> [String] {
+        try await cli.events().sorted { ($0["seq"]?.intValue ?? 0) < ($1["seq"]?.intValue ?? 0) }
+            .compactMap { $0["id"]?.stringValue }
+    }
+
+    @Test(
+        "a backlog read at speed, then the NATS server deliver reads from killed mid-stream: every event once, in order"
+    )
+    func throughputAndServerLoss() async throws {
+        try await withCLI { cli in
+            let directory = cli.dir.file("nats")
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let cluster = try NATSCluster(directory: directory)
+            defer { try? cluster.stop() }
+            let producer = try NATSConnection(urls: cluster.urls, name: "engine-a")
+            _ = try producer.ensureStream(
+                name: "GEOFENCE_EVENTS", subjects: ["geofence.event.*"], replicas: 3, duplicateWindow: .seconds(600))
+            let all = Self.make(4000)
+            let publishing = ContinuousClock.now
+            try Self.publish(Array(all[0..<3000]), to: producer)
+            let published = ContinuousClock.now - publishing
+
+            // No hooks: the reader alone, into the outbox.
+            let deliver = try Self.deliver(cli, cluster, log: "deliver.log")
+            let started = ContinuousClock.now
+            #expect(await deliver.waitForLog("deliver: reading GEOFENCE_EVENTS", timeout: 20), "\(deliver.log)")
+            var count = 0
+            _ = try await Wait.until(timeout: 30, every: .milliseconds(50)) {
+                count = try await Self.latestSeq(cli)
+                return count >= 3000
+            }
+            let read = ContinuousClock.now - started
+            #expect(count == 3000)
+
+            // The server it reads from is killed while more events come.
+            let reading = try #require(deliver.log.split(separator: "\n").last { $0.contains("deliver: reading") })
+            let address = try #require(reading.range(of: "at nats://127.0.0.1:"))
+            let port = try #require(UInt16(reading[address.upperBound...].prefix { $0.isNumber }))
+            let server = try #require((1...3).first { cluster.clientPort(server: $0) == port })
+            let more = Task.detached {
+                let connection = try NATSConnection(urls: cluster.urls, name: "engine-b")
+                try Self.publishRetrying(Array(all[3000..<4000]), to: connection)
+            }
+            try cluster.kill(server: server)
+            try await more.value
+            try cluster.restart(server: server)
+            _ = try await Wait.until(timeout: 40, every: .milliseconds(100)) {
+                try await Self.latestSeq(cli) >= 4000
+            }
+            let ids = try await Self.outbox(cli)
+            #expect(ids == all.map(\.id), "\(ids.count) events, or out of order; \(deliver.log)")
+            #expect(await deliver.stop() != nil)
+            let seconds = { (d: Duration) in Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+            print(
+                String(
+                    format: "deliver: 3000 events published one by one in %.2f s; read into the outbox in %.2f s "
+                        + "(%.0f events/s, from start); 1000 more through the loss of server n%d, all once, in order",
+                    seconds(published), seconds(read), 3000 / seconds(read), server))
         }
     }
 
