@@ -269,6 +269,13 @@ struct DeliverTests {
             let read = ContinuousClock.now - started
             #expect(count == 3000)
 
+            // A hook added while it runs (no control socket: on the state directory itself) is taken.
+            let lateLog = cli.dir.file("late.log")
+            let hook = try await cli.exec(
+                "hook", "add", "--id", "late", "--on", "all", "--command",
+                #"echo "$GEOFENCE_EVENT_ID" >> '\#(lateLog)'"#)
+            #expect(hook.status == 0, "\(hook.stderr)")
+
             // The server it reads from is killed while more events come.
             let reading = try #require(deliver.log.split(separator: "\n").last { $0.contains("deliver: reading") })
             let address = try #require(reading.range(of: "at nats://127.0.0.1:"))
@@ -286,6 +293,10 @@ struct DeliverTests {
             }
             let ids = try await Self.outbox(cli)
             #expect(ids == all.map(\.id), "\(ids.count) events, or out of order; \(deliver.log)")
+            #expect(
+                await Wait.until(timeout: 30, every: .milliseconds(100)) {
+                    (cli.read("late.log") ?? "").contains(all[3999].id)
+                }, "the hook added while deliver ran did not get the later events")
             #expect(await deliver.stop() != nil)
             let seconds = { (d: Duration) in Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
             print(
