@@ -34,6 +34,9 @@ package final class DeliverEngine: Sendable {
         let delivery = EventDelivery(store: store, hooks: hooks, logger: logger)
         let reader = ClusterEventReader(source: source, store: store, logger: logger) { delivery.wake() }
         let reading = try await reader.start()
+        // Under systemd (Type=notify), started once it reads; a unit without the notify socket ignores this.
+        let manager = ServiceManager()
+        manager.ready(status: "delivering \(source.stream) through consumer \(source.consumer)")
         let stopped = Mutex<String?>(nil)
         let group = ServiceGroup(
             delivery.services + [
@@ -52,6 +55,7 @@ package final class DeliverEngine: Sendable {
             let why =
                 ending.service == "signals"
                 ? stopped.withLock { $0 } ?? "signals ended" : "the \(ending.service) stopped"
+            manager.stopping(why)
             logger.notice("deliver: stopping (\(why)\(ending.error.map { ": \($0)" } ?? ""))")
         }
         if !ending.cancelled.isEmpty {
