@@ -307,6 +307,42 @@ struct DeliverTests {
         }
     }
 
+    @Test(
+        "an MQTT sink of the deliver's state directory publishes every event, in order",
+        .enabled(if: MosquittoBroker.isAvailable, "\(MosquittoBroker.unavailableReason)"))
+    func mqttSink() async throws {
+        try await withCLI { cli in
+            let broker = try cli.broker(settings: ["max_queued_messages 0"])
+            try broker.makeSession(clientID: "dashboard", topic: "geofence/+/+/event")
+            let added = try await cli.exec("sink", "add", "--id", "bus", "--mqtt", "mqtt://127.0.0.1:\(broker.port)")
+            #expect(added.status == 0, "\(added.stderr)")
+            let directory = cli.dir.file("nats")
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let cluster = try NATSCluster(directory: directory)
+            defer { try? cluster.stop() }
+            let producer = try NATSConnection(urls: cluster.urls, name: "engine-a")
+            _ = try producer.ensureStream(
+                name: "GEOFENCE_EVENTS", subjects: ["geofence.event.*"], replicas: 3, duplicateWindow: .seconds(600))
+            let all = Self.make(200)
+            try Self.publish(all, to: producer)
+            let deliver = try Self.deliver(cli, cluster, log: "deliver.log")
+            // `sink list` shows a sink's health only from an engine with a control socket, which deliver has
+            // not: what the subscriber receives is the measure (its session keeps what it has not taken yet).
+            var ids: [String] = []
+            for _ in 0..<15 where ids.count < all.count {
+                let received = try await offThread {
+                    try broker.receive(clientID: "dashboard", topic: "geofence/+/+/event", seconds: 2)
+                }
+                ids += received.compactMap { line -> String? in
+                    guard let space = line.firstIndex(of: " ") else { return nil }
+                    return try? JSON.parse(String(line[line.index(after: space)...]))["id"]?.stringValue
+                }
+            }
+            #expect(await deliver.stop() != nil)
+            #expect(ids == all.map(\.id), "\(ids.count) of \(all.count) received, or out of order")
+        }
+    }
+
     @Test("a bad --from or --consumer, and a cluster no server of which answers: one line each")
     func refusals() async throws {
         try await withCLI { cli in
