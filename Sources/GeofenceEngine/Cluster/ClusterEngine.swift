@@ -64,6 +64,8 @@ package final class ClusterEngine: @unchecked Sendable {
         package var fenced = 0
         package var checkpoints = 0
         package var takeOvers = 0
+        /// Vehicles restored from checkpoints at take-overs.
+        package var restoredVehicles = 0
         package var givenUp = 0
     }
 
@@ -179,6 +181,7 @@ package final class ClusterEngine: @unchecked Sendable {
                 logger.error("partition \(partition): \(bad); replaying its fixes from the first kept")
             }
             for vehicle in vehicles { partitionOf[vehicle] = partition }
+            statistics.restoredVehicles += vehicles.count
             let log = try PartitionEventLog(
                 connection: connection, layout: layout, partition: partition, owner: configuration.engineID,
                 term: term)

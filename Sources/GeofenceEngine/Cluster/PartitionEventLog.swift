@@ -16,6 +16,9 @@ package final class PartitionEventLog {
     private let connection: NATSConnection
     private let layout: ClusterLayout
     private let subject: String
+    /// `Geofence-Owner` of each event: the engine and its lease term, so that a reader of the stream sees who
+    /// stored each event (and that no owner's events follow another's take-over marker).
+    private let ownerHeader: (String, String)
     /// The sequence of the last message this owner stored or found on the subject (the fence's expectation).
     package private(set) var lastSequence: UInt64
     /// Publishes tried, stored, dropped as duplicates, and refused by the fence.
@@ -30,6 +33,8 @@ package final class PartitionEventLog {
 
     /// The header that marks a message on an event subject that is not an event.
     package static let kindHeader = "Geofence-Kind"
+    /// The header that names the engine and lease term that stored a message: `ENGINE/TERM`.
+    package static let ownerHeaderName = "Geofence-Owner"
 
     /// Takes the partition's event subject over: reads its last sequence and stores a take-over marker after
     /// it, so that any publish of a previous owner from now on is refused. Throws `NATSError` (`.wrongLastSequence`:
@@ -41,12 +46,14 @@ package final class PartitionEventLog {
         self.layout = layout
         self.partition = partition
         subject = layout.eventSubject(partition: partition)
+        ownerHeader = (Self.ownerHeaderName, "\(owner)/\(term)")
         let last = try connection.lastMessage(stream: layout.eventStream, subject: subject)?.sequence ?? 0
         let marker = JSONValue.object([
             "partition": .number(Double(partition)), "owner": .string(owner), "term": .number(Double(term)),
         ]).serialized()
         let ack = try connection.jetStreamPublish(
-            subject: subject, payload: Array(marker.utf8), headers: [(Self.kindHeader, "takeover")],
+            subject: subject, payload: Array(marker.utf8),
+            headers: [(Self.kindHeader, "takeover"), (Self.ownerHeaderName, "\(owner)/\(term)")],
             expectedLastSubjectSequence: last)
         lastSequence = ack.sequence
     }
@@ -60,7 +67,8 @@ package final class PartitionEventLog {
         let payload = Array(JSONValue.object(event.json).serialized().utf8)
         do {
             let ack = try connection.jetStreamPublish(
-                subject: subject, payload: payload, messageID: event.id, expectedLastSubjectSequence: lastSequence)
+                subject: subject, payload: payload, headers: [ownerHeader], messageID: event.id,
+                expectedLastSubjectSequence: lastSequence)
             if ack.duplicate {
                 counts.duplicates += 1
                 return false
