@@ -62,6 +62,7 @@ struct DocExamplesTests {
             "needs a NATS cluster with the engines' event stream, runs until stopped",
         "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm":
             "needs a NATS cluster with the engines' event stream, runs until stopped",
+        "geofence status --nats nats://10.0.0.1:4222,10.0.0.2:4222": "needs a NATS cluster of engines",
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",
     ]
 
