@@ -109,6 +109,45 @@ struct PartitionLeasesTests {
         }
     }
 
+    /// The error `body` throws, which must be a `NATSError`.
+    static func natsError(_ body: () throws -> Void) -> NATSError? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error as? NATSError
+        }
+    }
+
+    @Test("guarded writes: a message id already stored loses; a create over a delete marker uses the marker's revision")
+    func guardedWrites() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let connection = try NATSConnection(urls: cluster.urls)
+        let store = try connection.ensureKeyValue(bucket: "guarded", replicas: 3)
+        let id: (UInt64) -> String = { LeaseSettings.messageID(0, after: $0) }
+        let created = try store.create("p-0", Self.bytes("a"), messageID: id)
+        let again = Self.natsError { try store.create("p-0", Self.bytes("b"), messageID: id) }
+        #expect(again?.kind == .duplicate, "\(String(describing: again))")
+        let updated = try store.update("p-0", Self.bytes("a2"), revision: created, messageID: id(created))
+        let repeated = Self.natsError {
+            try store.update("p-0", Self.bytes("b2"), revision: created, messageID: id(created))
+        }
+        // Not racing, the revision is checked first: either answer means another writer won.
+        #expect(repeated?.kind == .wrongRevision || repeated?.kind == .duplicate, "\(String(describing: repeated))")
+        // A fresh id does not get around the revision.
+        let stale = Self.natsError { try store.update("p-0", Self.bytes("b3"), revision: created, messageID: "other") }
+        #expect(stale?.kind == .wrongRevision)
+        #expect(try store.get("p-0")?.value == Self.bytes("a2"))
+
+        try store.delete("p-0", revision: updated, messageID: id(updated))
+        #expect(try store.get("p-0") == nil)
+        let marker = try #require(try connection.lastMessage(stream: "KV_guarded", subject: "$KV.guarded.p-0"))
+        let recreated = try store.create("p-0", Self.bytes("c"), messageID: id)
+        let stored = try #require(try connection.lastMessage(stream: "KV_guarded", subject: "$KV.guarded.p-0"))
+        #expect(stored.sequence == recreated && stored.headers["Nats-Msg-Id"] == [id(marker.sequence)])
+        #expect(try store.get("p-0")?.value == Self.bytes("c"))
+    }
+
     // MARK: Lease managers
 
     /// One monotonic clock for every manager and the log: all run in this process, so times compare.

@@ -28,7 +28,12 @@ package final class PartitionLeases: @unchecked Sendable {
     private let onEvent: @Sendable (LeaseEvent) -> Void
 
     private enum Phase { case idle, running, halted, stopping, stopped }
+    /// Guards the state below (used as a lock only: the waits are on semaphores, whose timeouts run on the
+    /// monotonic clock, where a wall-clock step cannot stretch them).
     private let condition = NSCondition()
+    /// Wakes the worker (a watch saw something, an outcome came in, a stop), and the watchdog.
+    private let workerWake = DispatchSemaphore(value: 0)
+    private let watchdogWake = DispatchSemaphore(value: 0)
     private var phase = Phase.idle
     private var book: LeaseBook
     private let delivery = NSLock()
@@ -45,6 +50,17 @@ package final class PartitionLeases: @unchecked Sendable {
         clock: @escaping @Sendable () -> Double = { MonotonicClock.seconds() },
         onEvent: @escaping @Sendable (LeaseEvent) -> Void
     ) throws {
+        try Self.validate(engineID: engineID)
+        self.engineID = engineID
+        self.settings = settings
+        self.connection = connection
+        self.clock = clock
+        self.onEvent = onEvent
+        book = LeaseBook(settings: settings, engineID: engineID, now: clock())
+    }
+
+    /// Throws unless `engineID` can be a key of the engines' bucket and part of a lease record.
+    package static func validate(engineID: String) throws {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.")
         guard !engineID.isEmpty, engineID.count <= 128, engineID.allSatisfy({ allowed.contains($0) }),
             !engineID.hasPrefix("."), !engineID.hasSuffix(".")
@@ -53,12 +69,6 @@ package final class PartitionLeases: @unchecked Sendable {
                 kind: .invalidArgument, operation: "partition leases",
                 text: "engine id \"\(engineID)\": use 1 to 128 letters, digits, '-', '_', '=' or inner '.'")
         }
-        self.engineID = engineID
-        self.settings = settings
-        self.connection = connection
-        self.clock = clock
-        self.onEvent = onEvent
-        book = LeaseBook(settings: settings, engineID: engineID, now: clock())
     }
 
     /// Creates the buckets if they are missing (replicated as `settings.replicas`; no TTL for the leases, whose
@@ -94,7 +104,7 @@ package final class PartitionLeases: @unchecked Sendable {
         case .idle: phase = .stopped
         case .stopping, .stopped: break
         }
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
         deliver()
         threads.wait()
@@ -106,7 +116,7 @@ package final class PartitionLeases: @unchecked Sendable {
     package func halt() {
         condition.lock()
         if phase == .running { phase = .halted }
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
     }
 
@@ -168,9 +178,18 @@ package final class PartitionLeases: @unchecked Sendable {
     /// How long a thread waits at most before it looks again.
     private var pollInterval: Double { min(0.1, settings.ttl / 30) }
 
-    /// Waits (with `condition` locked) until signalled or `seconds` have passed.
-    private func waitLocked(_ seconds: Double) {
-        _ = condition.wait(until: Date(timeIntervalSinceNow: max(0.001, min(seconds, pollInterval))))
+    /// Waits (with `condition` locked, unlocked meanwhile) until `semaphore` is signalled or `seconds` (at most
+    /// `pollInterval`) have passed.
+    private func waitLocked(_ seconds: Double, _ semaphore: DispatchSemaphore) {
+        condition.unlock()
+        let microseconds = Int(max(0.001, min(seconds, pollInterval)) * 1_000_000)
+        _ = semaphore.wait(timeout: .now() + .microseconds(microseconds))
+        condition.lock()
+    }
+
+    private func wakeAll() {
+        workerWake.signal()
+        watchdogWake.signal()
     }
 
     private func work() {
@@ -181,7 +200,7 @@ package final class PartitionLeases: @unchecked Sendable {
             for action in actions { perform(action) }
             deliver()
             condition.lock()
-            if phase == .running, actions.isEmpty { waitLocked(pollInterval) }
+            if phase == .running, actions.isEmpty { waitLocked(pollInterval, workerWake) }
         }
         guard phase == .stopping else {
             condition.unlock()
@@ -195,7 +214,7 @@ package final class PartitionLeases: @unchecked Sendable {
         try? engines?.delete(engineID)
         condition.lock()
         phase = .stopped
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
     }
 
@@ -267,7 +286,7 @@ package final class PartitionLeases: @unchecked Sendable {
     private func update(_ change: (inout LeaseBook) -> Void) {
         condition.lock()
         change(&book)
-        condition.broadcast()
+        wakeAll()
         condition.unlock()
     }
 
@@ -298,9 +317,7 @@ package final class PartitionLeases: @unchecked Sendable {
                 deliver()
             } catch {
                 watcher = nil
-                condition.lock()
-                if phase == .running { waitLocked(pollInterval) }
-                condition.unlock()
+                Thread.sleep(forTimeInterval: pollInterval)
             }
         }
     }
@@ -338,7 +355,7 @@ package final class PartitionLeases: @unchecked Sendable {
                 condition.lock()
                 continue
             }
-            waitLocked(next - clock())
+            waitLocked(next - clock(), watchdogWake)
         }
         condition.unlock()
     }
