@@ -26,7 +26,7 @@ struct PartitionLeasesTests {
     /// `writers` updates of `key` from the same read revision, released at once from threads of their own
     /// (each writer connected to a server of its own); every writer's outcome.
     static func race(_ writers: [NATSKeyValue], key: String, round: Int, messageID: Bool) throws -> [Outcome] {
-        let revision = try #require(try writers[0].get(key)).revision
+        let revision = try #require(try writers[0].latest(key)).revision
         let outcomes = Mutex<[Outcome]>([])
         let gate = StartGate(parties: writers.count)
         let threads = writers.enumerated().map { index, store in
@@ -87,7 +87,7 @@ struct PartitionLeasesTests {
                 winnersPerRound.append(won.count)
                 if guarded {
                     #expect(won.count == 1, "round \(round): \(outcomes)")
-                    let stored = try #require(try stores[0].get("p-0"))
+                    let stored = try #require(try stores[0].latest("p-0"))
                     #expect(won == [stored.revision], "round \(round): \(outcomes), stored \(stored.revision)")
                 }
             }
@@ -137,15 +137,15 @@ struct PartitionLeasesTests {
         // A fresh id does not get around the revision.
         let stale = Self.natsError { try store.update("p-0", Self.bytes("b3"), revision: created, messageID: "other") }
         #expect(stale?.kind == .wrongRevision)
-        #expect(try store.get("p-0")?.value == Self.bytes("a2"))
+        #expect(try store.latest("p-0")?.value == Self.bytes("a2"))
 
         try store.delete("p-0", revision: updated, messageID: id(updated))
-        #expect(try store.get("p-0") == nil)
+        #expect(try store.latest("p-0")?.operation == .delete)
         let marker = try #require(try connection.lastMessage(stream: "KV_guarded", subject: "$KV.guarded.p-0"))
         let recreated = try store.create("p-0", Self.bytes("c"), messageID: id)
         let stored = try #require(try connection.lastMessage(stream: "KV_guarded", subject: "$KV.guarded.p-0"))
         #expect(stored.sequence == recreated && stored.headers["Nats-Msg-Id"] == [id(marker.sequence)])
-        #expect(try store.get("p-0")?.value == Self.bytes("c"))
+        #expect(try store.latest("p-0")?.value == Self.bytes("c"))
     }
 
     // MARK: Lease managers

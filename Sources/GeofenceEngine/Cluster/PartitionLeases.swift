@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceSystem
+import Synchronization
 
 /// One engine's handling of the leases of P partitions (issue 26, Docs/cluster.md "Ownership"): it claims its
 /// share of them in the replicated bucket `geofence-leases` (key `p-N`, a `LeaseRecord`), renews its own every
@@ -28,16 +29,14 @@ package final class PartitionLeases: @unchecked Sendable {
     private let onEvent: @Sendable (LeaseEvent) -> Void
 
     private enum Phase { case idle, running, halted, stopping, stopped }
-    /// Guards the state below (used as a lock only: the waits are on semaphores, whose timeouts run on the
-    /// monotonic clock, where a wall-clock step cannot stretch them).
+    /// Guards the state below; the worker waits on it for news (a watch saw something, an outcome came in, a
+    /// stop), and `stop()` for the threads' ends.
     private let condition = NSCondition()
-    /// Wakes the worker (a watch saw something, an outcome came in, a stop), and the watchdog.
-    private let workerWake = DispatchSemaphore(value: 0)
-    private let watchdogWake = DispatchSemaphore(value: 0)
     private var phase = Phase.idle
     private var book: LeaseBook
-    private let delivery = NSLock()
-    private let threads = DispatchGroup()
+    private var threadsRunning = 0
+    /// Held while events are handed to `onEvent`, so that they go one at a time and in order.
+    private let delivery = Mutex<Void>(())
     private var leases: NATSKeyValue?
     private var engines: NATSKeyValue?
 
@@ -104,10 +103,12 @@ package final class PartitionLeases: @unchecked Sendable {
         case .idle: phase = .stopped
         case .stopping, .stopped: break
         }
-        wakeAll()
+        condition.broadcast()
         condition.unlock()
         deliver()
-        threads.wait()
+        condition.lock()
+        while threadsRunning > 0 { condition.wait() }
+        condition.unlock()
     }
 
     /// Stops all NATS work at once and writes nothing more (no renewal, no release, no heartbeat), as when
@@ -116,7 +117,7 @@ package final class PartitionLeases: @unchecked Sendable {
     package func halt() {
         condition.lock()
         if phase == .running { phase = .halted }
-        wakeAll()
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -166,11 +167,14 @@ package final class PartitionLeases: @unchecked Sendable {
     // MARK: Threads
 
     private func spawn(_ name: String, _ body: @escaping @Sendable (PartitionLeases) -> Void) {
-        threads.enter()
+        threadsRunning += 1
         let thread = Thread { [self] in
             nameThisThread(name)
             body(self)
-            threads.leave()
+            condition.lock()
+            threadsRunning -= 1
+            condition.broadcast()
+            condition.unlock()
         }
         thread.start()
     }
@@ -178,18 +182,11 @@ package final class PartitionLeases: @unchecked Sendable {
     /// How long a thread waits at most before it looks again.
     private var pollInterval: Double { min(0.1, settings.ttl / 30) }
 
-    /// Waits (with `condition` locked, unlocked meanwhile) until `semaphore` is signalled or `seconds` (at most
-    /// `pollInterval`) have passed.
-    private func waitLocked(_ seconds: Double, _ semaphore: DispatchSemaphore) {
-        condition.unlock()
-        let microseconds = Int(max(0.001, min(seconds, pollInterval)) * 1_000_000)
-        _ = semaphore.wait(timeout: .now() + .microseconds(microseconds))
-        condition.lock()
-    }
-
-    private func wakeAll() {
-        workerWake.signal()
-        watchdogWake.signal()
+    /// Waits (with `condition` locked) until signalled or `seconds` (at most `pollInterval`) have passed.
+    /// `NSCondition` counts the wait on the wall clock: a step back could stretch it, so it is always short
+    /// (the worker is woken by every watch update anyway), and the watchdog does not use it.
+    private func waitLocked(_ seconds: Double) {
+        _ = condition.wait(until: Date(timeIntervalSinceNow: max(0.001, min(seconds, pollInterval))))
     }
 
     private func work() {
@@ -200,7 +197,7 @@ package final class PartitionLeases: @unchecked Sendable {
             for action in actions { perform(action) }
             deliver()
             condition.lock()
-            if phase == .running, actions.isEmpty { waitLocked(pollInterval, workerWake) }
+            if phase == .running, actions.isEmpty { waitLocked(pollInterval) }
         }
         guard phase == .stopping else {
             condition.unlock()
@@ -214,7 +211,7 @@ package final class PartitionLeases: @unchecked Sendable {
         try? engines?.delete(engineID)
         condition.lock()
         phase = .stopped
-        wakeAll()
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -256,7 +253,9 @@ package final class PartitionLeases: @unchecked Sendable {
                 update { $0.renewed(partition, record: record, revision: revision, sentAt: sentAt, now: clock()) }
             } catch let error as NATSError where Self.refused(error) {
                 do {
-                    let current = try leases.get(key).map { ($0.revision, LeaseRecord(bytes: $0.value)) }
+                    let current = try leases.latest(key).flatMap {
+                        $0.operation == .put ? ($0.revision, LeaseRecord(bytes: $0.value)) : nil
+                    }
                     update { $0.renewalRefused(partition, record: record, current: current) }
                 } catch {
                     update { $0.renewalUncertain(partition, now: clock(), error: "\(error)") }
@@ -286,7 +285,7 @@ package final class PartitionLeases: @unchecked Sendable {
     private func update(_ change: (inout LeaseBook) -> Void) {
         condition.lock()
         change(&book)
-        wakeAll()
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -355,21 +354,24 @@ package final class PartitionLeases: @unchecked Sendable {
                 condition.lock()
                 continue
             }
-            waitLocked(next - clock(), watchdogWake)
+            // A relative sleep (nanosleep, on the monotonic clock): no wall-clock step delays a `lost`.
+            condition.unlock()
+            Thread.sleep(forTimeInterval: max(0.001, min(next - clock(), pollInterval)))
+            condition.lock()
         }
         condition.unlock()
     }
 
     /// Hands the queued events to `onEvent`, in order, one thread at a time.
     private func deliver() {
-        delivery.lock()
-        defer { delivery.unlock() }
-        while true {
-            condition.lock()
-            let event = book.events.isEmpty ? nil : book.events.removeFirst()
-            condition.unlock()
-            guard let event else { return }
-            onEvent(event)
+        delivery.withLock { _ in
+            while true {
+                condition.lock()
+                let event = book.events.isEmpty ? nil : book.events.removeFirst()
+                condition.unlock()
+                guard let event else { return }
+                onEvent(event)
+            }
         }
     }
 }

@@ -50,6 +50,22 @@ package final class NATSKeyValue: @unchecked Sendable {
         return Self.entry(entry)
     }
 
+    /// The key's latest write as the bucket's stream leader has it (a delete marker too; nil: never written
+    /// or aged out), where `get` may answer from a replica that lags: measured, a `get` just after a create
+    /// through the same connection found nothing. `createdNanoseconds` is not read (0). **Blocks** for one
+    /// JetStream request.
+    package func latest(_ key: String) throws -> Entry? {
+        guard let last = try connection.lastMessage(stream: "KV_\(bucket)", subject: subject(key)) else { return nil }
+        let operation: Entry.Operation =
+            switch last.headers["KV-Operation"]?.first {
+            case "DEL": .delete
+            case "PURGE": .purge
+            default: .put
+            }
+        return Entry(
+            key: key, value: last.payload, revision: last.sequence, operation: operation, createdNanoseconds: 0)
+    }
+
     /// Writes `value` whatever is there; its revision.
     @discardableResult
     package func put(_ key: String, _ value: [UInt8]) throws -> UInt64 {
