@@ -19,7 +19,8 @@ import Synchronization
 /// Threads: a worker (the NATS writes: claims, renewals, releases, heartbeats, each **blocking**), one per
 /// watch (leases, engines), and a deadline watchdog that delivers `lost` on time even while the worker is
 /// blocked in a write. `onEvent` is called on one of them at a time, in order; it must return quickly (hand
-/// the event to the owner's own thread).
+/// the event to the owner's own thread) and must not call `stop()`. The threads hold the manager until
+/// `stop()`: call it.
 package final class PartitionLeases: @unchecked Sendable {
     // @unchecked: every mutable field is used under `condition`; `onEvent` is called under `delivery`.
     package let engineID: String
