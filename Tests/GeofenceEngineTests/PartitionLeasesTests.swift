@@ -4,6 +4,10 @@ import GeofenceTestSupport
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Partition ownership by leases in a replicated key-value bucket (issue 26, Docs/cluster.md), against a
 /// real 3-server JetStream cluster shared by the suite: first the guard single ownership rests on (a lease
 /// write is compare-and-set on the revision and carries `Nats-Msg-Id = lease-p-N-after-REV`), then the
@@ -146,6 +150,50 @@ struct PartitionLeasesTests {
         let stored = try #require(try connection.lastMessage(stream: "KV_guarded", subject: "$KV.guarded.p-0"))
         #expect(stored.sequence == recreated && stored.headers["Nats-Msg-Id"] == [id(marker.sequence)])
         #expect(try store.latest("p-0")?.value == Self.bytes("c"))
+    }
+
+    /// What a fresh TCP connection to `127.0.0.1:port` is told within `timeout` seconds (a NATS server starts
+    /// with `INFO {…}` at once); empty when nothing came.
+    static func greeting(port: UInt16, timeout: Double) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, Int32(timeout * 1000)) > 0 else { return "" }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = read(fd, &buffer, buffer.count)
+        return count > 0 ? String(decoding: buffer.prefix(count), as: UTF8.self) : ""
+    }
+
+    @Test("the fault proxy forwards; cut, it accepts and answers nothing; healed, it forwards again")
+    func faultProxy() throws {
+        let cluster = try SharedNATSCluster.cluster()
+        let proxy = try FaultProxy(targetPort: try #require(cluster.clientPort(server: 1)))
+        defer { proxy.stop() }
+        #expect(try Self.greeting(port: proxy.port, timeout: 5).hasPrefix("INFO {"))
+        let connection = try NATSConnection(
+            urls: "nats://\(proxy.address)", connectTimeout: .milliseconds(500), requestTimeout: .milliseconds(300),
+            ignoreDiscoveredServers: true)
+        try connection.publish(subject: "proxy.test", payload: [1])
+
+        proxy.cut()
+        // Nothing can be observed of a blackhole but silence: each look waits its whole time.
+        #expect(try Self.greeting(port: proxy.port, timeout: 0.5) == "")
+        #expect(Self.natsError { try connection.publish(subject: "proxy.test", payload: [2]) } != nil)
+
+        proxy.heal()
+        #expect(try Self.greeting(port: proxy.port, timeout: 5).hasPrefix("INFO {"))
+        #expect(Wait.blocking(timeout: 10) { (try? connection.publish(subject: "proxy.test", payload: [3])) != nil })
     }
 
     // MARK: Lease managers
