@@ -262,18 +262,24 @@ package struct LeaseBook {
     /// What to do at `now`. Leases to give back are given up here (`lost` queued) and deleted `margin` later.
     package mutating func plan(now: Double) -> [Action] {
         var actions: [Action] = []
-        if now >= lastBeat + settings.renewalInterval {
+        var renewals: [Action] = []
+        if leasesCaughtUp, enginesCaughtUp {
+            for (partition, lease) in held.sorted(by: { $0.key < $1.key })
+            where now >= lease.renewedAt + settings.renewalInterval && now >= lease.retryAt {
+                let record = LeaseRecord(owner: engineID, term: lease.term, renewal: lease.renewal + 1)
+                renewals.append(.renew(partition: partition, from: lease.revision, record: record))
+            }
+        }
+        // A heartbeat every interval, and before each round of renewals: an engine's last heartbeat is then no
+        // older than its last renewal, and others count it gone no later than its leases expire.
+        if now >= lastBeat + settings.renewalInterval || !renewals.isEmpty {
             lastBeat = now
             beat += 1
             actions.append(.heartbeat(beat: beat))
         }
         guard leasesCaughtUp, enginesCaughtUp else { return actions }
         actions += releasesDue(now: now)
-        for (partition, lease) in held.sorted(by: { $0.key < $1.key })
-        where now >= lease.renewedAt + settings.renewalInterval && now >= lease.retryAt {
-            let record = LeaseRecord(owner: engineID, term: lease.term, renewal: lease.renewal + 1)
-            actions.append(.renew(partition: partition, from: lease.revision, record: record))
-        }
+        actions += renewals
         // Claims and give-backs wait one heartbeat interval after start, to see the other engines first.
         guard now - startedAt >= settings.renewalInterval else { return actions }
         let live = liveEngines(now: now)
@@ -376,7 +382,9 @@ package struct LeaseBook {
     package mutating func claimRefused(_ partition: Int, from revision: UInt64, now: Double) {
         refusedFrom[partition] = revision
         statistics.claimsRefused += 1
-        if unseenRefusal == nil { unseenRefusal = (partition, revision, now) }
+        if unseenRefusal == nil, (observed[partition]?.revision ?? 0) <= revision {
+            unseenRefusal = (partition, revision, now)
+        }
     }
 
     /// No answer: it may have been stored. Not counted valid; if it was stored it is free to claim again.

@@ -36,6 +36,8 @@ package final class PartitionLeases: @unchecked Sendable {
     private var phase = Phase.idle
     private var book: LeaseBook
     private var threadsRunning = 0
+    /// The worker has ended (after `halt()`): no write is in flight any more.
+    private var workerStopped = false
     /// Held while events are handed to `onEvent`, so that they go one at a time and in order.
     private let delivery = Mutex<Void>(())
     private var leases: NATSKeyValue?
@@ -112,13 +114,15 @@ package final class PartitionLeases: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Stops all NATS work at once and writes nothing more (no renewal, no release, no heartbeat), as when
-    /// the engine's NATS side hangs or its process dies: the leases are left to expire, and the watchdog still
-    /// delivers `lost` for each before its validity deadline. For tests of a crash; `stop()` afterwards.
+    /// Stops all NATS work and writes nothing more (no renewal, no release, no heartbeat), as when the
+    /// engine's NATS side hangs or its process dies: the leases are left to expire, and the watchdog still
+    /// delivers `lost` for each before its validity deadline. Returns once the worker has ended (a write in
+    /// flight ends first), so `held()` then shows the last writes. For tests of a crash; `stop()` afterwards.
     package func halt() {
         condition.lock()
         if phase == .running { phase = .halted }
         condition.broadcast()
+        while phase == .halted && !workerStopped { condition.wait() }
         condition.unlock()
     }
 
@@ -195,12 +199,18 @@ package final class PartitionLeases: @unchecked Sendable {
         while phase == .running {
             let actions = book.plan(now: clock())
             condition.unlock()
-            for action in actions { perform(action) }
+            for action in actions {
+                // A halt stops between two writes (one in flight ends first).
+                guard running else { break }
+                perform(action)
+            }
             deliver()
             condition.lock()
             if phase == .running, actions.isEmpty { waitLocked(pollInterval) }
         }
         guard phase == .stopping else {
+            workerStopped = true
+            condition.broadcast()
             condition.unlock()
             return
         }
@@ -288,6 +298,12 @@ package final class PartitionLeases: @unchecked Sendable {
         change(&book)
         condition.broadcast()
         condition.unlock()
+    }
+
+    private var running: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return phase == .running
     }
 
     private var watching: Bool {
