@@ -25,6 +25,19 @@ package struct StoredRegion: Sendable, Equatable {
     package var nextRetry: Date?
     package var createdAt: Date
     package var updatedAt: Date
+
+    package init(
+        seq: Int64, region: Region, status: RegionStatus, attempts: Int, nextRetry: Date?, createdAt: Date,
+        updatedAt: Date
+    ) {
+        self.seq = seq
+        self.region = region
+        self.status = status
+        self.attempts = attempts
+        self.nextRetry = nextRetry
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// The requested regions (`regions`, polygons included) and the log of their insertions and deletions
@@ -34,7 +47,7 @@ package struct RegionRepository: Sendable {
 
     /// Limits used when reading regions back: looser than the ones applied on input, so that a region
     /// stored under older or wider limits is never dropped on load.
-    static let storedLimits: RegionLimits = {
+    package static let storedLimits: RegionLimits = {
         var l = RegionLimits()
         l.maxRadius = 40_000_000
         l.maxIDBytes = 1 << 20

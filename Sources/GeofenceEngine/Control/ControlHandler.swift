@@ -70,7 +70,7 @@ package final class ControlHandler: Sendable {
         return ControlResponse(id: request.id, result: result)
     }
 
-    static func translate(_ error: any Error) -> ControlError {
+    package static func translate(_ error: any Error) -> ControlError {
         switch error {
         case let e as ControlError: return e
         case let e as StoreError:

@@ -23,13 +23,14 @@ package final class NATSConnection: @unchecked Sendable {
 
     /// Connects to one of `urls` (`nats://HOST:PORT,HOST:PORT…`, the scheme optional after the first) and
     /// makes its JetStream context. When the server goes away, nats.c reconnects to another of the list (and
-    /// those the cluster announced) on its own, for ever, `reconnectWait` apart per server. With
-    /// `ignoreDiscoveredServers` only to those of `urls` (a test that reaches the cluster through a fault
+    /// those the cluster announced) on its own, for ever, `reconnectWait` apart per server. `user` and
+    /// `password` (never part of `urls`, so that no error or log line holds them) authenticate to every server.
+    /// With `ignoreDiscoveredServers` only to those of `urls` (a test that reaches the cluster through a fault
     /// proxy must not go around it). **Blocks** until connected or `connectTimeout` has passed for each server.
     package init(
-        urls: String, name: String = "geofence", connectTimeout: Duration = .seconds(2),
-        requestTimeout: Duration = .seconds(5), reconnectWait: Duration = .milliseconds(250),
-        ignoreDiscoveredServers: Bool = false
+        urls: String, name: String = "geofence", user: String? = nil, password: String? = nil,
+        connectTimeout: Duration = .seconds(2), requestTimeout: Duration = .seconds(5),
+        reconnectWait: Duration = .milliseconds(250), ignoreDiscoveredServers: Bool = false
     ) throws {
         let servers = try Self.serverList(urls)
         self.requestTimeout = requestTimeout
@@ -44,6 +45,9 @@ package final class NATSConnection: @unchecked Sendable {
             natsOptions_SetServers(options, $0.baseAddress, Int32($0.count))
         }
         if status == NATS_OK { status = natsOptions_SetName(options, name) }
+        if status == NATS_OK, user != nil || password != nil {
+            status = natsOptions_SetUserInfo(options, user, password)
+        }
         if status == NATS_OK { status = natsOptions_SetTimeout(options, natsMilliseconds(connectTimeout)) }
         if status == NATS_OK { status = natsOptions_SetAllowReconnect(options, true) }
         if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
@@ -92,6 +96,23 @@ package final class NATSConnection: @unchecked Sendable {
         guard natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK else { return nil }
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// How many servers the connection knows of: those of the URL list and those the cluster announced
+    /// (at least 1 once connected). A bucket or stream gets `min(3, this)` replicas.
+    package var knownServerCount: Int {
+        var servers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        var count: Int32 = 0
+        guard natsConnection_GetServers(connection, &servers, &count) == NATS_OK, let servers else { return 1 }
+        var distinct = Set<String>()
+        for index in 0..<Int(max(0, count)) {
+            if let server = servers[index] {
+                distinct.insert(String(cString: server))
+                free(server)
+            }
+        }
+        free(servers)
+        return max(1, distinct.count)
     }
 
     /// A core NATS publish (at most once, no acknowledgement) with `headers`, then a flush: **blocks** until
@@ -152,7 +173,7 @@ package final class NATSConnection: @unchecked Sendable {
     }
 
     /// A message built for nats.c; the caller destroys it.
-    private static func message(subject: String, payload: [UInt8], headers: [(String, String)]) throws
+    static func message(subject: String, payload: [UInt8], headers: [(String, String)]) throws
         -> OpaquePointer
     {
         var message: OpaquePointer?

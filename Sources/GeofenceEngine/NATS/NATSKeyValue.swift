@@ -15,7 +15,7 @@ package final class NATSKeyValue: @unchecked Sendable {
     package let bucket: String
     private let store: OpaquePointer
     /// Kept so the JetStream context and the connection outlive the bucket's handle.
-    private let connection: NATSConnection
+    let connection: NATSConnection
 
     /// One value of the bucket.
     package struct Entry: Equatable, Sendable {
@@ -38,7 +38,7 @@ package final class NATSKeyValue: @unchecked Sendable {
     deinit { kvStore_Destroy(store) }
 
     /// The subject a key's writes go to, as nats.c writes them (`$KV.BUCKET.KEY`).
-    private func subject(_ key: String) -> String { "$KV.\(bucket).\(key)" }
+    func subject(_ key: String) -> String { "$KV.\(bucket).\(key)" }
 
     /// The key's value, or nil when it is absent, deleted or expired.
     package func get(_ key: String) throws -> Entry? {

@@ -18,7 +18,9 @@ struct AddCommand: GeofenceSubcommand {
             A polygon's edges are geodesics; a fix is inside when it is farther inside its boundary than \
             its margin, as for a circle (see Docs/regions-format.md for holes, parts and limits). \
             An id must be unique: adding one that exists is an error unless --replace is given (which \
-            also resets every vehicle's state for that region).
+            also resets every vehicle's state for that region). \
+            With --nats, the region goes to a cluster's bucket instead, checked and refused as the \
+            local store would (Docs/cluster.md); every engine of the cluster applies it within a second.
             """,
         options: [
             .value("--lat", valueName: "degrees", help: "Latitude of a circle's centre, -90 to 90."),
@@ -57,7 +59,7 @@ struct AddCommand: GeofenceSubcommand {
             .value("--on-dwell", valueName: "command", help: "Shell command run on dwell."),
             .flag("--replace", help: "Replace a region with the same id instead of failing."),
             CommandTree.requestID,
-        ],
+        ] + ClusterTarget.options,
         examples: [
             Example(
                 "A depot with enter and exit events:",
@@ -82,6 +84,8 @@ struct AddCommand: GeofenceSubcommand {
     let id: String?
     let replace: Bool
     let requestID: String
+    /// `--nats`: the cluster's bucket instead of the local store.
+    let cluster: ClusterTarget?
     /// Every field of the region but its id, checked.
     private let fields: Fields
 
@@ -146,6 +150,7 @@ struct AddCommand: GeofenceSubcommand {
         requestID = try RegionCommands.requestID(a.value("--request-id"), c)
         id = a.value("--id")
         replace = a.flag("--replace")
+        cluster = try ClusterTarget(parsing: a, context: c)
         // The region is checked here, under its id or a stand-in (a generated id is always valid).
         _ = try makeRegion(id: id ?? RegionCommands.generatedID(), c)
     }
@@ -166,6 +171,7 @@ struct AddCommand: GeofenceSubcommand {
     }
 
     func run(_ c: CommandContext) throws {
+        if let cluster { return try runOnCluster(cluster, c) }
         func request(id: String) throws -> ControlRequest {
             let definition = RegionJSON.encode(try makeRegion(id: id, c))
             return ControlRequest(
@@ -194,6 +200,39 @@ struct AddCommand: GeofenceSubcommand {
                 }
             }
         }
+        report(result, c)
+    }
+
+    /// `add --nats`: the region as the engine's `add` decodes it (`RegionJSON`, the same checks), written to
+    /// the cluster's bucket; a duplicate refused as the store refuses it.
+    private func runOnCluster(_ cluster: ClusterTarget, _ c: CommandContext) throws {
+        let store = try cluster.connect()
+        func add(id: String) throws -> StoredRegion {
+            let region = try ClusterTarget.perform {
+                try RegionJSON.decode(
+                    .object(RegionJSON.encode(makeRegion(id: id, c))), now: Date(), createdBy: getuid())
+            }
+            return try ClusterTarget.perform { try store.add(region, replace: replace, requestID: requestID) }
+        }
+        var stored: StoredRegion
+        if let id {
+            stored = try add(id: id)
+        } else {
+            // A generated id: retry on the (astronomically unlikely) collision rather than fail.
+            var attempt = 0
+            while true {
+                do {
+                    stored = try add(id: RegionCommands.generatedID())
+                    break
+                } catch let failure as CommandFailure where failure.exitCode == .dataError && attempt < 5 {
+                    attempt += 1
+                }
+            }
+        }
+        report(.object(RegionReport.json(stored)), c)
+    }
+
+    private func report(_ result: JSONValue, _ c: CommandContext) {
         if c.json {
             c.console.print(result.serialized())
         } else {

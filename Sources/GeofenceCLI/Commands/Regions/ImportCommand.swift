@@ -18,13 +18,17 @@ struct ImportCommand: GeofenceSubcommand {
             id, name, notify, dwell, expires and hooks (what export --format geojson writes). \
             Import is all or nothing: every entry is checked first, each problem is reported with its \
             position and field, and nothing is stored unless every entry is good. Ids already in the \
-            store are an error unless --replace is given.
+            store are an error unless --replace is given. \
+            With --nats, into a cluster's bucket instead (Docs/cluster.md): checked the same way, and \
+            nothing is written unless every entry is good. If the connection breaks while the regions are \
+            being written, part of them are stored: the same command again under the same --request-id \
+            (the error says it) writes only the rest.
             """,
         options: [
             .flag("--replace", help: "Replace regions whose ids already exist."),
             .flag("--dry-run", help: "Check the file and report, store nothing."),
             CommandTree.requestID,
-        ],
+        ] + ClusterTarget.options,
         arguments: [.required("file", help: "The regions file, or - for standard input.")],
         examples: [
             Example("The example file:", "geofence import regions.example.json"),
@@ -37,12 +41,15 @@ struct ImportCommand: GeofenceSubcommand {
     let replace: Bool
     /// `--request-id` as given: checked only when the regions go to an engine, as before.
     let requestIDText: String?
+    /// `--nats`: the cluster's bucket instead of the local store.
+    let cluster: ClusterTarget?
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
         file = try a.required("file")
         dryRun = a.flag("--dry-run")
         replace = a.flag("--replace")
         requestIDText = a.value("--request-id")
+        cluster = try ClusterTarget(parsing: a, context: c)
     }
 
     func run(_ c: CommandContext) throws {
@@ -74,7 +81,9 @@ struct ImportCommand: GeofenceSubcommand {
             if !expired.isEmpty { c.console.message(RegionCommands.pastExpiryWarning(expired)) }
             return
         }
-        if let path = try c.engineSocket() {
+        if let cluster {
+            try importToCluster(cluster, regions, c)
+        } else if let path = try c.engineSocket() {
             // Through the engine, in parts under the 1 MiB request limit: the engine checks and stores each
             // part while the next is made, and commits them all with the last.
             let progress = ProgressBar(console: c.console, total: regions.count, label: "sending")
@@ -117,6 +126,27 @@ struct ImportCommand: GeofenceSubcommand {
         let seconds = Date().timeIntervalSince(started)
         report(c, "Imported \(regions.count) regions in \(String(format: "%.1f", seconds)) s", count: regions.count)
         if !expired.isEmpty { c.console.message(RegionCommands.pastExpiryWarning(expired)) }
+    }
+
+    /// `import --nats`: checked against the bucket as the store checks an import, then written pipelined.
+    /// A break while writing leaves part of the regions stored; the error names the request id under which
+    /// the same command writes only the rest.
+    private func importToCluster(_ cluster: ClusterTarget, _ regions: [Region], _ c: CommandContext) throws {
+        let requestID = try RegionCommands.requestID(requestIDText, c)
+        let store = try cluster.connect()
+        let progress = ProgressBar(console: c.console, total: regions.count, label: "writing")
+        do {
+            try ClusterTarget.perform {
+                try store.importAll(regions, replace: replace, requestID: requestID) { progress.update($0) }
+            }
+        } catch let interrupted as ClusterRegionStore.ImportInterrupted {
+            throw CommandFailure(
+                "the import broke off after \(interrupted.written) of \(interrupted.total) regions were stored "
+                    + "(\(interrupted.error)): the cluster holds part of the file. Run it again under the same "
+                    + "request id (\(requestID)), which writes only the rest: "
+                    + c.retryCommand(requestID: requestID), exitCode: .unavailable)
+        }
+        progress.finish()
     }
 
     private func report(_ c: CommandContext, _ text: String, count: Int) {

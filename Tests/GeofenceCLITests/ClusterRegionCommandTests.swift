@@ -1,0 +1,176 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceTestSupport
+import Testing
+
+/// `geofence add`, `remove` and `import` with `--nats`, run as the built binary against a real 3-server
+/// JetStream cluster: the same checks, errors and exit codes as on the local store, nothing written on an
+/// error, an import re-run under its request id writing only the rest.
+@Suite(
+    "geofence add, remove, import --nats against a 3-server cluster", .serialized,
+    .enabled(if: NATSCluster.isAvailable, "\(NATSCluster.unavailableReason)"))
+struct ClusterRegionCommandTests {
+    static func withCluster(_ body: (CLI, NATSCluster, ClusterRegionStore) throws -> Void) throws {
+        try withCLI { cli in
+            let cluster = try NATSCluster(directory: cli.dir.path)
+            defer { try? cluster.stop() }
+            try body(cli, cluster, try ClusterRegionStore(connection: try NATSConnection(urls: cluster.urls)))
+        }
+    }
+
+    /// Every key's latest write: what must not change when a command is refused.
+    static func snapshot(_ store: ClusterRegionStore) throws -> [String: String] {
+        try store.scan(values: false).mapValues { "\($0.revision) \($0.live)" }
+    }
+
+    static func live(_ store: ClusterRegionStore) throws -> Set<String> {
+        Set(try store.scan(values: false).filter(\.value.live).keys)
+    }
+
+    static func regionsFile(_ ids: [String]) -> String {
+        let entries = ids.enumerated().map { i, id in
+            #"{"id":\#(JSONValue.string(id).serialized()),"lat":\#(Double(i % 80)),"lon":\#(Double(i % 170)),"radius":150}"#
+        }
+        return #"{"regions":[\#(entries.joined(separator: ","))]}"#
+    }
+
+    @Test("refusals say and exit the same as on the local store, and change nothing in the bucket")
+    func sameRefusals() throws {
+        try Self.withCluster { cli, cluster, store in
+            let nats = ["--nats", cluster.urls]
+            let depot = ["add", "--id", "depot", "--lat", "51.5007", "--lon", "-0.1246", "--radius", "200"]
+            let local = try cli.run(depot)
+            let remote = try cli.run(depot + nats)
+            #expect(local.status == 0 && remote.status == 0, "\(local.stderr) \(remote.stderr)")
+            #expect(remote.stdout == local.stdout, "the same report")
+            #expect(remote.stdout.hasPrefix("Added region \"depot\": 51.5007, -0.1246, radius 200 m"))
+
+            let bad = cli.dir.file("bad.json")
+            try
+                #"{"regions":[{"id":"a","lat":1,"lon":2,"radius":3},{"id":"b","lat":95,"lon":2,"radius":3},{"id":"c","lat":1,"lon":2}]}"#
+                .write(toFile: bad, atomically: true, encoding: .utf8)
+            let existing = cli.dir.file("existing.json")
+            try Self.regionsFile(["fresh", "depot"]).write(toFile: existing, atomically: true, encoding: .utf8)
+            let repeated = cli.dir.file("repeated.json")
+            try Self.regionsFile(["x1", "x2", "x1"]).write(toFile: repeated, atomically: true, encoding: .utf8)
+            let cases: [[String]] = [
+                ["add", "--id", "depot", "--lat", "1", "--lon", "2", "--radius", "3"],
+                ["add", "--id", "depot", "--lat", "1", "--lon", "2", "--radius", "3", "--json"],
+                ["add", "--id", "x", "--lat", "91", "--lon", "0", "--radius", "10"],
+                ["add", "--id", "x", "--lat", "0", "--lon", "0", "--radius", "1e9"],
+                ["add", "--id", "tab\there", "--lat", "0", "--lon", "0", "--radius", "10"],
+                ["add", "--id", "x", "--polygon", "0,0 0,1"],
+                ["remove", "depot", "nothere"],
+                ["remove", "nothere", "--json"],
+                ["import", bad],
+                ["import", existing],
+                ["import", repeated],
+                ["import", existing, "--json"],
+            ]
+            let before = try Self.snapshot(store)
+            #expect(before.count == 1)
+            for args in cases {
+                let local = try cli.run(args)
+                let remote = try cli.run(args + nats)
+                #expect(local.status != 0, "\(args)")
+                #expect(remote.status == local.status, "\(args): \(remote.stderr)")
+                #expect(remote.stderr == local.stderr, "\(args)")
+                #expect(remote.stdout == local.stdout, "\(args)")
+                #expect(try Self.snapshot(store) == before, "\(args) changed the bucket")
+            }
+            #expect(try cli.ids() == ["depot"], "nor the store")
+
+            // The cluster's own refusals: a password on the command line (never echoed), a password file
+            // without --nats, a cluster that cannot be reached.
+            let password = try cli.run(depot + ["--nats", "nats://engine:s3cret@127.0.0.1:4222"])
+            #expect(password.status == 64)
+            #expect(password.stderr.contains("--nats-password-file") && !password.stderr.contains("s3cret"))
+            let orphan = try cli.run(depot + ["--nats-password-file", "/nonexistent"])
+            #expect(orphan.status == 64 && orphan.stderr.contains("--nats-password-file is for --nats"))
+            let unreadable = try cli.run(depot + nats + ["--nats-password-file", cli.dir.file("none")])
+            #expect(unreadable.status == 66 && unreadable.stderr.contains("cannot read the NATS password file"))
+            let away = try cli.run([
+                "add", "--id", "y", "--lat", "1", "--lon", "1", "--radius", "3", "--nats", "127.0.0.1:1",
+            ])
+            #expect(
+                away.status == 69 && away.stderr.hasPrefix("Error: NATS: connect to nats://127.0.0.1:1"),
+                "\(away.stderr)")
+            #expect(try Self.snapshot(store) == before)
+        }
+    }
+
+    @Test("adds, replaces, removes and imports; a command re-run under its request id is made once")
+    func changes() throws {
+        try Self.withCluster { cli, cluster, store in
+            let nats = ["--nats", cluster.urls]
+            let added = try cli.run(
+                [
+                    "add", "--id", "café.1/a", "--lat", "1", "--lon", "2", "--radius", "3", "--json", "--request-id",
+                    "R0",
+                ]
+                    + nats)
+            #expect(added.status == 0, "\(added.stderr)")
+            let first = try JSON.parse(added.stdout)
+            #expect(first["id"]?.stringValue == "café.1/a" && first["radius"]?.doubleValue == 3)
+            #expect(try Self.live(store) == ["caf=C3=A9=2E1=2Fa"])
+            // The same add again under its request id is answered from its entry, not refused or written again.
+            let again = try cli.run(
+                [
+                    "add", "--id", "café.1/a", "--lat", "1", "--lon", "2", "--radius", "3", "--json", "--request-id",
+                    "R0",
+                ]
+                    + nats)
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try store.scan(values: false)["caf=C3=A9=2E1=2Fa"]?.revision == 1)
+            let replaced = try cli.run(
+                ["add", "--id", "café.1/a", "--lat", "1", "--lon", "2", "--radius", "30", "--replace"] + nats)
+            #expect(replaced.status == 0, "\(replaced.stderr)")
+            let value = try #require(try store.scan(values: true)["caf=C3=A9=2E1=2Fa"])
+            #expect(value.revision == 2)
+            #expect(try JSON.parse(value.value)["radius"]?.doubleValue == 30)
+
+            let removed = try cli.run(["remove", "café.1/a", "--json", "--request-id", "R1"] + nats)
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(try JSON.parse(removed.stdout)["removed"] == .array([.string("café.1/a")]))
+            #expect(try Self.live(store).isEmpty)
+            let removedAgain = try cli.run(["remove", "café.1/a", "--request-id", "R1"] + nats)
+            #expect(removedAgain.status == 0 && removedAgain.stdout == "Removed region \"café.1/a\"\n")
+            #expect(try cli.run(["remove", "café.1/a"] + nats).status == 66)
+
+            // An import; the same file again is refused as locally.
+            let ids = (0..<2000).map { "j\($0)" }
+            let file = cli.dir.file("regions.json")
+            try Self.regionsFile(ids).write(toFile: file, atomically: true, encoding: .utf8)
+            let imported = try cli.run(["import", file, "--json"] + nats)
+            let local = try cli.run(["import", file, "--json"])
+            #expect(imported.status == 0 && local.status == 0, "\(imported.stderr)")
+            #expect(imported.stdout == local.stdout && imported.stdout.contains(#""imported":2000"#))
+            #expect(try Self.live(store) == Set(ids))
+            let twiceLocal = try cli.run(["import", file])
+            let twice = try cli.run(["import", file] + nats)
+            #expect(twice.status == 65 && twice.stderr == twiceLocal.stderr)
+
+            // An import that broke off after 700 of 2000 regions (written as the CLI writes them, under its
+            // request id): the same command under that id writes only the other 1300.
+            let more = (0..<2000).map { "k\($0)" }
+            let moreFile = cli.dir.file("more.json")
+            try Self.regionsFile(more).write(toFile: moreFile, atomically: true, encoding: .utf8)
+            guard case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile(more).utf8), now: Date())
+            else {
+                Issue.record("the file does not decode")
+                return
+            }
+            try store.importAll(Array(regions.prefix(700)), replace: false, requestID: "R2")
+            let before = try store.scan(values: false)
+            let rerun = try cli.run(["import", moreFile, "--request-id", "R2"] + nats)
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+            let after = try store.scan(values: false)
+            #expect(Set(after.filter(\.value.live).keys) == Set(ids + more))
+            for id in more.prefix(700) { #expect(after[id]?.revision == before[id]?.revision, "\(id) written again") }
+            // Under another request id the 700 are what they are: regions that exist.
+            let other = try cli.run(["import", moreFile] + nats)
+            #expect(other.status == 65 && other.stderr.hasPrefix("Error: 2000 regions already exist"))
+        }
+    }
+}
