@@ -108,7 +108,7 @@ package struct LeaseSettings: Equatable, Sendable {
 /// renewals, releases and heartbeats; the caller performs them and reports the outcome; it judges others'
 /// leases expired by the time given since it saw their last revision, and its own valid until the send time of
 /// the last successful write plus ttl minus margin.
-struct LeaseBook {
+package struct LeaseBook {
     struct Observed: Equatable {
         var revision: UInt64
         /// nil: deleted (given back), or never written.
@@ -129,7 +129,7 @@ struct LeaseBook {
         var retryAt: Double = 0
     }
 
-    enum Action: Equatable {
+    package enum Action: Equatable {
         case heartbeat(beat: UInt64)
         case claim(partition: Int, from: UInt64, record: LeaseRecord)
         case renew(partition: Int, from: UInt64, record: LeaseRecord)
@@ -140,7 +140,7 @@ struct LeaseBook {
     let engineID: String
     let startedAt: Double
 
-    private(set) var leasesCaughtUp = false
+    package private(set) var leasesCaughtUp = false
     private(set) var enginesCaughtUp = false
     private var caughtUpAt = 0.0
     private(set) var observed: [Int: Observed] = [:]
@@ -168,10 +168,10 @@ struct LeaseBook {
     private var lastBeat = -Double.infinity
     private var beat: UInt64 = 0
     /// Events not yet delivered, oldest first.
-    var events: [LeaseEvent] = []
-    private(set) var statistics = LeaseStatistics()
+    package var events: [LeaseEvent] = []
+    package private(set) var statistics = LeaseStatistics()
 
-    init(settings: LeaseSettings, engineID: String, now: Double) {
+    package init(settings: LeaseSettings, engineID: String, now: Double) {
         self.settings = settings
         self.engineID = engineID
         startedAt = now
@@ -180,7 +180,7 @@ struct LeaseBook {
     // MARK: What the watches saw
 
     /// A lease key's write (or delete) seen at `now`.
-    mutating func observeLease(key: String, revision: UInt64, record: LeaseRecord?, now: Double) {
+    package mutating func observeLease(key: String, revision: UInt64, record: LeaseRecord?, now: Double) {
         if let unseen = unseenLeaseWrite, revision >= unseen.revision { unseenLeaseWrite = nil }
         guard key.hasPrefix("p-"), let partition = Int(key.dropFirst(2)), (0..<settings.partitions).contains(partition)
         else { return }
@@ -210,26 +210,26 @@ struct LeaseBook {
         }
     }
 
-    mutating func markLeasesCaughtUp(now: Double) {
+    package mutating func markLeasesCaughtUp(now: Double) {
         guard !leasesCaughtUp else { return }
         leasesCaughtUp = true
         caughtUpAt = now
     }
 
     /// An engine's heartbeat (`alive`) or its key deleted, seen at `now`.
-    mutating func observeEngine(_ id: String, revision: UInt64, alive: Bool, now: Double) {
+    package mutating func observeEngine(_ id: String, revision: UInt64, alive: Bool, now: Double) {
         if let unseen = unseenHeartbeat, revision >= unseen.revision { unseenHeartbeat = nil }
         engines[id] = alive ? now : nil
     }
 
     /// A heartbeat was stored at `revision`.
-    mutating func heartbeatStored(revision: UInt64, now: Double) {
+    package mutating func heartbeatStored(revision: UInt64, now: Double) {
         if unseenHeartbeat == nil { unseenHeartbeat = (revision, now) }
     }
 
     /// Whether the lease watch (`leases`) or the engines' watch lags a renewal interval behind this engine's
     /// own writes; once told, the measure starts again.
-    mutating func watchLags(leases: Bool, now: Double) -> Bool {
+    package mutating func watchLags(leases: Bool, now: Double) -> Bool {
         let since = leases ? [unseenLeaseWrite?.at, unseenRefusal?.at].compactMap { $0 }.min() : unseenHeartbeat?.at
         guard let since, now - since > settings.renewalInterval else { return false }
         if leases {
@@ -246,34 +246,40 @@ struct LeaseBook {
         if unseenLeaseWrite == nil { unseenLeaseWrite = (revision, now) }
     }
 
-    mutating func markEnginesCaughtUp() { enginesCaughtUp = true }
+    package mutating func markEnginesCaughtUp() { enginesCaughtUp = true }
 
     // MARK: Planning
 
     /// The engines alive at `now`: heartbeats seen within the TTL, and this one.
-    func liveEngines(now: Double) -> [String] {
+    package func liveEngines(now: Double) -> [String] {
         Set(engines.filter { now - $0.value < settings.ttl }.keys).union([engineID]).sorted()
     }
 
-    func target(now: Double) -> Int {
+    package func target(now: Double) -> Int {
         LeaseSettings.target(for: engineID, live: liveEngines(now: now), partitions: settings.partitions)
     }
 
     /// What to do at `now`. Leases to give back are given up here (`lost` queued) and deleted `margin` later.
-    mutating func plan(now: Double) -> [Action] {
+    package mutating func plan(now: Double) -> [Action] {
         var actions: [Action] = []
-        if now >= lastBeat + settings.renewalInterval {
+        var renewals: [Action] = []
+        if leasesCaughtUp, enginesCaughtUp {
+            for (partition, lease) in held.sorted(by: { $0.key < $1.key })
+            where now >= lease.renewedAt + settings.renewalInterval && now >= lease.retryAt {
+                let record = LeaseRecord(owner: engineID, term: lease.term, renewal: lease.renewal + 1)
+                renewals.append(.renew(partition: partition, from: lease.revision, record: record))
+            }
+        }
+        // A heartbeat every interval, and before each round of renewals: an engine's last heartbeat is then no
+        // older than its last renewal, and others count it gone no later than its leases expire.
+        if now >= lastBeat + settings.renewalInterval || !renewals.isEmpty {
             lastBeat = now
             beat += 1
             actions.append(.heartbeat(beat: beat))
         }
         guard leasesCaughtUp, enginesCaughtUp else { return actions }
         actions += releasesDue(now: now)
-        for (partition, lease) in held.sorted(by: { $0.key < $1.key })
-        where now >= lease.renewedAt + settings.renewalInterval && now >= lease.retryAt {
-            let record = LeaseRecord(owner: engineID, term: lease.term, renewal: lease.renewal + 1)
-            actions.append(.renew(partition: partition, from: lease.revision, record: record))
-        }
+        actions += renewals
         // Claims and give-backs wait one heartbeat interval after start, to see the other engines first.
         guard now - startedAt >= settings.renewalInterval else { return actions }
         let live = liveEngines(now: now)
@@ -327,7 +333,7 @@ struct LeaseBook {
 
     /// How many partitions the other live engines lack of their share, by the leases seen here (a lease counts
     /// for its owner while its last revision is younger than the TTL).
-    func shortfall(live: [String], now: Double) -> Int {
+    package func shortfall(live: [String], now: Double) -> Int {
         var counts: [String: Int] = [:]
         for seen in observed.values where now - seen.seenAt < settings.ttl {
             if let owner = seen.record?.owner { counts[owner, default: 0] += 1 }
@@ -342,7 +348,7 @@ struct LeaseBook {
     }
 
     /// The deletes of leases given back that are due at `now`.
-    func releasesDue(now: Double) -> [Action] {
+    package func releasesDue(now: Double) -> [Action] {
         releasing.sorted { $0.key < $1.key }.filter { now >= $0.value.at }.map {
             .release(partition: $0.key, from: $0.value.revision)
         }
@@ -351,7 +357,8 @@ struct LeaseBook {
     // MARK: Outcomes
 
     /// A claim sent at `sentAt` was stored at `revision`.
-    mutating func claimed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double) {
+    package mutating func claimed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double)
+    {
         let validUntil = sentAt + settings.ttl - settings.margin
         leaseStored(revision: revision, now: now)
         if observed[partition].map({ $0.revision < revision }) ?? true {
@@ -372,35 +379,38 @@ struct LeaseBook {
 
     /// Another writer won (the revision moved on, or the same message id was stored first). Unless the
     /// lease watch shows a newer revision of the key within a renewal interval, it lags and is made again.
-    mutating func claimRefused(_ partition: Int, from revision: UInt64, now: Double) {
+    package mutating func claimRefused(_ partition: Int, from revision: UInt64, now: Double) {
         refusedFrom[partition] = revision
         statistics.claimsRefused += 1
-        if unseenRefusal == nil { unseenRefusal = (partition, revision, now) }
+        if unseenRefusal == nil, (observed[partition]?.revision ?? 0) <= revision {
+            unseenRefusal = (partition, revision, now)
+        }
     }
 
     /// No answer: it may have been stored. Not counted valid; if it was stored it is free to claim again.
-    mutating func claimUncertain(_ partition: Int, record: LeaseRecord, now: Double, error: String) {
+    package mutating func claimUncertain(_ partition: Int, record: LeaseRecord, now: Double, error: String) {
         retired[partition] = record.term
         claimRetryAt[partition] = now + settings.renewalInterval / 4
         failed(now: now, error: error)
     }
 
     /// A write got no answer (a timeout, no responders, disconnected).
-    mutating func failed(now: Double, error: String) {
+    package mutating func failed(now: Double, error: String) {
         statistics.writeFailures += 1
         statistics.lastError = error
         lastFailureAt = now
     }
 
     /// A renewal is about to be sent at `sentAt`.
-    mutating func renewalSending(_ partition: Int, record: LeaseRecord, sentAt: Double) {
+    package mutating func renewalSending(_ partition: Int, record: LeaseRecord, sentAt: Double) {
         guard var lease = held[partition], lease.term == record.term else { return }
         if lease.attempts[record.renewal] == nil { lease.attempts[record.renewal] = sentAt }
         held[partition] = lease
     }
 
     /// A renewal sent at `sentAt` was stored at `revision`.
-    mutating func renewed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double) {
+    package mutating func renewed(_ partition: Int, record: LeaseRecord, revision: UInt64, sentAt: Double, now: Double)
+    {
         leaseStored(revision: revision, now: now)
         guard var lease = held[partition], lease.term == record.term else { return }
         // The first try of this renewal number may have been sent earlier (and be the one stored).
@@ -417,7 +427,7 @@ struct LeaseBook {
     /// A renewal was refused; `current` is the key as read afterwards (nil: absent or deleted). If it is a
     /// write of this engine's in this term (an earlier try that was stored), that is taken; else the lease
     /// is lost.
-    mutating func renewalRefused(
+    package mutating func renewalRefused(
         _ partition: Int, record: LeaseRecord, current: (revision: UInt64, record: LeaseRecord)?
     ) {
         guard let lease = held[partition], lease.term == record.term else { return }
@@ -433,14 +443,14 @@ struct LeaseBook {
 
     /// A renewal got no answer (or the read after a refusal failed): tried again soon; the validity deadline
     /// is unchanged.
-    mutating func renewalUncertain(_ partition: Int, now: Double, error: String) {
+    package mutating func renewalUncertain(_ partition: Int, now: Double, error: String) {
         failed(now: now, error: error)
         guard var lease = held[partition] else { return }
         lease.retryAt = now + settings.renewalInterval / 4
         held[partition] = lease
     }
 
-    mutating func releaseDone(_ partition: Int, now: Double, error: String?) {
+    package mutating func releaseDone(_ partition: Int, now: Double, error: String?) {
         releasing[partition] = nil
         if let error { failed(now: now, error: error) }
     }
@@ -448,7 +458,7 @@ struct LeaseBook {
     // MARK: Deadlines
 
     /// Declares lost every lease whose validity ends within `lostLead` of `now`; the next such time.
-    mutating func expire(now: Double) -> Double {
+    package mutating func expire(now: Double) -> Double {
         for (partition, lease) in held where now >= lease.validUntil - settings.lostLead {
             statistics.expired += 1
             declareLost(partition)
@@ -457,11 +467,11 @@ struct LeaseBook {
     }
 
     /// Gives up every lease (a stop): each to be deleted at once.
-    mutating func giveUpAll(now: Double) {
+    package mutating func giveUpAll(now: Double) {
         for partition in held.keys.sorted() { declareLost(partition, releaseAt: now) }
     }
 
-    mutating func declareLost(_ partition: Int, releaseAt: Double? = nil) {
+    package mutating func declareLost(_ partition: Int, releaseAt: Double? = nil) {
         guard let lease = held.removeValue(forKey: partition) else { return }
         retired[partition] = lease.term
         statistics.lost += 1
@@ -469,7 +479,7 @@ struct LeaseBook {
         if let releaseAt { releasing[partition] = (lease.revision, releaseAt) }
     }
 
-    func isValid(_ partition: Int, at time: Double) -> Bool {
+    package func isValid(_ partition: Int, at time: Double) -> Bool {
         held[partition].map { time < $0.validUntil } ?? false
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceSystem
+import Synchronization
 
 /// One engine's handling of the leases of P partitions (issue 26, Docs/cluster.md "Ownership"): it claims its
 /// share of them in the replicated bucket `geofence-leases` (key `p-N`, a `LeaseRecord`), renews its own every
@@ -18,7 +19,8 @@ import GeofenceSystem
 /// Threads: a worker (the NATS writes: claims, renewals, releases, heartbeats, each **blocking**), one per
 /// watch (leases, engines), and a deadline watchdog that delivers `lost` on time even while the worker is
 /// blocked in a write. `onEvent` is called on one of them at a time, in order; it must return quickly (hand
-/// the event to the owner's own thread).
+/// the event to the owner's own thread) and must not call `stop()`. The threads hold the manager until
+/// `stop()`: call it.
 package final class PartitionLeases: @unchecked Sendable {
     // @unchecked: every mutable field is used under `condition`; `onEvent` is called under `delivery`.
     package let engineID: String
@@ -28,11 +30,16 @@ package final class PartitionLeases: @unchecked Sendable {
     private let onEvent: @Sendable (LeaseEvent) -> Void
 
     private enum Phase { case idle, running, halted, stopping, stopped }
+    /// Guards the state below; the worker waits on it for news (a watch saw something, an outcome came in, a
+    /// stop), and `stop()` for the threads' ends.
     private let condition = NSCondition()
     private var phase = Phase.idle
     private var book: LeaseBook
-    private let delivery = NSLock()
-    private let threads = DispatchGroup()
+    private var threadsRunning = 0
+    /// The worker has ended (after `halt()`): no write is in flight any more.
+    private var workerStopped = false
+    /// Held while events are handed to `onEvent`, so that they go one at a time and in order.
+    private let delivery = Mutex<Void>(())
     private var leases: NATSKeyValue?
     private var engines: NATSKeyValue?
 
@@ -45,6 +52,17 @@ package final class PartitionLeases: @unchecked Sendable {
         clock: @escaping @Sendable () -> Double = { MonotonicClock.seconds() },
         onEvent: @escaping @Sendable (LeaseEvent) -> Void
     ) throws {
+        try Self.validate(engineID: engineID)
+        self.engineID = engineID
+        self.settings = settings
+        self.connection = connection
+        self.clock = clock
+        self.onEvent = onEvent
+        book = LeaseBook(settings: settings, engineID: engineID, now: clock())
+    }
+
+    /// Throws unless `engineID` can be a key of the engines' bucket and part of a lease record.
+    package static func validate(engineID: String) throws {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.")
         guard !engineID.isEmpty, engineID.count <= 128, engineID.allSatisfy({ allowed.contains($0) }),
             !engineID.hasPrefix("."), !engineID.hasSuffix(".")
@@ -53,12 +71,6 @@ package final class PartitionLeases: @unchecked Sendable {
                 kind: .invalidArgument, operation: "partition leases",
                 text: "engine id \"\(engineID)\": use 1 to 128 letters, digits, '-', '_', '=' or inner '.'")
         }
-        self.engineID = engineID
-        self.settings = settings
-        self.connection = connection
-        self.clock = clock
-        self.onEvent = onEvent
-        book = LeaseBook(settings: settings, engineID: engineID, now: clock())
     }
 
     /// Creates the buckets if they are missing (replicated as `settings.replicas`; no TTL for the leases, whose
@@ -97,16 +109,20 @@ package final class PartitionLeases: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         deliver()
-        threads.wait()
+        condition.lock()
+        while threadsRunning > 0 { condition.wait() }
+        condition.unlock()
     }
 
-    /// Stops all NATS work at once and writes nothing more (no renewal, no release, no heartbeat), as when
-    /// the engine's NATS side hangs or its process dies: the leases are left to expire, and the watchdog still
-    /// delivers `lost` for each before its validity deadline. For tests of a crash; `stop()` afterwards.
+    /// Stops all NATS work and writes nothing more (no renewal, no release, no heartbeat), as when the
+    /// engine's NATS side hangs or its process dies: the leases are left to expire, and the watchdog still
+    /// delivers `lost` for each before its validity deadline. Returns once the worker has ended (a write in
+    /// flight ends first), so `held()` then shows the last writes. For tests of a crash; `stop()` afterwards.
     package func halt() {
         condition.lock()
         if phase == .running { phase = .halted }
         condition.broadcast()
+        while phase == .halted && !workerStopped { condition.wait() }
         condition.unlock()
     }
 
@@ -156,11 +172,14 @@ package final class PartitionLeases: @unchecked Sendable {
     // MARK: Threads
 
     private func spawn(_ name: String, _ body: @escaping @Sendable (PartitionLeases) -> Void) {
-        threads.enter()
+        threadsRunning += 1
         let thread = Thread { [self] in
             nameThisThread(name)
             body(self)
-            threads.leave()
+            condition.lock()
+            threadsRunning -= 1
+            condition.broadcast()
+            condition.unlock()
         }
         thread.start()
     }
@@ -168,7 +187,9 @@ package final class PartitionLeases: @unchecked Sendable {
     /// How long a thread waits at most before it looks again.
     private var pollInterval: Double { min(0.1, settings.ttl / 30) }
 
-    /// Waits (with `condition` locked) until signalled or `seconds` have passed.
+    /// Waits (with `condition` locked) until signalled or `seconds` (at most `pollInterval`) have passed.
+    /// `NSCondition` counts the wait on the wall clock: a step back could stretch it, so it is always short
+    /// (the worker is woken by every watch update anyway), and the watchdog does not use it.
     private func waitLocked(_ seconds: Double) {
         _ = condition.wait(until: Date(timeIntervalSinceNow: max(0.001, min(seconds, pollInterval))))
     }
@@ -178,12 +199,18 @@ package final class PartitionLeases: @unchecked Sendable {
         while phase == .running {
             let actions = book.plan(now: clock())
             condition.unlock()
-            for action in actions { perform(action) }
+            for action in actions {
+                // A halt stops between two writes (one in flight ends first).
+                guard running else { break }
+                perform(action)
+            }
             deliver()
             condition.lock()
             if phase == .running, actions.isEmpty { waitLocked(pollInterval) }
         }
         guard phase == .stopping else {
+            workerStopped = true
+            condition.broadcast()
             condition.unlock()
             return
         }
@@ -237,7 +264,9 @@ package final class PartitionLeases: @unchecked Sendable {
                 update { $0.renewed(partition, record: record, revision: revision, sentAt: sentAt, now: clock()) }
             } catch let error as NATSError where Self.refused(error) {
                 do {
-                    let current = try leases.get(key).map { ($0.revision, LeaseRecord(bytes: $0.value)) }
+                    let current = try leases.latest(key).flatMap {
+                        $0.operation == .put ? ($0.revision, LeaseRecord(bytes: $0.value)) : nil
+                    }
                     update { $0.renewalRefused(partition, record: record, current: current) }
                 } catch {
                     update { $0.renewalUncertain(partition, now: clock(), error: "\(error)") }
@@ -271,6 +300,12 @@ package final class PartitionLeases: @unchecked Sendable {
         condition.unlock()
     }
 
+    private var running: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return phase == .running
+    }
+
     private var watching: Bool {
         condition.lock()
         defer { condition.unlock() }
@@ -298,9 +333,7 @@ package final class PartitionLeases: @unchecked Sendable {
                 deliver()
             } catch {
                 watcher = nil
-                condition.lock()
-                if phase == .running { waitLocked(pollInterval) }
-                condition.unlock()
+                Thread.sleep(forTimeInterval: pollInterval)
             }
         }
     }
@@ -338,21 +371,24 @@ package final class PartitionLeases: @unchecked Sendable {
                 condition.lock()
                 continue
             }
-            waitLocked(next - clock())
+            // A relative sleep (nanosleep, on the monotonic clock): no wall-clock step delays a `lost`.
+            condition.unlock()
+            Thread.sleep(forTimeInterval: max(0.001, min(next - clock(), pollInterval)))
+            condition.lock()
         }
         condition.unlock()
     }
 
     /// Hands the queued events to `onEvent`, in order, one thread at a time.
     private func deliver() {
-        delivery.lock()
-        defer { delivery.unlock() }
-        while true {
-            condition.lock()
-            let event = book.events.isEmpty ? nil : book.events.removeFirst()
-            condition.unlock()
-            guard let event else { return }
-            onEvent(event)
+        delivery.withLock { _ in
+            while true {
+                condition.lock()
+                let event = book.events.isEmpty ? nil : book.events.removeFirst()
+                condition.unlock()
+                guard let event else { return }
+                onEvent(event)
+            }
         }
     }
 }

@@ -50,6 +50,22 @@ package final class NATSKeyValue: @unchecked Sendable {
         return Self.entry(entry)
     }
 
+    /// The key's latest write as the bucket's stream leader has it (a delete marker too; nil: never written
+    /// or aged out), where `get` may answer from a replica that lags: measured, a `get` just after a create
+    /// through the same connection found nothing. `createdNanoseconds` is not read (0). **Blocks** for one
+    /// JetStream request.
+    package func latest(_ key: String) throws -> Entry? {
+        guard let last = try connection.lastMessage(stream: "KV_\(bucket)", subject: subject(key)) else { return nil }
+        let operation: Entry.Operation =
+            switch last.headers["KV-Operation"]?.first {
+            case "DEL": .delete
+            case "PURGE": .purge
+            default: .put
+            }
+        return Entry(
+            key: key, value: last.payload, revision: last.sequence, operation: operation, createdNanoseconds: 0)
+    }
+
     /// Writes `value` whatever is there; its revision.
     @discardableResult
     package func put(_ key: String, _ value: [UInt8]) throws -> UInt64 {
@@ -99,7 +115,9 @@ package final class NATSKeyValue: @unchecked Sendable {
     /// same revision send the same id. The stream leader checks and stages a message id before it proposes
     /// the write to its replicas, which the expected revision alone is not on nats-server before 2.9.21
     /// (nats-server#4320): of two such writes one is stored, the other is answered
-    /// `NATSError.Kind.duplicate` (a lost race, nothing written). A stale revision: `.wrongRevision`.
+    /// `NATSError.Kind.duplicate` (a lost race, nothing written), or `.wrongRevision` when the winner was
+    /// stored before the loser's revision was checked (measured: either, by timing). Both mean another
+    /// writer won.
     ///
     /// `revision` may be a delete marker's (the key's latest write is a delete): that re-creates the key.
     /// A duplicate is also what a retry of this very write gets once the first try was stored (after a
@@ -115,17 +133,19 @@ package final class NATSKeyValue: @unchecked Sendable {
 
     /// `create(_:_:)` guarded a second time by a message id, as `update(_:_:revision:messageID:)` is:
     /// `messageID(0)` for a key never written (or aged out), `messageID(marker)` when its latest write is a
-    /// delete marker with revision `marker`. Another writer first: `.keyExists` or `.duplicate`.
+    /// delete marker with revision `marker` (also when `messageID(0)` was used within the duplicate window,
+    /// by the key's first create). Another writer first: `.keyExists` or `.duplicate`.
     @discardableResult
     package func create(_ key: String, _ value: [UInt8], messageID: (_ afterRevision: UInt64) -> String) throws
         -> UInt64
     {
         do {
             return try write(key, value, expectedRevision: 0, operation: "create", messageID: messageID(0))
-        } catch let error as NATSError where error.kind == .wrongLastSequence {
+        } catch let error as NATSError where error.kind == .wrongLastSequence || error.kind == .duplicate {
             guard let last = try connection.lastMessage(stream: "KV_\(bucket)", subject: subject(key)),
                 let marker = last.headers["KV-Operation"]?.first, marker == "DEL" || marker == "PURGE"
             else {
+                if error.kind == .duplicate { throw error }
                 throw NATSError(
                     kind: .keyExists, operation: "create \(bucket)/\(key)", status: error.status,
                     jetStreamCode: error.jetStreamCode, text: error.text)
