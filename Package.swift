@@ -83,12 +83,21 @@ let package = Package(
         // Scenario builders and the real-gpsd harness, for tests only.
         .target(name: "GeofenceTestSupport", dependencies: ["GeofenceCore"]),
 
+        // The cluster's test harness (issue 26): a fleet published into NATS, the events stream read back.
+        // For tests and the bench only.
+        .target(
+            name: "GeofenceClusterSupport", dependencies: ["GeofenceCore", "GeofenceEngine", "GeofenceTestSupport"]),
+
         // The demo's receiver: writes a recorded drive, plays NMEA into gpsd's UDP feed.
         .executableTarget(name: "GeofenceSim", dependencies: ["GeofenceCore", "GeofenceTestSupport"]),
 
         // Benchmarks: `swift run -c release geofence-bench` (Docs/benchmarks.md).
         .executableTarget(
-            name: "GeofenceBench", dependencies: ["GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine"]),
+            name: "GeofenceBench",
+            dependencies: [
+                "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceEngine", "GeofenceTestSupport",
+                "GeofenceClusterSupport",
+            ]),
 
         .testTarget(
             name: "GeofenceCoreTests", dependencies: ["GeofenceCore", "GeofenceTestSupport"],
@@ -100,7 +109,9 @@ let package = Package(
             name: "GeofenceStoreTests", dependencies: ["GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
         .testTarget(
             name: "GeofenceEngineTests",
-            dependencies: ["GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport"]),
+            dependencies: [
+                "GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport", "GeofenceClusterSupport",
+            ]),
         // The library as an embedder sees it: `import Geofence` and test support only.
         .testTarget(
             name: "GeofenceTests",
@@ -112,7 +123,8 @@ let package = Package(
         .testTarget(
             name: "GeofenceCLITests",
             dependencies: [
-                "GeofenceCLI", "GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport", "geofence",
+                "GeofenceCLI", "GeofenceEngine", "GeofenceStore", "GeofenceCore", "GeofenceTestSupport",
+                "GeofenceClusterSupport", "geofence",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,12 +10,16 @@
 #
 # DIR/nN/ holds server N's configuration (from Packaging/nats/nats-server.conf.in), its JetStream store and
 # its log; DIR/nN.pid its process id; DIR/urls the client URL list. Never the system's server or its ports.
+#
+# GEOFENCE_PARTITIONS (default 12): the partitions the subject mapping spreads geofence.fix.VEHICLE over
+# (geofence.fixp.N.VEHICLE, N from 0); `up` writes it into each server's configuration and DIR/partitions.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 template="$here/../Packaging/nats/nats-server.conf.in"
 server_bin=${NATS_SERVER:-/usr/sbin/nats-server}
 host=127.0.0.1
+partitions=${GEOFENCE_PARTITIONS:-12}
 
 usage() {
     echo "usage: $0 up DIR | down DIR | kill DIR N | start DIR N" >&2
@@ -98,35 +102,49 @@ up)
     [ $# -eq 2 ] || usage
     [ -x "$server_bin" ] || { echo "nats-cluster: $server_bin is missing (make deps)" >&2; exit 69; }
     [ -f "$template" ] || { echo "nats-cluster: $template is missing" >&2; exit 66; }
+    if ! [[ $partitions =~ ^[1-9][0-9]{0,3}$ ]] || ((partitions > 1024)); then
+        echo "nats-cluster: GEOFENCE_PARTITIONS must be a whole number from 1 to 1024, not \"$partitions\"" >&2
+        exit 64
+    fi
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     for n in 1 2 3; do
         if running "$n"; then echo "nats-cluster: a cluster is already running in $dir" >&2; exit 1; fi
     done
     # Nine free loopback ports (client, cluster, monitoring for each server), all held open at once so that
-    # none is given twice.
-    read -r -a ports < <(python3 -c '
+    # none is given twice. They are free when chosen, not when the servers bind them: another cluster started
+    # at the same moment (tests run in parallel) may take one first. A server that finds its port taken
+    # exits; then the three start again on other ports (three tries).
+    for attempt in 1 2 3; do
+        read -r -a ports < <(python3 -c '
 import socket
 socks = [socket.socket() for _ in range(9)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 ')
-    routes=""
-    for n in 1 2 3; do routes+="${routes:+, }nats-route://$host:${ports[$((3 * n - 2))]}"; done
-    for n in 1 2 3; do
-        mkdir -p "$dir/n$n/store"
-        client=${ports[$((3 * n - 3))]} cluster=${ports[$((3 * n - 2))]} monitor=${ports[$((3 * n - 1))]}
-        sed -e "s|@NAME@|n$n|; s|@HOST@|$host|g; s|@CLIENT_PORT@|$client|; s|@CLUSTER_PORT@|$cluster|" \
-            -e "s|@MONITOR_PORT@|$monitor|; s|@STORE_DIR@|$dir/n$n/store|; s|@ROUTES@|$routes|" \
-            "$template" >"$dir/n$n/nats.conf"
-        echo "$client" >"$dir/n$n/client-port"
-        echo "$monitor" >"$dir/n$n/monitor-port"
-    done
-    for n in 1 2 3; do start_server "$n"; done
-    if ! wait_for_leader 1 2 3; then
+        routes=""
+        for n in 1 2 3; do routes+="${routes:+, }nats-route://$host:${ports[$((3 * n - 2))]}"; done
+        for n in 1 2 3; do
+            mkdir -p "$dir/n$n/store"
+            client=${ports[$((3 * n - 3))]} cluster=${ports[$((3 * n - 2))]} monitor=${ports[$((3 * n - 1))]}
+            sed -e "s|@NAME@|n$n|; s|@HOST@|$host|g; s|@CLIENT_PORT@|$client|; s|@CLUSTER_PORT@|$cluster|" \
+                -e "s|@MONITOR_PORT@|$monitor|; s|@STORE_DIR@|$dir/n$n/store|; s|@ROUTES@|$routes|" \
+                -e "s|@PARTITIONS@|$partitions|g" \
+                "$template" >"$dir/n$n/nats.conf"
+            echo "$client" >"$dir/n$n/client-port"
+            echo "$monitor" >"$dir/n$n/monitor-port"
+        done
+        echo "$partitions" >"$dir/partitions"
+        for n in 1 2 3; do start_server "$n"; done
+        if wait_for_leader 1 2 3; then break; fi
         stop_servers KILL 1 2 3
+        if ((attempt < 3)) && grep -qi "address already in use" "$dir"/n[123]/nats.log; then
+            echo "nats-cluster: a port was taken meanwhile; starting again on other ports" >&2
+            for n in 1 2 3; do mv "$dir/n$n/nats.log" "$dir/n$n/nats.log.try$attempt"; done
+            continue
+        fi
         exit 1
-    fi
+    done
     urls="nats://$host:$(cat "$dir/n1/client-port"),$host:$(cat "$dir/n2/client-port"),$host:$(cat "$dir/n3/client-port")"
     echo "$urls" >"$dir/urls"
     echo "$urls"

@@ -7,14 +7,18 @@ import GeofenceCore
 let sections = [
     "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
 ]
-// Run only when asked for (`--only layouts`): the measurements behind Docs/spatial-index.md.
-// `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS (Scripts/nats-cluster.sh up DIR).
-let extraSections = ["layouts", "cluster-regions"]
+// Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
+// a partition's hand-over state (issue 26). `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS
+// (Scripts/nats-cluster.sh up DIR).
+let extraSections = ["layouts", "checkpoint", "cluster-regions"]
 var quick = false
 var only = Set(sections)
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
+    case "cluster-fleet", "cluster-compare", "cluster-read":
+        // Issue 26's fleet into a NATS cluster, and the events stream against a replay (ClusterFleetBench.swift).
+        exit(runClusterCommand(argument, Array(arguments)))
     case "--monitor-child":
         // The fix evaluation of `hugePageFixEvaluation`, in a process of its own (see there); also a way to
         // profile it alone: `perf record geofence-bench --monitor-child 1000000 driving`.
@@ -38,6 +42,7 @@ while let argument = arguments.popFirst() {
         print(
             """
             USAGE: geofence-bench [--quick] [--only NAME[,NAME...]]
+                   geofence-bench cluster-fleet | cluster-compare | cluster-read ... (cluster-fleet --help)
 
             Sections: \(sections.joined(separator: ", ")); and, only with --only, \(extraSections.joined(separator: ", ")).
               --quick   smaller sizes, for a smoke run (the full run takes a few minutes)
@@ -72,6 +77,7 @@ do {
     if only.contains("commands") { try runCommands(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("layouts") { runLayouts(report: report) }
     if only.contains("cluster-regions") { try runClusterRegions(n: quick ? 100_000 : 1_000_000, report: report) }
+    if only.contains("checkpoint") { runCheckpoint(n: quick ? 10_000 : 100_000, report: report) }
     if only.contains("replay") {
         try runReplay(
             lines: quick ? 100_000 : 1_000_000, subjects: quick ? 1000 : 10_000, regions: quick ? 10_000 : 100_000,

@@ -21,6 +21,7 @@ enum CommandTree {
         .command(ExportCommand.self),
         .command(ReplayCommand.self),
         .command(RunCommand.self),
+        .command(DeliverCommand.self),
         .command(LocateCommand.self),
         .command(StatusCommand.self),
         .command(WatchCommand.self),

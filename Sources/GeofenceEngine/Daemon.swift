@@ -103,11 +103,9 @@ package final class Daemon: Sendable {
         let executor = ThreadExecutor(name: "geofence.monitor")
         defer { executor.finish() }
         let watchers = Watchers(store: store, logger: logger)
-        let hooks = HookRunner(store: store, configuration: c.hooks, logger: logger)
-        let sinks = SinkSupervisor(
-            store: store, logger: logger,
-            factory: SinkSupervisor.factory(
-                stateDirectory: c.stateDirectory, environment: ProcessInfo.processInfo.environment, logger: logger))
+        let delivery = EventDelivery(store: store, hooks: c.hooks, logger: logger)
+        let hooks = delivery.hooks
+        let sinks = delivery.sinks
         let pipeline = FixPipeline(store: store, filter: c.filter, monitor: c.monitor)
         pipeline.idleLimit = c.idleLimit
         pipeline.measuresLatency = c.metrics != nil
@@ -118,14 +116,10 @@ package final class Daemon: Sendable {
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
             policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted), maxRegions: c.maxRegions,
-            onServices: { on in
-                hooks.setLocationPaused(!on)
-                sinks.setLocationPaused(!on)
-            },
+            onServices: { on in delivery.setLocationPaused(!on) },
             onEvents: {
                 watchers.wake()
-                hooks.wake()
-                sinks.wake()
+                delivery.wake()
             }, metrics: metrics, liveness: c.liveness, space: space,
             commitMark: MQTTSource.commitMark(for: source))
         let started = Date()
@@ -219,10 +213,7 @@ package final class Daemon: Sendable {
         // Started in this order, stopped in the reverse one: the signals, then the source (whose reports are all
         // judged), then the monitor's ticks, the sinks, and last the hook runner (running hooks get their grace).
         let group = ServiceGroup(
-            [
-                ClosureService("hooks", run: { await hooks.run() }, stop: { hooks.finish() }),
-                // Stopped by cancellation: each sink then closes (an MQTT sink publishes `offline`).
-                ClosureService("sinks") { await sinks.run() },
+            delivery.services + [
                 monitor.ticks,
                 monitor.intake,
                 ClosureService("signals") {

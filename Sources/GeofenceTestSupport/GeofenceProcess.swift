@@ -8,8 +8,9 @@ import Foundation
 package struct TemporaryDirectory: Sendable {
     package let path: String
 
-    package init(_ prefix: String = "geofence-test") throws {
-        var template = Array((NSTemporaryDirectory() + "/\(prefix)-XXXXXX").utf8CString)
+    /// In `parent` when given (it must exist), else in the system's temporary directory.
+    package init(_ prefix: String = "geofence-test", in parent: String? = nil) throws {
+        var template = Array(((parent ?? NSTemporaryDirectory()) + "/\(prefix)-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }

@@ -15,6 +15,9 @@ package final class NATSCluster: @unchecked Sendable {
     /// The client URL list the script printed (`nats://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`).
     package let urls: String
     package let directory: String
+    /// The partitions the servers' subject mapping spreads `geofence.fix.VEHICLE` over
+    /// (`geofence.fixp.N.VEHICLE`, N from 0; `NATSPartition.of(_:partitions:)` says which).
+    package let partitions: Int
     private var stopped = false
 
     package static let serverPath = "/usr/sbin/nats-server"
@@ -29,11 +32,12 @@ package final class NATSCluster: @unchecked Sendable {
             .deletingLastPathComponent().appendingPathComponent("Scripts/nats-cluster.sh").path
     }
 
-    /// Starts the three servers with files in `directory` (which must exist) and waits until JetStream has a
-    /// meta leader.
-    package init(directory: String) throws {
+    /// Starts the three servers with files in `directory` (which must exist), their subject mapping over
+    /// `partitions` partitions (1 to 1024), and waits until JetStream has a meta leader.
+    package init(directory: String, partitions: Int = 12) throws {
         self.directory = directory
-        let printed = try Self.run(["up", directory], in: directory)
+        self.partitions = partitions
+        let printed = try Self.run(["up", directory], in: directory, partitions: partitions)
         guard let last = printed.split(separator: "\n").last, last.hasPrefix("nats://") else {
             throw GPSDHarness.Failure.startFailed("nats-cluster.sh up printed no URL list: \(printed)")
         }
@@ -74,7 +78,7 @@ package final class NATSCluster: @unchecked Sendable {
 
     /// Runs the script; its standard output, or a failure with what it said on standard error. Its output
     /// goes to files, not pipes: the servers it starts would inherit a pipe and keep it open for ever.
-    private static func run(_ arguments: [String], in directory: String) throws -> String {
+    private static func run(_ arguments: [String], in directory: String, partitions: Int? = nil) throws -> String {
         let out = directory + "/nats-cluster.out"
         let err = directory + "/nats-cluster.err"
         _ = FileManager.default.createFile(atPath: out, contents: nil)
@@ -88,6 +92,11 @@ package final class NATSCluster: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: script)
         p.arguments = arguments
+        if let partitions {
+            var environment = ProcessInfo.processInfo.environment
+            environment["GEOFENCE_PARTITIONS"] = String(partitions)
+            p.environment = environment
+        }
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = outHandle
         p.standardError = errHandle

@@ -58,6 +58,11 @@ struct DocExamplesTests {
         "geofence sink add --mqtt mqtts://engine@broker.example --password-file /etc/geofence/sink.pw --on enter,exit":
             "needs the password file /etc/geofence/sink.pw",
         "geofence events retry 42": "needs a delivery 42: an engine that ran hooks",
+        "geofence deliver --from nats://10.0.0.1:4222,10.0.0.2:4222,10.0.0.3:4222":
+            "needs a NATS cluster with the engines' event stream, runs until stopped",
+        "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm":
+            "needs a NATS cluster with the engines' event stream, runs until stopped",
+        "geofence status --nats nats://10.0.0.1:4222,10.0.0.2:4222": "needs a NATS cluster of engines",
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",
     ]
 

@@ -262,7 +262,8 @@ struct NATSClientTests {
         try Self.withCluster { cluster in
             let connection = try NATSConnection(urls: cluster.urls, requestTimeout: .seconds(2))
             _ = try connection.ensureStream(
-                name: "FIXES", subjects: ["geofence.fix.>"], replicas: 3, duplicateWindow: .seconds(120))
+                // What the servers map geofence.fix.VEHICLE to (Packaging/nats/nats-server.conf.in).
+                name: "FIXES", subjects: ["geofence.fixp.*.*"], replicas: 3, duplicateWindow: .seconds(120))
             var acknowledged: [UInt64] = []
             func publish(_ n: Int) throws {
                 let ack = try connection.jetStreamPublish(

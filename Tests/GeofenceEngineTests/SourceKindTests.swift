@@ -18,7 +18,7 @@ struct SourceKindTests {
         let cases: [(String, String?)] = [
             ("gpsd", "GPSDSourceKind"), ("json:-", "JSONLinesSourceKind"), ("json:/tmp/f", "JSONLinesSourceKind"),
             ("mqtt://h/t", "MQTTSourceKind"), ("mqtts://h/t", "MQTTSourceKind"), ("json:", nil), ("serial", nil),
-            ("GPSD", nil), ("nats://h/s", nil),
+            ("GPSD", nil), ("nats://h:4222", "NATSSourceKind"), ("nats:", nil),
         ]
         for (text, kind) in cases {
             #expect(SourceKinds.kind(named: text).map { "\($0)" } == kind, "\(text)")
@@ -27,17 +27,21 @@ struct SourceKindTests {
 
     @Test("the errors and the help list every kind, in the registry's order")
     func texts() {
-        #expect(SourceKinds.notAKind("serial") == #""serial" is not gpsd, json:PATH or mqtt://HOST[:PORT]/TOPIC"#)
+        #expect(
+            SourceKinds.notAKind("serial")
+                == #""serial" is not gpsd, json:PATH, mqtt://HOST[:PORT]/TOPIC or nats://HOST:PORT[,HOST:PORT…]"#)
         #expect(
             SourceKinds.subjectRefusal
-                == "--subject names a gpsd receiver: a fleet's vehicles are named by their fixes (--source json: or mqtt://)"
+                == "--subject names a gpsd receiver: a fleet's vehicles are named by their fixes (--source json:, mqtt:// or nats://)"
         )
-        #expect(SourceKinds.valueName == "gpsd|json:path|mqtt://host/topic")
+        #expect(SourceKinds.valueName == "gpsd|json:path|mqtt://host/topic|nats://host:port,…")
         #expect(
             SourceKinds.help
                 == "Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from a file, a "
-                + "FIFO, or - for standard input; or an MQTT broker's topic filter, mqtt://[USER@]HOST[:PORT]/FILTER "
-                + "(QoS 1, a persistent session; TPV or OwnTracks JSON), mqtts:// for TLS.")
+                + "FIFO, or - for standard input; an MQTT broker's topic filter, mqtt://[USER@]HOST[:PORT]/FILTER "
+                + "(QoS 1, a persistent session; TPV or OwnTracks JSON), mqtts:// for TLS; or a NATS JetStream "
+                + "cluster, nats://HOST:PORT[,HOST:PORT…]: this engine joins the engines that share the fleet's "
+                + "partitions (with --partitions; Docs/cluster.md).")
         #expect(SourceKinds.all.filter { $0.takesSubject }.map { "\($0)" } == ["GPSDSourceKind"])
     }
 

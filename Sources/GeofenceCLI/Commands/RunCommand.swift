@@ -142,6 +142,9 @@ struct RunCommand: GeofenceSubcommand {
             // by hand. Nothing else is put there.
             mkdir(ControlSocket.systemDirectory, 0o755)
         }
+        if let cluster = configuration.source as? NATSSourceKind {
+            return try runCluster(cluster, c)
+        }
         Self.useHugePages(
             c.environment,
             arguments: Self.hidingSecret(
@@ -163,6 +166,19 @@ struct RunCommand: GeofenceSubcommand {
             throw CommandFailure(metrics.description, exitCode: .unavailable)
         } catch let shortfall as UncommittedAtStop {
             throw CommandFailure(shortfall.description, exitCode: .ioError)
+        }
+    }
+
+    /// `--source nats://…`: one engine of a cluster (Docs/cluster.md); its state and events live in JetStream,
+    /// so no state directory, control socket, hooks or metrics of a local engine are started.
+    func runCluster(_ kind: NATSSourceKind, _ c: CommandContext) throws {
+        let node = ClusterNode(
+            kind: kind, filter: configuration.filter, monitor: configuration.monitor,
+            logger: Logger(minimum: level, environment: c.environment))
+        do {
+            try waitFor { try await node.run() }
+        } catch let error as NATSError {
+            throw CommandFailure("the cluster at \(kind.urls): \(error)", exitCode: .unavailable)
         }
     }
 

@@ -23,16 +23,26 @@ struct StatusCommand: GeofenceSubcommand {
             The exit status says whether the engine is ready, after the report either way: 0 when the \
             engine runs and all four answers are ok, 3 (not ready) when it runs but an answer is a problem \
             or Location Services are off, 69 when no engine is running.
+
+            With --nats, the report is a cluster's (Docs/cluster.md): every engine that joined it, the \
+            partitions each owns with their lag (fixes waiting), last checkpoint and take-over time, fenced \
+            publishes, partitions no engine owns, and a checkpoint older than the first fix the stream keeps. \
+            Exit 0 when every partition has an engine and nothing is wrong, 3 otherwise, 69 when the cluster \
+            cannot be reached.
             """,
         options: [
             CommandTree.gpsd,
             .value(
                 "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
+            .value(
+                "--nats", valueName: "nats://host:port,…",
+                help: "Report on a cluster of engines on NATS JetStream instead (Docs/cluster.md)."),
         ],
         examples: [
             Example("", "geofence status"),
             Example("For monitoring:", "geofence status --json"),
             Example("In a script:", "geofence status >/dev/null || echo \"not ready: exit $?\""),
+            Example("A cluster:", "geofence status --nats nats://10.0.0.1:4222,10.0.0.2:4222"),
         ])
 
     /// What gpsd itself said within the wait.
@@ -93,14 +103,18 @@ struct StatusCommand: GeofenceSubcommand {
     /// Whether `--gpsd` (or `GEOFENCE_GPSD`) was given: else the running engine's gpsd is asked.
     let gpsdGiven: Bool
     let wait: Double
+    /// `--nats`: the cluster to report on.
+    let nats: String?
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
         gpsdAddress = try c.gpsdAddress()
         gpsdGiven = a.value("--gpsd") != nil
         wait = try c.positiveDuration("--wait", default: 2)
+        nats = a.value("--nats")
     }
 
     func run(_ c: CommandContext) throws {
+        if let nats { return try ClusterStatusOutput.run(c, urls: nats, wait: wait) }
         var address = gpsdAddress
         let wait = self.wait
 

@@ -137,26 +137,41 @@ package struct FixFilterStatistics: Sendable, Equatable {
 package struct FixFilter: Sendable {
     package var configuration: FixFilterConfiguration
     package private(set) var statistics = FixFilterStatistics()
-    private var subjects: [String: SubjectTrack] = [:]
+    private var subjects: [String: VehicleMemory] = [:]
 
     /// What the filter keeps of an accepted or candidate fix: what `plausible` needs, 40 bytes (a whole
     /// `WeightedFix` is ten times that, for every vehicle of a fleet).
-    private struct Kept: Sendable {
-        var time: Date
-        var point: GeocentricPoint
-        var accuracy: Double
+    package struct KeptFix: Sendable, Equatable {
+        package var time: Date
+        package var point: GeocentricPoint
+        package var accuracy: Double
 
         init(_ fix: WeightedFix) {
             time = fix.time
             point = GeocentricPoint(fix.coordinate)
             accuracy = fix.accuracy
         }
+
+        /// A kept fix field by field (a checkpoint's): nothing is validated.
+        package init(time: Date, point: GeocentricPoint, accuracy: Double) {
+            self.time = time
+            self.point = point
+            self.accuracy = accuracy
+        }
     }
 
-    private struct SubjectTrack: Sendable {
-        var last: Kept?
+    /// Everything the filter remembers of one vehicle, as one value: its next fix is judged against this alone
+    /// (`memory(of:)` takes it, `restore(_:subject:)` puts it back, in this filter or another).
+    package struct VehicleMemory: Sendable, Equatable {
+        /// The last accepted fix.
+        package var last: KeptFix?
         /// Consecutive refused fixes (jumps or backwards time) that may prove to be the new truth.
-        var candidates: [Kept] = []
+        package var candidates: [KeptFix] = []
+
+        package init(last: KeptFix? = nil, candidates: [KeptFix] = []) {
+            self.last = last
+            self.candidates = candidates
+        }
     }
 
     package init(configuration: FixFilterConfiguration = FixFilterConfiguration()) {
@@ -169,8 +184,18 @@ package struct FixFilter: Sendable {
     /// Seeds a subject's last accepted fix (from the store after a restart), so a restart does not
     /// reopen the door to duplicates or jumps.
     package mutating func restore(_ fix: WeightedFix) {
-        subjects[fix.subject, default: SubjectTrack()].last = Kept(fix)
+        subjects[fix.subject, default: VehicleMemory()].last = KeptFix(fix)
     }
+
+    /// What the filter remembers of `subject` (nil: nothing, as for a vehicle never seen).
+    package func memory(of subject: String) -> VehicleMemory? { subjects[subject] }
+
+    /// Puts back what the filter remembers of `subject` (from `memory(of:)`, here or in another filter), in
+    /// place of what it held; nil forgets the subject.
+    package mutating func restore(_ memory: VehicleMemory?, subject: String) { subjects[subject] = memory }
+
+    /// The subjects the filter remembers, in no particular order.
+    package var rememberedSubjects: Dictionary<String, VehicleMemory>.Keys { subjects.keys }
 
     /// Forgets these subjects' tracks (vehicles not heard from for long, whose state the monitor let go
     /// too); `restore` brings a subject back.
@@ -252,7 +277,7 @@ package struct FixFilter: Sendable {
             fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
         // The subject's track is judged in place (its entry made if new, as before): one hash of the subject.
         let (verdict, resynchronized) = Self.judge(
-            weighted, Kept(weighted), track: &subjects[fix.subject, default: SubjectTrack()],
+            weighted, KeptFix(weighted), track: &subjects[fix.subject, default: VehicleMemory()],
             maxSpeed: c.maxSpeed, resyncAfter: c.resyncAfter)
         if resynchronized { statistics.resynchronized += 1 }
         return verdict
@@ -260,10 +285,10 @@ package struct FixFilter: Sendable {
 
     /// `judge`'s decision against the subject's track, which it updates; and whether it re-synchronised.
     private static func judge(
-        _ weighted: WeightedFix, _ kept: Kept, track: inout SubjectTrack, maxSpeed: Double, resyncAfter: Int
+        _ weighted: WeightedFix, _ kept: KeptFix, track: inout VehicleMemory, maxSpeed: Double, resyncAfter: Int
     ) -> (FixVerdict, resynchronized: Bool) {
         let time = weighted.time
-        func plausible(from a: Kept, to b: Kept) -> Bool { Self.plausible(from: a, to: b, maxSpeed: maxSpeed) }
+        func plausible(from a: KeptFix, to b: KeptFix) -> Bool { Self.plausible(from: a, to: b, maxSpeed: maxSpeed) }
         guard let last = track.last else {
             track.last = kept
             return (.accepted(weighted), false)
@@ -299,7 +324,7 @@ package struct FixFilter: Sendable {
     }
 
     /// Whether moving from `a` to `b` is possible at `maxSpeed`, giving both fixes the benefit of their accuracy.
-    private static func plausible(from a: Kept, to b: Kept, maxSpeed: Double) -> Bool {
+    private static func plausible(from a: KeptFix, to b: KeptFix, maxSpeed: Double) -> Bool {
         let dt = b.time.timeIntervalSince(a.time)
         guard dt > 0 else { return false }
         let reach = maxSpeed * dt + a.accuracy + b.accuracy

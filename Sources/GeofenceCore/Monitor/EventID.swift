@@ -60,7 +60,8 @@ package struct EventIDGenerator: Sendable {
         return EventIDGenerator.format(hi, lo)
     }
 
-    private static func format(_ hi: UInt64, _ lo: UInt64) -> String {
+    /// Two 64-bit words as a UUID's text: 8-4-4-4-12 lower-case hex digits.
+    static func format(_ hi: UInt64, _ lo: UInt64) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(36)

@@ -363,6 +363,25 @@ package struct RegionMonitor: Sendable {
         return gone
     }
 
+    /// Drops these subjects from memory (a partition given up to another engine, which restores them from its
+    /// checkpoint). Returns how many it held.
+    @discardableResult
+    package mutating func forget(subjects gone: some Sequence<String>) -> Int {
+        var count = 0
+        for subject in gone {
+            guard let i = trackBySubject[subject] else { continue }
+            removeTrack(at: i)
+            count += 1
+        }
+        if count > 0 && tracks.isSparse {
+            tracks = Array(tracks)
+            motions = Array(motions)
+            names = Array(names)
+            trackBySubject = trackBySubject.compacted
+        }
+        return count
+    }
+
     /// Swap-removes one track (its motion and name too) from the arrays, keeping the dictionary right.
     private mutating func removeTrack(at i: Int) {
         let last = tracks.count - 1

@@ -6,8 +6,8 @@ import Foundation
 /// their sequence number, so a snapshot taken from one monitor restores into another that holds the same
 /// regions (a restart, a partition moving to another node).
 ///
-/// Not in it: the fix filter's per-vehicle state (`FixFilter`), and the monitor's caches (the regions near
-/// the vehicle), which the next fix finds again.
+/// Not in it: the fix filter's per-vehicle state (`FixFilter.VehicleMemory`; `PartitionCheckpoint` holds both),
+/// and the monitor's caches (the regions near the vehicle), which the next fix finds again.
 package struct VehicleState: Sendable, Equatable {
     package var subject: String
     /// Fix time of the vehicle's last accepted fix.

@@ -14,6 +14,8 @@ extension NATSConnection {
         package let duplicateWindow: Duration
         /// Messages stored now.
         package let messages: UInt64
+        /// The sequence of the first message kept (older ones aged out or were purged).
+        package let firstSequence: UInt64
         /// The sequence of the last message stored (0: none yet).
         package let lastSequence: UInt64
         /// The name of the server leading the stream's replicas now (empty: none, or not clustered).
@@ -81,7 +83,7 @@ extension NATSConnection {
             name: config?.Name.map { String(cString: $0) } ?? "", subjects: subjects,
             replicas: Int(clamping: config?.Replicas ?? 0),
             duplicateWindow: .nanoseconds(config?.Duplicates ?? 0), messages: info.pointee.State.Msgs,
-            lastSequence: info.pointee.State.LastSeq,
+            firstSequence: info.pointee.State.FirstSeq, lastSequence: info.pointee.State.LastSeq,
             leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) } ?? "")
     }
 

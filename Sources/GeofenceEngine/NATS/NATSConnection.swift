@@ -25,11 +25,12 @@ package final class NATSConnection: @unchecked Sendable {
     /// makes its JetStream context. When the server goes away, nats.c reconnects to another of the list (and
     /// those the cluster announced) on its own, for ever, `reconnectWait` apart per server. `user` and
     /// `password` (never part of `urls`, so that no error or log line holds them) authenticate to every server.
-    /// **Blocks** until connected or `connectTimeout` has passed for each server.
+    /// With `ignoreDiscoveredServers` only to those of `urls` (a test that reaches the cluster through a fault
+    /// proxy must not go around it). **Blocks** until connected or `connectTimeout` has passed for each server.
     package init(
         urls: String, name: String = "geofence", user: String? = nil, password: String? = nil,
         connectTimeout: Duration = .seconds(2), requestTimeout: Duration = .seconds(5),
-        reconnectWait: Duration = .milliseconds(250)
+        reconnectWait: Duration = .milliseconds(250), ignoreDiscoveredServers: Bool = false
     ) throws {
         let servers = try Self.serverList(urls)
         self.requestTimeout = requestTimeout
@@ -51,6 +52,7 @@ package final class NATSConnection: @unchecked Sendable {
         if status == NATS_OK { status = natsOptions_SetAllowReconnect(options, true) }
         if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
         if status == NATS_OK { status = natsOptions_SetReconnectWait(options, natsMilliseconds(reconnectWait)) }
+        if status == NATS_OK { status = natsOptions_SetIgnoreDiscoveredServers(options, ignoreDiscoveredServers) }
         guard status == NATS_OK else { throw NATSError.from(status, operation: "options for \(urls)") }
 
         var connection: OpaquePointer?

@@ -12,6 +12,10 @@ package struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
         case wrongRevision
         /// A key-value create of a key that exists (and is not deleted).
         case keyExists
+        /// A write whose `Nats-Msg-Id` the stream had already stored within its duplicate window: nothing new
+        /// was stored. For a key-value write guarded by a message id (`NATSKeyValue.update(_:_:revision:messageID:)`)
+        /// this is a lost race: another writer that read the same revision got there first.
+        case duplicate
         /// No answer within the time given (a server down, a cluster without a leader for now).
         case timeout
         /// Nobody serves the subject: no stream captures it, or JetStream is not there.

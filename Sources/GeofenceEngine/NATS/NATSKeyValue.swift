@@ -50,6 +50,22 @@ package final class NATSKeyValue: @unchecked Sendable {
         return Self.entry(entry)
     }
 
+    /// The key's latest write as the bucket's stream leader has it (a delete marker too; nil: never written
+    /// or aged out), where `get` may answer from a replica that lags: measured, a `get` just after a create
+    /// through the same connection found nothing. `createdNanoseconds` is not read (0). **Blocks** for one
+    /// JetStream request.
+    package func latest(_ key: String) throws -> Entry? {
+        guard let last = try connection.lastMessage(stream: "KV_\(bucket)", subject: subject(key)) else { return nil }
+        let operation: Entry.Operation =
+            switch last.headers["KV-Operation"]?.first {
+            case "DEL": .delete
+            case "PURGE": .purge
+            default: .put
+            }
+        return Entry(
+            key: key, value: last.payload, revision: last.sequence, operation: operation, createdNanoseconds: 0)
+    }
+
     /// Writes `value` whatever is there; its revision.
     @discardableResult
     package func put(_ key: String, _ value: [UInt8]) throws -> UInt64 {
@@ -93,21 +109,78 @@ package final class NATSKeyValue: @unchecked Sendable {
         return try write(key, value, expectedRevision: revision, operation: "update")
     }
 
+    /// `update(_:_:revision:)` guarded a second time by `messageID` (`Nats-Msg-Id`), for writes that must
+    /// have one winner among writers racing from the same read: a lease (Docs/cluster.md). The id must be a
+    /// function of the key and `revision` (such as `lease-p-3-after-REV`), so that two writers that read the
+    /// same revision send the same id. The stream leader checks and stages a message id before it proposes
+    /// the write to its replicas, which the expected revision alone is not on nats-server before 2.9.21
+    /// (nats-server#4320): of two such writes one is stored, the other is answered
+    /// `NATSError.Kind.duplicate` (a lost race, nothing written), or `.wrongRevision` when the winner was
+    /// stored before the loser's revision was checked (measured: either, by timing). Both mean another
+    /// writer won.
+    ///
+    /// `revision` may be a delete marker's (the key's latest write is a delete): that re-creates the key.
+    /// A duplicate is also what a retry of this very write gets once the first try was stored (after a
+    /// `.timeout`): read the key to tell the two apart.
+    @discardableResult
+    package func update(_ key: String, _ value: [UInt8], revision: UInt64, messageID: String) throws -> UInt64 {
+        guard revision > 0 else {
+            throw NATSError(
+                kind: .invalidArgument, operation: "update \(bucket)/\(key)", text: "revision 0 (use create)")
+        }
+        return try write(key, value, expectedRevision: revision, operation: "update", messageID: messageID)
+    }
+
+    /// `create(_:_:)` guarded a second time by a message id, as `update(_:_:revision:messageID:)` is:
+    /// `messageID(0)` for a key never written (or aged out), `messageID(marker)` when its latest write is a
+    /// delete marker with revision `marker` (also when `messageID(0)` was used within the duplicate window,
+    /// by the key's first create). Another writer first: `.keyExists` or `.duplicate`.
+    @discardableResult
+    package func create(_ key: String, _ value: [UInt8], messageID: (_ afterRevision: UInt64) -> String) throws
+        -> UInt64
+    {
+        do {
+            return try write(key, value, expectedRevision: 0, operation: "create", messageID: messageID(0))
+        } catch let error as NATSError where error.kind == .wrongLastSequence || error.kind == .duplicate {
+            guard let last = try connection.lastMessage(stream: "KV_\(bucket)", subject: subject(key)),
+                let marker = last.headers["KV-Operation"]?.first, marker == "DEL" || marker == "PURGE"
+            else {
+                if error.kind == .duplicate { throw error }
+                throw NATSError(
+                    kind: .keyExists, operation: "create \(bucket)/\(key)", status: error.status,
+                    jetStreamCode: error.jetStreamCode, text: error.text)
+            }
+            do {
+                return try write(
+                    key, value, expectedRevision: last.sequence, operation: "create",
+                    messageID: messageID(last.sequence))
+            } catch let again as NATSError where again.kind == .wrongRevision {
+                throw NATSError(
+                    kind: .keyExists, operation: again.operation, status: again.status,
+                    jetStreamCode: again.jetStreamCode, text: again.text)
+            }
+        }
+    }
+
     /// Deletes the key (a delete marker: watchers see it, `get` says absent); with `revision`, only if that is
-    /// still its latest (an owner giving up its own lease and no other's), else `.wrongRevision`.
-    package func delete(_ key: String, revision: UInt64? = nil) throws {
-        _ = try write(key, [], expectedRevision: revision, operation: "delete", headers: [("KV-Operation", "DEL")])
+    /// still its latest (an owner giving up its own lease and no other's), else `.wrongRevision`; with
+    /// `messageID` too, guarded as `update(_:_:revision:messageID:)` is (`.duplicate`: another writer that
+    /// read `revision` won).
+    package func delete(_ key: String, revision: UInt64? = nil, messageID: String? = nil) throws {
+        _ = try write(
+            key, [], expectedRevision: revision, operation: "delete", headers: [("KV-Operation", "DEL")],
+            messageID: messageID)
     }
 
     private func write(
         _ key: String, _ value: [UInt8], expectedRevision: UInt64?, operation: String,
-        headers: [(String, String)] = []
+        headers: [(String, String)] = [], messageID: String? = nil
     ) throws -> UInt64 {
+        let ack: NATSConnection.PublishAck
         do {
-            return try connection.jetStreamPublish(
-                subject: subject(key), payload: value, headers: headers,
-                expectedLastSubjectSequence: expectedRevision
-            ).sequence
+            ack = try connection.jetStreamPublish(
+                subject: subject(key), payload: value, headers: headers, messageID: messageID,
+                expectedLastSubjectSequence: expectedRevision)
         } catch let error as NATSError {
             let kind: NATSError.Kind =
                 error.kind == .wrongLastSequence && expectedRevision != 0 ? .wrongRevision : error.kind
@@ -115,6 +188,12 @@ package final class NATSKeyValue: @unchecked Sendable {
                 kind: kind, operation: "\(operation) \(bucket)/\(key)", status: error.status,
                 jetStreamCode: error.jetStreamCode, text: error.text)
         }
+        guard !ack.duplicate else {
+            throw NATSError(
+                kind: .duplicate, operation: "\(operation) \(bucket)/\(key)",
+                text: "message id \(messageID ?? "") already stored (sequence \(ack.sequence)): nothing written")
+        }
+        return ack.sequence
     }
 
     /// Watches `keys` (a key, or a pattern with `*` and `>`): each key's latest value first, then a

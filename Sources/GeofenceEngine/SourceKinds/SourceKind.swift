@@ -60,6 +60,7 @@ package enum SourceKinds {
         GPSDSourceKind.self,
         JSONLinesSourceKind.self,
         MQTTSourceKind.self,
+        NATSSourceKind.self,
     ]
 
     /// The kind `--source TEXT` names, or nil.

@@ -1,0 +1,387 @@
+import Foundation
+import GeofenceCore
+import GeofenceSystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One engine of a cluster (`geofence run --source nats://…`): judges the fixes of the partitions it owns and
+/// publishes their events to JetStream, checkpointing each partition's state so that another engine can take
+/// it over (Docs/cluster.md).
+///
+/// Everything it decides runs on its one thread (`run()`), which owns the fix filter, the region monitor and
+/// every JetStream call of the partitions (they block); the leases and the region bucket are followed by
+/// threads of their own, which tell it what changed through its inbox.
+///
+/// For each fix, in the partition's stream order: the filter and the monitor judge it on its own time (as
+/// `geofence replay` does: a partition replayed after a take-over reaches the same state and events), every
+/// event it makes is stored in the event stream (de-duplicated by its identity, fenced by the last sequence),
+/// and only then is the fix counted as covered. A checkpoint (every vehicle of the partition, and the last
+/// covered sequence) is written now and then; a new owner restores it and replays from the next sequence.
+package final class ClusterEngine: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only by the thread in `run()`; `inbox` and `validity` are
+    // thread-safe.
+
+    package struct Configuration: Sendable {
+        package var layout: ClusterLayout
+        package var engineID: String
+        /// Seconds between a partition's checkpoints (when it has taken fixes since).
+        package var checkpointInterval: Double = 5
+        package var filter = FixFilterConfiguration()
+        package var monitor = MonitorConfiguration()
+
+        package init(layout: ClusterLayout, engineID: String) {
+            self.layout = layout
+            self.engineID = engineID
+        }
+    }
+
+    package let configuration: Configuration
+    package let inbox: ClusterInbox
+    private let connection: NATSConnection
+    private let logger: Logger
+    private let monotonic: @Sendable () -> Double
+    /// Whether this engine's lease of a partition is still valid now (the leases' own judge): asked before
+    /// every fix is judged and every event published, so that nothing is decided past the lease's deadline.
+    private let validity: @Sendable (Int) -> Bool
+
+    private var filter: FixFilter
+    private var monitor: RegionMonitor
+    private var owned: [Int: Owned] = [:]
+    /// Partitions acquired whose checkpoint needs region changes not taken yet, with their terms.
+    private var waiting: [Int: UInt64] = [:]
+    /// The partition each vehicle held belongs to.
+    private var partitionOf: [String: Int] = [:]
+    /// Counts for `status`.
+    package private(set) var statistics = Statistics()
+
+    package struct Statistics: Sendable, Equatable {
+        package var fixes = 0
+        package var malformed = 0
+        package var events = 0
+        package var duplicates = 0
+        package var fenced = 0
+        package var checkpoints = 0
+        package var takeOvers = 0
+        /// Vehicles restored from checkpoints at take-overs.
+        package var restoredVehicles = 0
+        package var givenUp = 0
+    }
+
+    private final class Owned {
+        let term: UInt64
+        let log: PartitionEventLog
+        var consumer: NATSOrderedSubscription?
+        /// The last fix-stream sequence whose fix and events are taken.
+        var covered: UInt64
+        /// Fixes of the partition still in the stream after the last one delivered (the consumer's count).
+        var lag: UInt64 = 0
+        let takenAt: Double
+        var takeOverSeconds = 0.0
+        /// When the last fix was delivered (monotonic; nil: none yet).
+        var lastDelivery: Double?
+        var checkpointed: UInt64
+        var lastCheckpoint: Double
+        var vehicles: Set<String>
+
+        init(term: UInt64, log: PartitionEventLog, covered: UInt64, vehicles: Set<String>, now: Double) {
+            self.term = term
+            self.log = log
+            self.covered = covered
+            checkpointed = covered
+            lastCheckpoint = now
+            takenAt = now
+            self.vehicles = vehicles
+        }
+    }
+
+    package init(
+        configuration: Configuration, connection: NATSConnection, logger: Logger,
+        validity: @escaping @Sendable (Int) -> Bool,
+        monotonic: @escaping @Sendable () -> Double = { MonotonicClock.seconds() },
+        inbox: ClusterInbox = ClusterInbox()
+    ) {
+        self.configuration = configuration
+        self.connection = connection
+        self.logger = logger
+        self.validity = validity
+        self.monotonic = monotonic
+        self.inbox = inbox
+        filter = FixFilter(configuration: configuration.filter)
+        monitor = RegionMonitor(configuration: configuration.monitor)
+    }
+
+    /// The partitions owned now (for tests and status; read on the engine's thread, or after `run` returned).
+    package var ownedPartitions: [Int] { owned.keys.sorted() }
+
+    /// Runs until the inbox is stopped: takes what the inbox holds, judges, publishes, checkpoints. At the end
+    /// every partition's consumer is stopped and a last checkpoint written for each (a clean stop).
+    package func run() {
+        while let (control, fixes) = inbox.take(limit: 512, timeout: 0.25) {
+            for input in control { handle(input) }
+            for input in fixes { handle(input) }
+            if !waiting.isEmpty {
+                let retry = waiting
+                waiting.removeAll()
+                for (partition, term) in retry { take(partition, term: term) }
+            }
+            checkpointDue(force: false)
+            publishStatusIfDue()
+        }
+        checkpointDue(force: true)
+        for partition in Array(owned.keys) { giveUp(partition, reason: "the engine stops", checkpoint: false) }
+    }
+
+    private func handle(_ input: ClusterInput) {
+        switch input {
+        case .acquired(let partition, let term): take(partition, term: term)
+        case .lost(let partition):
+            waiting[partition] = nil
+            giveUp(partition, reason: "its lease is lost", checkpoint: false)
+        case .regionPut(let region, let seq):
+            _ = monitor.remove(id: region.id)
+            monitor.insert(region, seq: seq)
+        case .regionRemoved(let id, let seq):
+            _ = monitor.remove(id: id)
+            monitor.noteRegionSeq(seq)
+        case .fix(let delivery, let partition, let term): judge(delivery, partition: partition, term: term)
+        }
+    }
+
+    // MARK: Ownership
+
+    /// Takes a partition over: its checkpoint restored, its event subject fenced by a take-over marker, and its
+    /// fixes consumed from the sequence after the checkpoint's.
+    private func take(_ partition: Int, term: UInt64) {
+        if let current = owned[partition] {
+            if current.term == term { return }
+            giveUp(partition, reason: "a new term began", checkpoint: false)
+        }
+        guard validity(partition) else { return }
+        let layout = configuration.layout
+        let started = monotonic()
+        do {
+            var covered: UInt64 = 0
+            var vehicles = Set<String>()
+            do {
+                if let stored = try CheckpointLog(connection: connection, layout: layout).read(partition: partition) {
+                    vehicles = try restore(stored.bytes)
+                    covered = stored.covered
+                }
+            } catch let corrupt as CheckpointLog.Corrupt {
+                logger.error("partition \(partition): \(corrupt); replaying its fixes from the first kept")
+            } catch let bad as PartitionCheckpointError {
+                if case .regionsBehind = bad {
+                    // The regions bucket has changes this engine has not taken yet: taken again shortly.
+                    logger.info("partition \(partition): waiting for region changes before taking it (\(bad))")
+                    waiting[partition] = term
+                    return
+                }
+                logger.error("partition \(partition): \(bad); replaying its fixes from the first kept")
+            }
+            for vehicle in vehicles { partitionOf[vehicle] = partition }
+            statistics.restoredVehicles += vehicles.count
+            let log = try PartitionEventLog(
+                connection: connection, layout: layout, partition: partition, owner: configuration.engineID,
+                term: term)
+            let entry = Owned(term: term, log: log, covered: covered, vehicles: vehicles, now: monotonic())
+            owned[partition] = entry
+            let inbox = self.inbox
+            entry.consumer = try NATSOrderedSubscription(
+                connection: connection, stream: layout.fixStream,
+                filterSubject: layout.fixSubject(partition: partition),
+                startSequence: covered + 1
+            ) { delivery in
+                inbox.post(fix: .fix(delivery, partition: partition, term: term))
+            }
+            statistics.takeOvers += 1
+            entry.takeOverSeconds = monotonic() - started
+            logger.notice(
+                "partition \(partition): taken (term \(term)), \(vehicles.count) vehicles from the checkpoint at "
+                    + "fix \(covered), in \(Int((monotonic() - started) * 1000)) ms")
+        } catch {
+            logger.error("partition \(partition): cannot take it over: \(error)")
+            giveUp(partition, reason: "taking it over failed", checkpoint: false)
+        }
+    }
+
+    /// Stops judging a partition and forgets its vehicles (the next owner restores them from the checkpoint).
+    private func giveUp(_ partition: Int, reason: String, checkpoint: Bool) {
+        guard let entry = owned.removeValue(forKey: partition) else { return }
+        entry.consumer?.stop()
+        if checkpoint { write(entry, partition: partition) }
+        monitor.forget(subjects: entry.vehicles)
+        filter.forget(Array(entry.vehicles))
+        for vehicle in entry.vehicles { partitionOf[vehicle] = nil }
+        statistics.givenUp += 1
+        logger.notice("partition \(partition): given up (\(reason)), at fix \(entry.covered)")
+    }
+
+    // MARK: Fixes
+
+    private func judge(_ delivery: NATSDelivery, partition: Int, term: UInt64) {
+        // A delivery of a consumer stopped since (a partition given up, or taken again under a new term).
+        guard let entry = owned[partition], entry.term == term, delivery.streamSequence > entry.covered else {
+            return
+        }
+        guard validity(partition) else {
+            giveUp(partition, reason: "its lease ran out", checkpoint: false)
+            return
+        }
+        statistics.fixes += 1
+        entry.lag = delivery.pending
+        entry.lastDelivery = monotonic()
+        guard let (_, vehicle) = configuration.layout.partitionAndVehicle(of: delivery.subject) else {
+            statistics.malformed += 1
+            entry.covered = delivery.streamSequence
+            return
+        }
+        // The subject names the vehicle (what the server's mapping partitioned by), whatever the payload says.
+        guard case .tpv(var fix) = FleetPayload.decode(topic: vehicle, payload: delivery.payload) else {
+            statistics.malformed += 1
+            entry.covered = delivery.streamSequence
+            return
+        }
+        fix.subject = vehicle
+        if partitionOf[vehicle] == nil {
+            partitionOf[vehicle] = partition
+            entry.vehicles.insert(vehicle)
+        }
+        if case .accepted(let weighted) = filter.evaluate(fix) {
+            // Judged on its own time, ids and all: the same fixes give the same events on any engine.
+            let out = monitor.process(weighted, now: weighted.time)
+            for var event in out.events where event.subject != nil {
+                event.id = EventIdentity.id(of: event)
+                guard publish(event, entry, partition: partition) else { return }
+            }
+        }
+        entry.covered = delivery.streamSequence
+    }
+
+    /// Stores an event, trying again while the outcome is unknown and the lease holds. False when the
+    /// partition was given up (fenced, or the lease ran out before the event was stored).
+    private func publish(_ event: RegionEvent, _ entry: Owned, partition: Int) -> Bool {
+        while true {
+            guard validity(partition) else {
+                giveUp(partition, reason: "its lease ran out while an event was being stored", checkpoint: false)
+                return false
+            }
+            do {
+                if try entry.log.publish(event) {
+                    statistics.events += 1
+                } else {
+                    statistics.duplicates += 1
+                }
+                return true
+            } catch let error as NATSError where error.kind == .wrongLastSequence {
+                statistics.fenced += 1
+                logger.warning("partition \(partition): fenced: another engine wrote its events (\(error))")
+                giveUp(partition, reason: "fenced", checkpoint: false)
+                return false
+            } catch {
+                logger.warning("partition \(partition): event \(event.id) not stored yet (\(error)); trying again")
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+    }
+
+    // MARK: Status
+
+    /// Where the engine's status goes every `statusInterval` seconds (nil: nowhere): the cluster's status
+    /// bucket, which `geofence status --nats` reads.
+    package var statusBucket: NATSKeyValue?
+    package var statusInterval = 2.0
+    private var lastStatus = -Double.infinity
+    private let startedAt = Date()
+
+    /// The engine's status now, as `geofence status --nats` shows it (Docs/cluster.md, "Status").
+    package func status(now: Double) -> JSONObject {
+        var partitions: [JSONValue] = []
+        for (partition, entry) in owned.sorted(by: { $0.key < $1.key }) {
+            partitions.append(
+                .object([
+                    "partition": .number(Double(partition)), "term": .string(String(entry.term)),
+                    "covered": .string(String(entry.covered)), "lag": .number(Double(entry.lag)),
+                    "checkpoint": .string(String(entry.checkpointed)),
+                    "checkpoint_age": .number(((now - entry.lastCheckpoint) * 10).rounded() / 10),
+                    "vehicles": .number(Double(entry.vehicles.count)),
+                    "last_fix_age": entry.lastDelivery.map { .number(((now - $0) * 10).rounded() / 10) } ?? .null,
+                    "take_over_ms": .number((entry.takeOverSeconds * 1000).rounded()),
+                    "events": .number(Double(entry.log.counts.stored)),
+                    "duplicates": .number(Double(entry.log.counts.duplicates)),
+                    "fenced": .number(Double(entry.log.counts.fenced)),
+                ]))
+        }
+        let s = statistics
+        return [
+            "engine": .string(configuration.engineID), "pid": .number(Double(getpid())),
+            "partitions_total": .number(Double(configuration.layout.partitions)),
+            "started": .string(TimestampParser.format(startedAt)), "updated": .string(TimestampParser.format(Date())),
+            "partitions": .array(partitions), "fixes": .number(Double(s.fixes)),
+            "malformed": .number(Double(s.malformed)), "events": .number(Double(s.events)),
+            "duplicates": .number(Double(s.duplicates)), "fenced": .number(Double(s.fenced)),
+            "checkpoints": .number(Double(s.checkpoints)), "take_overs": .number(Double(s.takeOvers)),
+            "given_up": .number(Double(s.givenUp)), "regions": .number(Double(monitor.regionCount)),
+            "waiting_fixes": .number(Double(inbox.waitingFixes)),
+        ]
+    }
+
+    private func publishStatusIfDue() {
+        guard let statusBucket else { return }
+        let now = monotonic()
+        guard now - lastStatus >= statusInterval else { return }
+        lastStatus = now
+        do {
+            _ = try statusBucket.put(
+                configuration.engineID, Array(JSONValue.object(status(now: now)).serialized().utf8))
+        } catch {
+            logger.debug("status not published: \(error)")
+        }
+    }
+
+    // MARK: Checkpoints
+
+    private func checkpointDue(force: Bool) {
+        let now = monotonic()
+        for (partition, entry) in owned
+        where entry.covered > entry.checkpointed
+            && (force || now - entry.lastCheckpoint >= configuration.checkpointInterval)
+        {
+            guard validity(partition) else { continue }
+            write(entry, partition: partition)
+        }
+    }
+
+    private func write(_ entry: Owned, partition: Int) {
+        let started = monotonic()
+        let bytes = snapshot(entry.vehicles, covered: entry.covered)
+        do {
+            try CheckpointLog(connection: connection, layout: configuration.layout).write(
+                partition: partition, bytes: bytes, covered: entry.covered, term: entry.term,
+                owner: configuration.engineID)
+            entry.checkpointed = entry.covered
+            entry.lastCheckpoint = monotonic()
+            statistics.checkpoints += 1
+            logger.debug(
+                "partition \(partition): checkpoint at fix \(entry.covered), \(entry.vehicles.count) vehicles, "
+                    + "\(bytes.count) bytes, \(Int((monotonic() - started) * 1000)) ms")
+        } catch {
+            // Tried again at the next interval; until then a take-over replays a little more.
+            entry.lastCheckpoint = monotonic()
+            logger.warning("partition \(partition): checkpoint not written: \(error)")
+        }
+    }
+
+    /// The encoded state of `vehicles`, covering fix `covered`.
+    private func snapshot(_ vehicles: Set<String>, covered: UInt64) -> [UInt8] {
+        PartitionCheckpoint(fixSequence: covered, monitor: monitor, filter: filter, subjects: vehicles).encode()
+    }
+
+    /// Restores a checkpoint's vehicles into the monitor and the filter; returns their names.
+    private func restore(_ bytes: [UInt8]) throws -> Set<String> {
+        let checkpoint = try PartitionCheckpoint(decoding: bytes)
+        try checkpoint.restore(into: &monitor, filter: &filter)
+        return Set(checkpoint.vehicles.keys)
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import GeofenceCore
+import GeofenceSystem
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `geofence run --source nats://…`: one engine of a cluster, wired together. The region bucket is loaded
+/// first (a partition judged before its regions are would say `determined` where `enter` was due), then the
+/// engine's thread starts, then the leases: from then on the leases tell the engine which partitions it owns,
+/// the region bucket what changed, and the partitions' consumers their fixes (Docs/cluster.md).
+///
+/// A clean stop (SIGTERM) checkpoints every partition owned, then gives the leases back, so that the engines
+/// left take the partitions over at once and replay nothing.
+package final class ClusterNode: Sendable {
+    package let kind: NATSSourceKind
+    package let engineID: String
+    private let filter: FixFilterConfiguration
+    private let monitor: MonitorConfiguration
+    private let logger: Logger
+
+    package init(kind: NATSSourceKind, filter: FixFilterConfiguration, monitor: MonitorConfiguration, logger: Logger) {
+        self.kind = kind
+        self.filter = filter
+        self.monitor = monitor
+        self.logger = logger
+        engineID = kind.engineID ?? ClusterNode.defaultEngineID()
+    }
+
+    /// The host name and the process id: unique among live engines, and readable in `status`.
+    static func defaultEngineID() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count - 1)
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let host = name.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" }
+        return "\(String(host.prefix(64)))-\(getpid())"
+    }
+
+    /// Runs until SIGTERM or SIGINT. Throws `NATSError` when the cluster cannot be reached or set up at start.
+    package func run() async throws {
+        let signals = ShutdownSignals()
+        let layout = ClusterLayout(partitions: kind.partitions)
+        let connection = try NATSConnection(urls: kind.urls, name: "geofence \(engineID)")
+        try layout.ensureStreams(connection)
+        let status = try connection.ensureKeyValue(
+            bucket: layout.statusBucket, replicas: layout.replicas, ttl: .seconds(60))
+
+        // The leases' own connection, with a short request timeout: a renewal waits for nothing else.
+        let leaseConnection = try NATSConnection(
+            urls: kind.urls, name: "geofence \(engineID) leases",
+            requestTimeout: .milliseconds(Int(kind.leaseTTL * 1000 / 4)))
+        let leasesBox = LeasesBox()
+        let clock: @Sendable () -> Double = { MonotonicClock.seconds() }
+        var configuration = ClusterEngine.Configuration(layout: layout, engineID: engineID)
+        configuration.checkpointInterval = kind.checkpointInterval
+        configuration.filter = filter
+        configuration.monitor = monitor
+        let engine = ClusterEngine(
+            configuration: configuration, connection: connection, logger: logger,
+            validity: { partition in leasesBox.isValid(partition, at: clock()) }, monotonic: clock)
+        engine.statusBucket = status
+        let inbox = engine.inbox
+
+        let logger = self.logger
+        let apply: @Sendable (ClusterRegions.Batch) -> Void = { batch in
+            for change in batch.changes {
+                switch change {
+                case .put(let region, let seq): inbox.post(.regionPut(region, seq: seq))
+                case .remove(let id): inbox.post(.regionRemoved(id: id, seq: 0))
+                }
+            }
+            if batch.initial { logger.notice("regions: \(batch.changes.count) loaded from the cluster") }
+        }
+        let regions = ClusterRegions(connection: connection, log: { logger.warning($0) }, apply: apply)
+        try regions.start()
+        guard regions.waitUntilLoaded(timeout: .seconds(600)) else {
+            regions.stop()
+            throw NATSError(
+                kind: .timeout, operation: "load the regions", text: "the region bucket did not load in 10 minutes")
+        }
+
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            engine.run()
+            finished.signal()
+        }
+        thread.name = "geofence.cluster"
+        thread.start()
+
+        let leases = try PartitionLeases(
+            engineID: engineID,
+            settings: try LeaseSettings(partitions: kind.partitions, ttl: kind.leaseTTL, replicas: layout.replicas),
+            connection: leaseConnection, clock: clock
+        ) { event in
+            switch event {
+            case .acquired(let partition, let term, _): inbox.post(.acquired(partition: partition, term: term))
+            case .lost(let partition): inbox.post(.lost(partition: partition))
+            }
+        }
+        leasesBox.set(leases)
+        try leases.start()
+        logger.notice(
+            "engine \(engineID) joined the cluster at \(connection.connectedURL ?? kind.urls): \(kind.partitions) partitions, lease \(kind.leaseTTL) s"
+        )
+
+        for await _ in signals.signals { break }
+        logger.notice("stopping: checkpointing the partitions owned, then giving their leases back")
+        inbox.stop()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                finished.wait()
+                done.resume()
+            }
+        }
+        leases.stop()
+        regions.stop()
+        try? status.delete(engineID)
+        logger.notice("stopped")
+    }
+
+    /// The leases, once made (the engine is made first and asks them through this).
+    private final class LeasesBox: Sendable {
+        private let leases = Mutex<PartitionLeases?>(nil)
+        func set(_ leases: PartitionLeases) { self.leases.withLock { $0 = leases } }
+        func isValid(_ partition: Int, at time: Double) -> Bool {
+            leases.withLock { $0 }?.isValid(partition, at: time) ?? false
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+/// The binary form of a partition checkpoint: exact, and refusing whatever is not one it wrote.
+@Suite("partition checkpoint encoding")
+struct PartitionCheckpointEncodingTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// Checkpoints of the hand-over scenario at a few points (real states: tracks, pairs, candidates).
+    static func scenarioCheckpoints() -> [PartitionCheckpoint] {
+        let scenario = HandOverScenario()
+        var (filter, monitor) = scenario.pipeline()
+        var taken: [PartitionCheckpoint] = []
+        for (k, step) in scenario.steps.enumerated() {
+            if k % 300 == 0 || scenario.sharpCuts.contains(k) || scenario.sharpCuts.contains(k - 1) {
+                taken.append(PartitionCheckpoint(fixSequence: UInt64(k), monitor: monitor, filter: filter))
+            }
+            switch step {
+            case .gap: monitor.beginGap()
+            case .fix(let fix):
+                if case .accepted(let weighted) = filter.evaluate(fix) { _ = monitor.process(weighted, now: now) }
+            }
+        }
+        return taken
+    }
+
+    /// One vehicle, `v`, parked inside one region, with a motion track and a last accepted fix: every field
+    /// at an offset the hostile tests below write to.
+    static func oneVehicle() throws -> [UInt8] {
+        let origin = DecisionScenarios.origin
+        var monitor = RegionMonitor()
+        monitor.insert(try Region(id: "r", center: origin, radius: 200), seq: 5)
+        var filter = FixFilter()
+        var receiver = SyntheticReceiver(subject: "v", seed: 3, start: DecisionScenarios.start)
+        for _ in 0..<20 {
+            if case .accepted(let w) = filter.evaluate(receiver.fix(at: origin)) { _ = monitor.process(w, now: now) }
+        }
+        let bytes = PartitionCheckpoint(fixSequence: 20, monitor: monitor, filter: filter).encode()
+        // 36 header, 4 name, 170 state (flags, baseline, time, 153 of track, count) + 18 of one pair, 43 of
+        // filter memory, 4 checksum.
+        try #require(bytes.count == 279, "the layout the offsets below assume")
+        return bytes
+    }
+
+    /// `bytes` with `patch` written at `offset`, and the length and checksum made right again: what a hostile
+    /// writer (or a bug) makes, which the checksum does not catch.
+    static func forged(_ bytes: [UInt8], at offset: Int, _ patch: [UInt8]) -> [UInt8] {
+        var out = bytes
+        out.replaceSubrange(offset..<offset + patch.count, with: patch)
+        return resealed(Array(out.dropLast(4)))
+    }
+
+    static func resealed(_ body: [UInt8]) -> [UInt8] {
+        var out = body
+        let total = UInt64(body.count + 4)
+        for k in 0..<8 { out[8 + k] = UInt8(truncatingIfNeeded: total >> (8 * UInt64(k))) }
+        let crc = CRC32.checksum(out)
+        for k in 0..<4 { out.append(UInt8(truncatingIfNeeded: crc >> (8 * UInt32(k)))) }
+        return out
+    }
+
+    /// Why `bytes` are refused; nil when they decode.
+    static func refusal(_ bytes: [UInt8]) -> PartitionCheckpointError? {
+        do {
+            _ = try PartitionCheckpoint(decoding: bytes)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static func little<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        withUnsafeBytes(of: value.littleEndian) { Array($0) }
+    }
+
+    @Test("CRC-32 is the IEEE one (zlib's check value)")
+    func crcCheckValue() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
+        // The eight-byte steps and the byte tail agree at every length.
+        let bytes = (0..<64).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        for n in 0...bytes.count {
+            var c: UInt32 = 0xFFFF_FFFF
+            for b in bytes[..<n] {
+                c ^= UInt32(b)
+                for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            }
+            #expect(CRC32.checksum(Array(bytes[..<n])) == c ^ 0xFFFF_FFFF, "\(n) bytes")
+        }
+    }
+
+    @Test("decode(encode(x)) == x, and encode(decode(bytes)) == bytes: every Double bit for bit")
+    func roundTrip() throws {
+        let checkpoints = Self.scenarioCheckpoints()
+        #expect(checkpoints.contains { $0.vehicles.values.contains { $0.filter?.candidates.isEmpty == false } })
+        #expect(checkpoints.contains { $0.vehicles.values.contains { $0.state?.gapPending == true } })
+        for checkpoint in checkpoints {
+            let bytes = checkpoint.encode()
+            let decoded = try PartitionCheckpoint(decoding: bytes)
+            #expect(decoded == checkpoint)
+            #expect(decoded.encode() == bytes, "one encoding, and the same bits")
+        }
+
+        // Values no scenario makes: names in other scripts, a vehicle with one part or none, negative seqs,
+        // -0, subnormals, the ends of the time range.
+        let t = Date(timeIntervalSinceReferenceDate: -0.0)
+        let extreme = PartitionCheckpoint(
+            fixSequence: .max, regionSeq: .min,
+            vehicles: [
+                "é": .init(state: nil, filter: .init()),
+                "e\u{301}x": .init(state: nil, filter: nil),
+                "🚚 7": .init(
+                    state: VehicleState(
+                        subject: "🚚 7", lastFixTime: Date(timeIntervalSince1970: -62_167_219_200), baselineSeq: -3,
+                        gapPending: true, motion: nil,
+                        regions: [
+                            .min: PairRecord(state: .unknown), -1: PairRecord(state: .outside, since: t),
+                            .max: PairRecord(state: .inside, since: t, dwellFired: true),
+                        ]),
+                    filter: .init(
+                        last: nil,
+                        candidates: [
+                            .init(
+                                time: Date(timeIntervalSince1970: 253_402_300_799.999),
+                                point: GeocentricPoint(
+                                    x: -0.0, y: .leastNonzeroMagnitude, z: -.greatestFiniteMagnitude),
+                                accuracy: 0)
+                        ])),
+            ])
+        let bytes = extreme.encode()
+        let decoded = try PartitionCheckpoint(decoding: bytes)
+        #expect(decoded == extreme && decoded.encode() == bytes)
+        #expect(decoded.vehicles["🚚 7"]?.filter?.candidates.first?.point.x.sign == .minus, "-0 stays -0")
+        // An empty partition.
+        let empty = PartitionCheckpoint(fixSequence: 0, regionSeq: 0, vehicles: [:])
+        #expect(try PartitionCheckpoint(decoding: empty.encode()) == empty)
+    }
+
+    @Test("every truncation of a valid encoding is refused as truncated; extra bytes are refused too")
+    func truncations() throws {
+        let bytes = try #require(Self.scenarioCheckpoints().last).encode()
+        #expect(bytes.count > 900)
+        for n in 0..<bytes.count {
+            #expect(throws: PartitionCheckpointError.truncated(count: n, needed: UInt64(n < 40 ? 40 : bytes.count))) {
+                try PartitionCheckpoint(decoding: Array(bytes[..<n]))
+            }
+        }
+        #expect(throws: PartitionCheckpointError.trailingBytes(count: bytes.count + 1, declared: UInt64(bytes.count))) {
+            try PartitionCheckpoint(decoding: bytes + [0])
+        }
+    }
+
+    @Test("any flipped byte is refused, and the checksum catches every flip after the header's first fields")
+    func byteFlips() throws {
+        let bytes = try #require(Self.scenarioCheckpoints().last).encode()
+        var rng = SeededGenerator(seed: 26)
+        for offset in bytes.indices {
+            var flipped = bytes
+            flipped[offset] ^= UInt8.random(in: 1...255, using: &rng)
+            #expect(throws: PartitionCheckpointError.self) { try PartitionCheckpoint(decoding: flipped) }
+            if offset >= 16, let error = Self.refusal(flipped) {
+                guard case .checksumMismatch = error else {
+                    Issue.record("byte \(offset): \(error)")
+                    continue
+                }
+            }
+        }
+        // Several bytes at once, anywhere.
+        for _ in 0..<2000 {
+            var flipped = bytes
+            for _ in 0..<Int.random(in: 2...16, using: &rng) {
+                flipped[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+            }
+            if flipped != bytes {
+                #expect(throws: PartitionCheckpointError.self) { try PartitionCheckpoint(decoding: flipped) }
+            }
+        }
+    }
+
+    @Test("forged fields with a matching checksum are refused, naming the field, before any allocation")
+    func hostileFields() throws {
+        let bytes = try Self.oneVehicle()
+        #expect(try PartitionCheckpoint(decoding: bytes).vehicles["v"]?.state?.regions.count == 1)
+        let nan = Self.little(Double.nan.bitPattern)
+        let cases: [(offset: Int, patch: [UInt8], field: String)] = [
+            (32, Self.little(UInt32.max), "vehicle count"),
+            (36, Self.little(UInt16.max), "subject"),
+            (38, [0xFF], "subject"),
+            (39, [4], "parts"),
+            (40, [0x80], "state flags"),
+            (
+                49, Self.little(Date(timeIntervalSince1970: 1e300).timeIntervalSinceReferenceDate.bitPattern),
+                "last fix time"
+            ),
+            (49, nan, "last fix time"),
+            (57, Self.little(Double.infinity.bitPattern), "track position"),
+            (105, nan, "steady covariance"),
+            (153, Self.little(2.0.bitPattern), "steady weight"),
+            (161, Self.little(Double(-1e20).bitPattern), "track time"),
+            (169, [255], "run"),
+            (169, [MotionConsistency.resyncRun], "run"),
+            (210, Self.little(UInt32.max), "pair count"),
+            (222, [3], "pair state"),
+            (223, [4], "pair flags"),
+            (232, [2], "filter flags"),
+            (265, Self.little((-1.0).bitPattern), "filter's last fix"),
+            (273, Self.little(UInt16.max), "candidate count"),
+            (6, [1, 0], "reserved"),
+        ]
+        for (offset, patch, field) in cases {
+            guard let error = Self.refusal(Self.forged(bytes, at: offset, patch)) else {
+                Issue.record("byte \(offset) = \(patch) was taken")
+                continue
+            }
+            guard case .invalid(let named, _, _) = error else {
+                Issue.record("byte \(offset): \(error)")
+                continue
+            }
+            #expect(named == field, "byte \(offset)")
+            #expect(!error.description.contains("\n") && error.description.hasPrefix("checkpoint refused: "))
+        }
+        // Two vehicles in the wrong order, or the same one twice.
+        let body = Array(bytes[36..<275])
+        var twice = Array(bytes[..<36]) + body + body
+        twice.replaceSubrange(32..<36, with: Self.little(UInt32(2)))
+        #expect(
+            throws: PartitionCheckpointError.invalid(
+                field: "subject", offset: 275, reason: "is out of order or repeated")
+        ) {
+            try PartitionCheckpoint(decoding: Self.resealed(twice))
+        }
+        #expect(throws: PartitionCheckpointError.unsupportedVersion(2)) {
+            try PartitionCheckpoint(decoding: Self.forged(bytes, at: 4, [2, 0]))
+        }
+        #expect(throws: PartitionCheckpointError.notACheckpoint) {
+            try PartitionCheckpoint(decoding: Array("GFPX".utf8) + Array(bytes[4...]))
+        }
+    }
+
+    @Test("random bytes, and valid checkpoints forged at random, never trap; what decodes restores and runs")
+    func fuzz() throws {
+        var rng = SeededGenerator(seed: 2626)
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 0...600, using: &rng)
+            var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            // Half of them with the magic and version, so that more get past the first checks.
+            if count >= 8, Bool.random(using: &rng) {
+                bytes.replaceSubrange(0..<8, with: Array("GFPC".utf8) + [1, 0, 0, 0])
+            }
+            #expect(throws: PartitionCheckpointError.self) { try PartitionCheckpoint(decoding: bytes) }
+        }
+
+        // Forged: a real checkpoint with bytes changed and the checksum made right. Whatever decodes must be
+        // a state the engine can run on: restore it and feed it the scenario's next fixes.
+        let scenario = HandOverScenario()
+        let source = try #require(Self.scenarioCheckpoints().dropFirst(3).first)
+        let bytes = source.encode()
+        var decodedCount = 0
+        for _ in 0..<3000 {
+            var body = Array(bytes.dropLast(4))
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                body[Int.random(in: 16..<body.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+            }
+            guard let forged = try? PartitionCheckpoint(decoding: Self.resealed(body)) else { continue }
+            decodedCount += 1
+            var (filter, monitor) = scenario.pipeline()
+            monitor.noteRegionSeq(forged.regionSeq)
+            try forged.restore(into: &monitor, filter: &filter)
+            for case .fix(let fix) in scenario.steps.prefix(Int(source.fixSequence) + 60).dropFirst(
+                Int(source.fixSequence))
+            {
+                if case .accepted(let w) = filter.evaluate(fix) { _ = monitor.process(w, now: Self.now) }
+            }
+            _ = monitor.evict(lastFixBefore: Self.now)
+        }
+        #expect(decodedCount > 100, "enough forged checkpoints got through to be run")
+    }
+}

@@ -1,0 +1,266 @@
+import Foundation
+import GeofenceCore
+import GeofenceEngine
+import GeofenceTestSupport
+import Synchronization
+import Testing
+
+/// The cluster engine against a real 3-server JetStream cluster: fixes published to the partitioned fix
+/// stream, events read back from the event stream and compared, event for event, with what the filter and the
+/// monitor make of the same fixes in one process (what `geofence replay` does). Ownership is given by the test
+/// here (the leases have their own tests): one engine owning every partition, then a second taking them over
+/// from the first's checkpoints, then the first publishing again after the take-over (fenced).
+@Suite(
+    "Cluster engine against a 3-server JetStream cluster", .serialized,
+    .enabled(if: NATSCluster.isAvailable, "\(NATSCluster.unavailableReason)"))
+struct ClusterEngineTests {
+    static let partitions = 12
+
+    /// A small fleet: `vehicles` vehicles driving east at 15 m/s, one fix a second, through a row of circles
+    /// 500 m apart (radius 150 m), so that each enters and leaves several; fix times end a minute ago.
+    struct Fleet {
+        var regions: [Region] = []
+        /// Every fix, in the order published: (vehicle, partition, TPV JSON).
+        var fixes: [(vehicle: String, partition: Int, payload: String)] = []
+
+        init(vehicles: Int, seconds: Int) throws {
+            let start = Date().addingTimeInterval(-Double(seconds) - 60).timeIntervalSince1970.rounded()
+            let metresPerDegree = 111_320 * cos(52.0 * .pi / 180)
+            for r in 0..<8 {
+                regions.append(
+                    try Region(
+                        id: "stop-\(r)",
+                        center: Coordinate(latitude: 52.0, longitude: 13.0 + Double(r * 500 + 300) / metresPerDegree),
+                        radius: 150))
+            }
+            for t in 0..<seconds {
+                for v in 0..<vehicles {
+                    let name = "truck-\(v)"
+                    let lat = 52.0 + Double(v % 10) * 0.0002
+                    let lon = 13.0 + (15 * Double(t) + Double(v) * 7) / metresPerDegree
+                    let time = TimestampParser.format(Date(timeIntervalSince1970: start + Double(t)))
+                    let payload =
+                        #"{"class":"TPV","device":"\#(name)","mode":3,"time":"\#(time)","lat":\#(lat),"lon":\#(lon),"eph":5}"#
+                    fixes.append((name, ClusterEngineTests.partition(of: name), payload))
+                }
+            }
+        }
+    }
+
+    /// A stable spread of vehicles over the partitions (the server's mapping does this in production).
+    static func partition(of vehicle: String) -> Int {
+        var h: UInt32 = 2_166_136_261
+        for byte in vehicle.utf8 { h = (h ^ UInt32(byte)) &* 16_777_619 }
+        return Int(h % UInt32(partitions))
+    }
+
+    /// The events the filter and the monitor make of the fleet's fixes in one process: (subject, region,
+    /// type, fix time) of each, as `geofence replay` would print them.
+    static func expected(_ fleet: Fleet) -> [String] {
+        var filter = FixFilter()
+        var monitor = RegionMonitor()
+        for (i, region) in fleet.regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+        var events: [String] = []
+        for fix in fleet.fixes {
+            guard case .tpv(let decoded) = FleetPayload.decode(topic: fix.vehicle, payload: Array(fix.payload.utf8)),
+                case .accepted(let weighted) = filter.evaluate(decoded)
+            else { continue }
+            for event in monitor.process(weighted, now: weighted.time).events where event.subject != nil {
+                events.append(key(event.subject ?? "", event.region, event.type.rawValue, event.time))
+            }
+        }
+        return events.sorted()
+    }
+
+    static func key(_ subject: String, _ region: String, _ type: String, _ time: Date) -> String {
+        "\(subject) \(region) \(type) \(TimestampParser.format(time))"
+    }
+
+    /// The events in the event stream (take-over markers left out), as `expected` keys, with their ids.
+    static func stored(_ connection: NATSConnection, _ layout: ClusterLayout) throws -> [(key: String, id: String)] {
+        guard let info = try connection.streamInfo(name: layout.eventStream), info.lastSequence > 0 else { return [] }
+        var out: [(String, String)] = []
+        for sequence in 1...info.lastSequence {
+            guard let message = try connection.message(stream: layout.eventStream, sequence: sequence),
+                message.headers[PartitionEventLog.kindHeader] == nil,
+                case .object(let o)? = try? JSON.parse(message.payload),
+                case .string(let subject)? = o["subject"], case .string(let region)? = o["region"],
+                case .string(let type)? = o["type"], case .string(let timeText)? = o["time"],
+                case .string(let id)? = o["id"], let time = try? TimestampParser.parse(timeText)
+            else { continue }
+            out.append((key(subject, region, type, time), id))
+        }
+        return out
+    }
+
+    /// Publishes fixes to the partitioned fix stream, as the server's mapping would put them.
+    static func publish(_ fixes: ArraySlice<(vehicle: String, partition: Int, payload: String)>, _ c: NATSConnection)
+        throws
+    {
+        for fix in fixes {
+            _ = try c.jetStreamPublish(
+                subject: "geofence.fixp.\(fix.partition).\(fix.vehicle)", payload: Array(fix.payload.utf8))
+        }
+    }
+
+    /// An engine on its own thread, owning `partitions` from the start (term `term`), with the fleet's regions.
+    final class Running: @unchecked Sendable {
+        let engine: ClusterEngine
+        let thread: Thread
+        let done = Flag(false)
+        let valid = Flag(true)
+
+        final class Flag: Sendable {
+            let value: Mutex<Bool>
+            init(_ value: Bool) { self.value = Mutex(value) }
+            func get() -> Bool { value.withLock { $0 } }
+            func set(_ new: Bool) { value.withLock { $0 = new } }
+        }
+
+        init(_ connection: NATSConnection, fleet: Fleet, id: String, term: UInt64, interval: Double = 0.5) {
+            var configuration = ClusterEngine.Configuration(
+                layout: ClusterLayout(partitions: ClusterEngineTests.partitions), engineID: id)
+            configuration.checkpointInterval = interval
+            let valid = self.valid
+            let engine = ClusterEngine(
+                configuration: configuration, connection: connection,
+                logger: Logger(minimum: .warning, sink: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }),
+                validity: { _ in valid.get() })
+            for (i, region) in fleet.regions.enumerated() { engine.inbox.post(.regionPut(region, seq: Int64(i + 1))) }
+            for p in 0..<ClusterEngineTests.partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
+            self.engine = engine
+            let done = self.done
+            thread = Thread {
+                engine.run()
+                done.set(true)
+            }
+            thread.start()
+        }
+
+        func stop() throws {
+            engine.inbox.stop()
+            guard Wait.blocking(timeout: 30, { done.get() }) else { throw EngineDidNotStop() }
+        }
+    }
+
+    struct EngineDidNotStop: Error {}
+
+    static func withCluster(_ body: (NATSCluster, NATSConnection, ClusterLayout) throws -> Void) throws {
+        try withTemporaryDirectory("geofence-cluster-engine") { directory in
+            let cluster = try NATSCluster(directory: directory.path)
+            defer { try? cluster.stop() }
+            let connection = try NATSConnection(urls: cluster.urls, name: "test")
+            let layout = ClusterLayout(partitions: partitions)
+            try layout.ensureStreams(connection)
+            try body(cluster, connection, layout)
+        }
+    }
+
+    @Test("one engine owning every partition stores exactly the events one replay of the fixes makes")
+    func oneEngine() throws {
+        let fleet = try Fleet(vehicles: 20, seconds: 120)
+        let expected = Self.expected(fleet)
+        #expect(expected.count > 100, "the scenario makes enough events to compare (\(expected.count))")
+        try Self.withCluster { _, connection, layout in
+            let engine = Running(connection, fleet: fleet, id: "a", term: 1)
+            try Self.publish(fleet.fixes[...], connection)
+            #expect(
+                Wait.blocking(timeout: 60) {
+                    (try? Self.stored(connection, layout).count) ?? 0 >= expected.count
+                }, "every event is stored")
+            try engine.stop()
+            let stored = try Self.stored(connection, layout)
+            Self.expectSame(stored.map(\.key), expected)
+            // Each event's id is its identity: the same on any engine that judges the same fixes.
+            for (key, id) in stored.prefix(20) {
+                let parts = key.split(separator: " ")
+                let time = try TimestampParser.parse(String(parts[3]))
+                #expect(
+                    id
+                        == EventIdentity.id(
+                            subject: String(parts[0]), region: String(parts[1]),
+                            type: try #require(RegionEventType(rawValue: String(parts[2]))), time: time))
+            }
+            #expect(engine.engine.statistics.fenced == 0)
+        }
+    }
+
+    @Test("a second engine takes over from the first's checkpoints: no event lost, none stored twice")
+    func takeOver() throws {
+        let fleet = try Fleet(vehicles: 20, seconds: 120)
+        let expected = Self.expected(fleet)
+        try Self.withCluster { _, connection, layout in
+            let half = fleet.fixes.count / 2
+            let a = Running(connection, fleet: fleet, id: "a", term: 1, interval: 0.2)
+            try Self.publish(fleet.fixes[..<half], connection)
+            // The first engine judged the first half and checkpointed some of it; then it "dies": its lease is
+            // no longer valid and it stops without a last checkpoint.
+            let firstHalf = Set(Self.expectedKeys(fleet, upTo: half))
+            #expect(
+                Wait.blocking(timeout: 60) {
+                    Set(((try? Self.stored(connection, layout)) ?? []).map(\.key)).isSuperset(of: firstHalf)
+                }, "the first half's events are stored")
+            a.valid.set(false)
+            try a.stop()
+            let b = Running(connection, fleet: fleet, id: "b", term: 2)
+            try Self.publish(fleet.fixes[half...], connection)
+            #expect(
+                Wait.blocking(timeout: 60) {
+                    (try? Self.stored(connection, layout).count) ?? 0 >= expected.count
+                }, "every event is stored")
+            try b.stop()
+            Self.expectSame(try Self.stored(connection, layout).map(\.key), expected)
+            #expect(b.engine.statistics.takeOvers == Self.partitions)
+            // The second engine started from the first's checkpoints, not from the first fix: every vehicle came
+            // back from one (with its state restored wrong, or not at all, its first fixes would make `determined`
+            // where `enter` was due), and it judged fewer fixes than were published.
+            #expect(b.engine.statistics.restoredVehicles == 20)
+            #expect(b.engine.statistics.fixes < fleet.fixes.count, "judged \(b.engine.statistics.fixes)")
+        }
+    }
+
+    /// The stored events are the expected ones, as multisets: says which are missing and which are extra.
+    static func expectSame(_ stored: [String], _ expected: [String], sourceLocation: SourceLocation = #_sourceLocation)
+    {
+        var counts: [String: Int] = [:]
+        for key in stored { counts[key, default: 0] += 1 }
+        for key in expected { counts[key, default: 0] -= 1 }
+        let extra = counts.filter { $0.value > 0 }.keys.sorted()
+        let missing = counts.filter { $0.value < 0 }.keys.sorted()
+        #expect(
+            extra.isEmpty && missing.isEmpty,
+            "\(stored.count) stored, \(expected.count) expected; missing \(missing.count): \(missing.prefix(5)); extra \(extra.count): \(extra.prefix(5))",
+            sourceLocation: sourceLocation)
+    }
+
+    /// `expected` for the first `count` fixes.
+    static func expectedKeys(_ fleet: Fleet, upTo count: Int) -> [String] {
+        var head = fleet
+        head.fixes = Array(fleet.fixes[..<count])
+        return expected(head)
+    }
+
+    @Test("a stale owner's publish after a take-over is refused by the fence, and it gives the partition up")
+    func fenced() throws {
+        let fleet = try Fleet(vehicles: 4, seconds: 60)
+        try Self.withCluster { _, connection, layout in
+            let partition = fleet.fixes[0].partition
+            let first = fleet.fixes.filter { $0.partition == partition }
+            let stale = try PartitionEventLog(
+                connection: connection, layout: layout, partition: partition, owner: "a", term: 1)
+            let event = RegionEvent(
+                id: "00000000-0000-8000-8000-000000000001", type: .enter, region: "stop-0",
+                subject: first[0].vehicle, time: Date(), state: .inside, previous: .outside, inferred: false,
+                distance: 1, radius: 150, fix: nil)
+            #expect(try stale.publish(event))
+            // Another engine takes the partition over: its marker moves the subject's last sequence.
+            _ = try PartitionEventLog(connection: connection, layout: layout, partition: partition, owner: "b", term: 2)
+            var later = event
+            later.id = "00000000-0000-8000-8000-000000000002"
+            later.type = .exit
+            let error = #expect(throws: NATSError.self) { try stale.publish(later) }
+            #expect(error?.kind == .wrongLastSequence)
+            #expect(stale.counts.fenced == 1 && stale.counts.stored == 1)
+        }
+    }
+}
