@@ -9,6 +9,18 @@ import GeofenceStore
 /// as the import's check reads it, loaded as an engine loads it at start, and the time from a write to a
 /// follower applying it.
 func runClusterRegions(n: Int, report: Report) throws {
+    // What loading costs the engine besides NATS: each value read back into a region, on one thread.
+    let values = Country.regions(n, seed: 2).map { (ClusterRegionCodec.key(for: $0.id), ClusterRegionCodec.value($0)) }
+    var decoded = 0
+    let written = Date()
+    let decode = seconds {
+        for (key, value) in values {
+            if case .success = ClusterRegionCodec.region(key: key, value: value, written: written) { decoded += 1 }
+        }
+    }
+    report.add(
+        "cluster regions, \(sizeName(n))", "decode the values (ClusterRegionCodec.region), one thread, no NATS",
+        "\(grouped(decode, decimals: 1)) s", "\(decoded) regions")
     guard let urls = ProcessInfo.processInfo.environment["GEOFENCE_BENCH_NATS"] else {
         progress("cluster-regions: set GEOFENCE_BENCH_NATS to a cluster's URL list (Scripts/nats-cluster.sh up DIR)")
         return
