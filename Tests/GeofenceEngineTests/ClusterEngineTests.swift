@@ -125,7 +125,7 @@ struct ClusterEngineTests {
             let engine = ClusterEngine(
                 configuration: configuration, connection: connection,
                 logger: Logger(minimum: .warning, sink: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }),
-                validity: { _ in valid.get() })
+                remaining: { _ in valid.get() ? 3600 : 0 })
             for (i, region) in fleet.regions.enumerated() { engine.inbox.post(.regionPut(region, seq: Int64(i + 1))) }
             for p in 0..<ClusterEngineTests.partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
             self.engine = engine

@@ -44,7 +44,7 @@ package struct CheckpointLog {
     /// sequence. Throws `NATSError` (nothing of it is then named by a head: the previous one stands).
     @discardableResult
     package func write(
-        partition: Int, bytes: [UInt8], covered: UInt64, term: UInt64, owner: String
+        partition: Int, bytes: [UInt8], covered: UInt64, term: UInt64, owner: String, timeout: Duration? = nil
     ) throws -> UInt64 {
         let dataSubject = layout.checkpointDataSubject(partition: partition)
         var first: UInt64 = 0
@@ -52,7 +52,8 @@ package struct CheckpointLog {
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + chunkSize)
-            let ack = try connection.jetStreamPublish(subject: dataSubject, payload: Array(bytes[offset..<end]))
+            let ack = try connection.jetStreamPublish(
+                subject: dataSubject, payload: Array(bytes[offset..<end]), timeout: timeout)
             if first == 0 { first = ack.sequence }
             chunks += 1
             offset = end
@@ -63,7 +64,7 @@ package struct CheckpointLog {
             "term": .string(String(term)), "owner": .string(owner),
         ]).serialized()
         let ack = try connection.jetStreamPublish(
-            subject: layout.checkpointHeadSubject(partition: partition), payload: Array(head.utf8))
+            subject: layout.checkpointHeadSubject(partition: partition), payload: Array(head.utf8), timeout: timeout)
         // Housekeeping: a failure leaves older chunks for the next checkpoint to purge.
         try? connection.purge(stream: layout.checkpointStream, subject: dataSubject, before: first)
         try? connection.purge(

@@ -42,9 +42,10 @@ package final class ClusterEngine: @unchecked Sendable {
     private let connection: NATSConnection
     private let logger: Logger
     private let monotonic: @Sendable () -> Double
-    /// Whether this engine's lease of a partition is still valid now (the leases' own judge): asked before
-    /// every fix is judged and every event published, so that nothing is decided past the lease's deadline.
-    private let validity: @Sendable (Int) -> Bool
+    /// Seconds left of this engine's lease of a partition (the leases' own judge; 0 or less: not the owner):
+    /// asked before every fix is judged and every event published, and every blocking call for the partition
+    /// waits at most this long, so that nothing is decided or sent past the lease's deadline.
+    private let remaining: @Sendable (Int) -> Double
 
     private var filter: FixFilter
     private var monitor: RegionMonitor
@@ -98,18 +99,25 @@ package final class ClusterEngine: @unchecked Sendable {
 
     package init(
         configuration: Configuration, connection: NATSConnection, logger: Logger,
-        validity: @escaping @Sendable (Int) -> Bool,
+        remaining: @escaping @Sendable (Int) -> Double,
         monotonic: @escaping @Sendable () -> Double = { MonotonicClock.seconds() },
         inbox: ClusterInbox = ClusterInbox()
     ) {
         self.configuration = configuration
         self.connection = connection
         self.logger = logger
-        self.validity = validity
+        self.remaining = remaining
         self.monotonic = monotonic
         self.inbox = inbox
         filter = FixFilter(configuration: configuration.filter)
         monitor = RegionMonitor(configuration: configuration.monitor)
+    }
+
+    private func validity(_ partition: Int) -> Bool { remaining(partition) > 0 }
+
+    /// How long a call for `partition` may block: the lease's time left, at most `cap`.
+    private func budget(_ partition: Int, cap: Double = 5) -> Duration {
+        .milliseconds(Int(max(0.001, min(cap, remaining(partition))) * 1000))
     }
 
     /// The partitions owned now (for tests and status; read on the engine's thread, or after `run` returned).
@@ -182,9 +190,14 @@ package final class ClusterEngine: @unchecked Sendable {
             }
             for vehicle in vehicles { partitionOf[vehicle] = partition }
             statistics.restoredVehicles += vehicles.count
+            // The lease may have run out while the checkpoint was read: then nothing is written for the partition.
+            guard validity(partition) else {
+                logger.warning("partition \(partition): its lease ran out while it was being taken over")
+                return
+            }
             let log = try PartitionEventLog(
                 connection: connection, layout: layout, partition: partition, owner: configuration.engineID,
-                term: term)
+                term: term, timeout: budget(partition))
             let entry = Owned(term: term, log: log, covered: covered, vehicles: vehicles, now: monotonic())
             owned[partition] = entry
             let inbox = self.inbox
@@ -209,7 +222,13 @@ package final class ClusterEngine: @unchecked Sendable {
     /// Stops judging a partition and forgets its vehicles (the next owner restores them from the checkpoint).
     private func giveUp(_ partition: Int, reason: String, checkpoint: Bool) {
         guard let entry = owned.removeValue(forKey: partition) else { return }
-        entry.consumer?.stop()
+        // Stopping an ordered consumer asks the server to delete it, which blocks (for the request timeout when
+        // NATS is unreachable): done elsewhere, so that giving a partition up never waits. A delivery of it that
+        // still arrives is dropped (the partition is not owned under its term any more).
+        if let consumer = entry.consumer {
+            entry.consumer = nil
+            statusQueue.async { consumer.stop() }
+        }
         if checkpoint { write(entry, partition: partition) }
         monitor.forget(subjects: entry.vehicles)
         filter.forget(Array(entry.vehicles))
@@ -268,7 +287,7 @@ package final class ClusterEngine: @unchecked Sendable {
                 return false
             }
             do {
-                if try entry.log.publish(event) {
+                if try entry.log.publish(event, timeout: budget(partition)) {
                     statistics.events += 1
                 } else {
                     statistics.duplicates += 1
@@ -293,6 +312,9 @@ package final class ClusterEngine: @unchecked Sendable {
     package var statusBucket: NATSKeyValue?
     package var statusInterval = 2.0
     private var lastStatus = -Double.infinity
+    /// Where the status is written and consumers are stopped: never the engine's thread, which must not wait
+    /// on either.
+    private let statusQueue = DispatchQueue(label: "geofence.cluster-status")
     private let startedAt = Date()
 
     /// The engine's status now, as `geofence status --nats` shows it (Docs/cluster.md, "Status").
@@ -359,7 +381,7 @@ package final class ClusterEngine: @unchecked Sendable {
         do {
             try CheckpointLog(connection: connection, layout: configuration.layout).write(
                 partition: partition, bytes: bytes, covered: entry.covered, term: entry.term,
-                owner: configuration.engineID)
+                owner: configuration.engineID, timeout: budget(partition))
             entry.checkpointed = entry.covered
             entry.lastCheckpoint = monotonic()
             statistics.checkpoints += 1

@@ -42,15 +42,21 @@ package final class ClusterNode: Sendable {
     package func run() async throws {
         let signals = ShutdownSignals()
         let layout = ClusterLayout(partitions: kind.partitions)
-        let connection = try NATSConnection(urls: kind.urls, name: "geofence \(engineID)")
+        // No call may keep the engine past a lease's deadline: nats.c holds every call while it tries a server,
+        // so a try is kept short, and nothing published while reconnecting is kept to be sent after (it fails).
+        let connectTimeout = Duration.milliseconds(Int(min(2, kind.leaseTTL / 12) * 1000))
+        let connection = try NATSConnection(
+            urls: kind.urls, name: "geofence \(engineID)", connectTimeout: connectTimeout,
+            ignoreDiscoveredServers: kind.ignoreDiscoveredServers, buffersWhileReconnecting: false)
         try layout.ensureStreams(connection)
         let status = try connection.ensureKeyValue(
             bucket: layout.statusBucket, replicas: layout.replicas, ttl: .seconds(60))
 
         // The leases' own connection, with a short request timeout: a renewal waits for nothing else.
         let leaseConnection = try NATSConnection(
-            urls: kind.urls, name: "geofence \(engineID) leases",
-            requestTimeout: .milliseconds(Int(kind.leaseTTL * 1000 / 4)))
+            urls: kind.urls, name: "geofence \(engineID) leases", connectTimeout: connectTimeout,
+            requestTimeout: .milliseconds(Int(kind.leaseTTL * 1000 / 4)),
+            ignoreDiscoveredServers: kind.ignoreDiscoveredServers, buffersWhileReconnecting: false)
         let leasesBox = LeasesBox()
         let clock: @Sendable () -> Double = { MonotonicClock.seconds() }
         var configuration = ClusterEngine.Configuration(layout: layout, engineID: engineID)
@@ -59,7 +65,7 @@ package final class ClusterNode: Sendable {
         configuration.monitor = monitor
         let engine = ClusterEngine(
             configuration: configuration, connection: connection, logger: logger,
-            validity: { partition in leasesBox.isValid(partition, at: clock()) }, monotonic: clock)
+            remaining: { partition in leasesBox.remaining(partition, at: clock()) }, monotonic: clock)
         engine.statusBucket = status
         let inbox = engine.inbox
 
@@ -71,7 +77,16 @@ package final class ClusterNode: Sendable {
                 case .remove(let id): inbox.post(.regionRemoved(id: id, seq: 0))
                 }
             }
-            if batch.initial { logger.notice("regions: \(batch.changes.count) loaded from the cluster") }
+            if batch.initial {
+                logger.notice("regions: \(batch.changes.count) loaded from the cluster")
+            } else {
+                for change in batch.changes {
+                    switch change {
+                    case .put(let region, let seq): logger.info("region \(region.id): put (revision \(seq))")
+                    case .remove(let id): logger.info("region \(id): removed")
+                    }
+                }
+            }
         }
         let regions = ClusterRegions(connection: connection, log: { logger.warning($0) }, apply: apply)
         try regions.start()
@@ -96,7 +111,9 @@ package final class ClusterNode: Sendable {
         ) { event in
             switch event {
             case .acquired(let partition, let term, _): inbox.post(.acquired(partition: partition, term: term))
-            case .lost(let partition): inbox.post(.lost(partition: partition))
+            case .lost(let partition):
+                logger.info("partition \(partition): lease lost")
+                inbox.post(.lost(partition: partition))
             }
         }
         leasesBox.set(leases)
@@ -124,8 +141,8 @@ package final class ClusterNode: Sendable {
     private final class LeasesBox: Sendable {
         private let leases = Mutex<PartitionLeases?>(nil)
         func set(_ leases: PartitionLeases) { self.leases.withLock { $0 = leases } }
-        func isValid(_ partition: Int, at time: Double) -> Bool {
-            leases.withLock { $0 }?.isValid(partition, at: time) ?? false
+        func remaining(_ partition: Int, at time: Double) -> Double {
+            leases.withLock { $0 }?.remaining(partition, at: time) ?? 0
         }
     }
 }

@@ -482,6 +482,11 @@ package struct LeaseBook {
     package func isValid(_ partition: Int, at time: Double) -> Bool {
         held[partition].map { time < $0.validUntil } ?? false
     }
+
+    /// Seconds of validity left at `time` of this engine's lease of `partition` (0 or less: none).
+    package func remaining(_ partition: Int, at time: Double) -> Double {
+        held[partition].map { $0.validUntil - time } ?? 0
+    }
 }
 
 /// Counts of what a lease manager did, for `status` and tests.

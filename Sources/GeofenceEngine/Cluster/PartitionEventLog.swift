@@ -40,7 +40,8 @@ package final class PartitionEventLog {
     /// it, so that any publish of a previous owner from now on is refused. Throws `NATSError` (`.wrongLastSequence`:
     /// someone wrote in between; the caller gives the partition up).
     package init(
-        connection: NATSConnection, layout: ClusterLayout, partition: Int, owner: String, term: UInt64
+        connection: NATSConnection, layout: ClusterLayout, partition: Int, owner: String, term: UInt64,
+        timeout: Duration? = nil
     ) throws {
         self.connection = connection
         self.layout = layout
@@ -54,7 +55,7 @@ package final class PartitionEventLog {
         let ack = try connection.jetStreamPublish(
             subject: subject, payload: Array(marker.utf8),
             headers: [(Self.kindHeader, "takeover"), (Self.ownerHeaderName, "\(owner)/\(term)")],
-            expectedLastSubjectSequence: last)
+            expectedLastSubjectSequence: last, timeout: timeout)
         lastSequence = ack.sequence
     }
 
@@ -62,13 +63,13 @@ package final class PartitionEventLog {
     /// Throws `NATSError`: `.wrongLastSequence` when fenced (another owner wrote: stop judging the partition),
     /// `.timeout` or `.noResponders` when the outcome is unknown (publish it again: its id keeps one copy).
     @discardableResult
-    package func publish(_ event: RegionEvent) throws -> Bool {
+    package func publish(_ event: RegionEvent, timeout: Duration? = nil) throws -> Bool {
         counts.attempted += 1
         let payload = Array(JSONValue.object(event.json).serialized().utf8)
         do {
             let ack = try connection.jetStreamPublish(
                 subject: subject, payload: payload, headers: [ownerHeader], messageID: event.id,
-                expectedLastSubjectSequence: lastSequence)
+                expectedLastSubjectSequence: lastSequence, timeout: timeout)
             if ack.duplicate {
                 counts.duplicates += 1
                 return false

@@ -134,6 +134,14 @@ package final class PartitionLeases: @unchecked Sendable {
         return book.isValid(partition, at: time)
     }
 
+    /// Seconds left at `time` (the manager's clock) before this engine must stop acting as `partition`'s owner:
+    /// every blocking call the owner makes for the partition waits at most this long (0 or less: not the owner).
+    package func remaining(_ partition: Int, at time: Double) -> Double {
+        condition.lock()
+        defer { condition.unlock() }
+        return book.remaining(partition, at: time)
+    }
+
     /// A lease this engine holds.
     package struct Lease: Equatable, Sendable {
         package let partition: Int

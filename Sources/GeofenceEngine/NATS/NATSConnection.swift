@@ -26,11 +26,15 @@ package final class NATSConnection: @unchecked Sendable {
     /// those the cluster announced) on its own, for ever, `reconnectWait` apart per server. `user` and
     /// `password` (never part of `urls`, so that no error or log line holds them) authenticate to every server.
     /// With `ignoreDiscoveredServers` only to those of `urls` (a test that reaches the cluster through a fault
-    /// proxy must not go around it). **Blocks** until connected or `connectTimeout` has passed for each server.
+    /// proxy must not go around it). Without `buffersWhileReconnecting`, a publish made while nats.c reconnects
+    /// fails at once rather than waiting in its buffer to be sent later. A call made while nats.c tries a server
+    /// waits for that try (up to `connectTimeout`), whatever its own time limit. **Blocks** until connected or
+    /// `connectTimeout` has passed for each server.
     package init(
         urls: String, name: String = "geofence", user: String? = nil, password: String? = nil,
         connectTimeout: Duration = .seconds(2), requestTimeout: Duration = .seconds(5),
-        reconnectWait: Duration = .milliseconds(250), ignoreDiscoveredServers: Bool = false
+        reconnectWait: Duration = .milliseconds(250), ignoreDiscoveredServers: Bool = false,
+        buffersWhileReconnecting: Bool = true
     ) throws {
         let servers = try Self.serverList(urls)
         self.requestTimeout = requestTimeout
@@ -53,6 +57,10 @@ package final class NATSConnection: @unchecked Sendable {
         if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
         if status == NATS_OK { status = natsOptions_SetReconnectWait(options, natsMilliseconds(reconnectWait)) }
         if status == NATS_OK { status = natsOptions_SetIgnoreDiscoveredServers(options, ignoreDiscoveredServers) }
+        // nats.c keeps what is published while it reconnects and sends it once connected again: a partition's
+        // owner must not have a publish go out after its lease ended, so its connection keeps nothing (a publish
+        // fails at once instead).
+        if status == NATS_OK, !buffersWhileReconnecting { status = natsOptions_SetReconnectBufSize(options, 1) }
         guard status == NATS_OK else { throw NATSError.from(status, operation: "options for \(urls)") }
 
         var connection: OpaquePointer?
@@ -143,17 +151,17 @@ package final class NATSConnection: @unchecked Sendable {
     ///   (`NATSError.Kind.wrongLastSequence`: fenced) unless the last message on `subject` has this sequence;
     ///   0 expects no message on the subject yet.
     ///
-    /// **Blocks** until acknowledged or refused, or `requestTimeout` (`.timeout`: it may or may not have been
-    /// stored; publish again with the same `messageID`).
+    /// **Blocks** until acknowledged or refused, or `timeout` (nil: `requestTimeout`; `.timeout`: it may or may
+    /// not have been stored; publish again with the same `messageID`).
     package func jetStreamPublish(
         subject: String, payload: [UInt8], headers: [(String, String)] = [], messageID: String? = nil,
-        expectedLastSubjectSequence: UInt64? = nil
+        expectedLastSubjectSequence: UInt64? = nil, timeout: Duration? = nil
     ) throws -> PublishAck {
         let message = try Self.message(subject: subject, payload: payload, headers: headers)
         defer { natsMsg_Destroy(message) }
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
-        options.MaxWait = natsMilliseconds(requestTimeout)
+        options.MaxWait = max(1, natsMilliseconds(timeout ?? requestTimeout))
         if let expected = expectedLastSubjectSequence {
             if expected == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = expected }
         }
