@@ -12,6 +12,9 @@ package struct NATSSourceKind: SourceKind {
     package var checkpointInterval: Double
     /// Names this engine in leases and status; nil: the host name and the process id.
     package var engineID: String?
+    /// Connect only to the servers of `urls`, not to those the cluster announces (`GEOFENCE_NATS_NO_DISCOVERY=1`:
+    /// servers whose announced addresses this machine cannot reach, or a test's fault proxy).
+    package var ignoreDiscoveredServers = false
 
     package static let form = "nats://HOST:PORT[,HOST:PORT…]"
     package static let prefix = "nats://"
@@ -75,6 +78,7 @@ package struct NATSSourceKind: SourceKind {
             urls: text, partitions: partitions, leaseTTL: 6, checkpointInterval: 5, engineID: nil)
         kind.leaseTTL = try seconds("--lease-ttl", arguments, default: 6, range: 1...3600)
         kind.checkpointInterval = try seconds("--checkpoint-interval", arguments, default: 5, range: 0.1...3600)
+        kind.ignoreDiscoveredServers = arguments.environment["GEOFENCE_NATS_NO_DISCOVERY"] == "1"
         if let id = arguments.value("--engine-id") {
             guard !id.isEmpty, id.utf8.count <= 200, id.allSatisfy({ $0.isLetter || $0.isNumber || "-_".contains($0) })
             else {
