@@ -117,7 +117,10 @@ struct ClusterEngineTests {
             func set(_ new: Bool) { value.withLock { $0 = new } }
         }
 
-        init(_ connection: NATSConnection, fleet: Fleet, id: String, term: UInt64, interval: Double = 0.5) {
+        init(
+            _ connection: NATSConnection, fleet: Fleet, id: String, term: UInt64, interval: Double = 0.5,
+            regionChanges: [ClusterInput] = []
+        ) {
             var configuration = ClusterEngine.Configuration(
                 layout: ClusterLayout(partitions: ClusterEngineTests.partitions), engineID: id)
             configuration.checkpointInterval = interval
@@ -127,6 +130,7 @@ struct ClusterEngineTests {
                 logger: Logger(minimum: .warning, sink: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }),
                 remaining: { _ in valid.get() ? 3600 : 0 })
             for (i, region) in fleet.regions.enumerated() { engine.inbox.post(.regionPut(region, seq: Int64(i + 1))) }
+            for change in regionChanges { engine.inbox.post(change) }
             for p in 0..<ClusterEngineTests.partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
             self.engine = engine
             let done = self.done
@@ -136,6 +140,9 @@ struct ClusterEngineTests {
             }
             thread.start()
         }
+
+        /// Vehicles restored so far (read while the engine runs: a test's rough look, exact once it stopped).
+        func restored() -> Int { engine.statistics.restoredVehicles }
 
         func stop() throws {
             engine.inbox.stop()
@@ -231,6 +238,52 @@ struct ClusterEngineTests {
             extra.isEmpty && missing.isEmpty,
             "\(stored.count) stored, \(expected.count) expected; missing \(missing.count): \(missing.prefix(5)); extra \(extra.count): \(extra.prefix(5))",
             sourceLocation: sourceLocation)
+    }
+
+    @Test("checkpoints: the last one read back whole, after others of the same and other partitions, chunked")
+    func checkpoints() throws {
+        try Self.withCluster { _, connection, layout in
+            var log = CheckpointLog(connection: connection, layout: layout)
+            log.chunkSize = 1000
+            var last: [Int: [UInt8]] = [:]
+            for round in 0..<4 {
+                for partition in [3, 5] {
+                    let bytes = (0..<(round * 700 + 10)).map { UInt8(truncatingIfNeeded: $0 &* (partition + round)) }
+                    try log.write(
+                        partition: partition, bytes: bytes, covered: UInt64(round * 10 + partition), term: 1, owner: "a"
+                    )
+                    last[partition] = bytes
+                    let read = try #require(try log.read(partition: partition))
+                    #expect(read.bytes == bytes && read.covered == UInt64(round * 10 + partition), "round \(round)")
+                }
+            }
+            for partition in [3, 5] { #expect(try log.read(partition: partition)?.bytes == last[partition]) }
+            #expect(try log.read(partition: 4) == nil)
+        }
+    }
+
+    @Test("a region removed before a take-over holds the new owner back no longer than it takes the removal")
+    func removedRegion() throws {
+        let fleet = try Fleet(vehicles: 6, seconds: 40)
+        let extra = try Region(id: "gone", center: Coordinate(latitude: 10, longitude: 10), radius: 100)
+        try Self.withCluster { _, connection, layout in
+            // The first owner saw a region added (revision 9) and removed (revision 10); its checkpoints say
+            // they were judged against regions up to 10.
+            let a = Running(
+                connection, fleet: fleet, id: "a", term: 1, interval: 0.2,
+                regionChanges: [.regionPut(extra, seq: 9), .regionRemoved(id: "gone"), .regionsTaken(upTo: 10)])
+            try Self.publish(fleet.fixes[...], connection)
+            #expect(Wait.blocking(timeout: 60) { a.engine.statistics.fixes == fleet.fixes.count }, "every fix judged")
+            // A clean stop: a last checkpoint of every partition.
+            try a.stop()
+            // The next owner started after the removal: the bucket gave it the eight regions and revision 10.
+            let b = Running(connection, fleet: fleet, id: "b", term: 2, regionChanges: [.regionsTaken(upTo: 10)])
+            #expect(
+                Wait.blocking(timeout: 30) { b.engine.inbox.waitingFixes == 0 && b.restored() == 6 },
+                "every vehicle restored from the checkpoints: \(b.restored())")
+            try b.stop()
+            #expect(b.engine.statistics.takeOvers == Self.partitions)
+        }
     }
 
     /// `expected` for the first `count` fixes.

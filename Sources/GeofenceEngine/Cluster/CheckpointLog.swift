@@ -9,7 +9,8 @@ import GeofenceCore
 /// `geofence.checkpoint.P.data`, then a small head on `geofence.checkpoint.P.head` that names them: a head is
 /// written only after all its chunks are stored, so the last head always names a whole checkpoint (an owner
 /// that dies while writing leaves chunks no head names, which the next checkpoint purges). Older chunks and
-/// heads are purged once a newer head is stored.
+/// heads are purged once a newer head is stored (all but the newest head and its chunks; only one owner writes a
+/// partition's checkpoints, so nothing is written between its chunks and its head).
 ///
 /// Every call **blocks** on JetStream.
 package struct CheckpointLog {
@@ -66,10 +67,9 @@ package struct CheckpointLog {
         let ack = try connection.jetStreamPublish(
             subject: layout.checkpointHeadSubject(partition: partition), payload: Array(head.utf8), timeout: timeout)
         // Housekeeping: a failure leaves older chunks for the next checkpoint to purge.
-        try? connection.purge(stream: layout.checkpointStream, subject: dataSubject, before: first)
+        try? connection.purge(stream: layout.checkpointStream, subject: dataSubject, keep: UInt64(chunks))
         try? connection.purge(
-            stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition),
-            before: ack.sequence)
+            stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition), keep: 1)
         return ack.sequence
     }
 

@@ -150,9 +150,8 @@ package final class ClusterEngine: @unchecked Sendable {
         case .regionPut(let region, let seq):
             _ = monitor.remove(id: region.id)
             monitor.insert(region, seq: seq)
-        case .regionRemoved(let id, let seq):
-            _ = monitor.remove(id: id)
-            monitor.noteRegionSeq(seq)
+        case .regionRemoved(let id): _ = monitor.remove(id: id)
+        case .regionsTaken(let revision): monitor.noteRegionSeq(revision)
         case .fix(let delivery, let partition, let term): judge(delivery, partition: partition, term: term)
         }
     }

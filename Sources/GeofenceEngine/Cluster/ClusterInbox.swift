@@ -10,8 +10,9 @@ package enum ClusterInput: Sendable {
     case lost(partition: Int)
     /// A region is new or changed: `seq` is the revision of its entry in the region bucket.
     case regionPut(Region, seq: Int64)
-    /// A region is removed: `seq` is the revision of its deletion in the region bucket.
-    case regionRemoved(id: String, seq: Int64)
+    case regionRemoved(id: String)
+    /// Every change of the region bucket up to this revision has been posted (deletions included).
+    case regionsTaken(upTo: Int64)
     /// A fix from a partition's consumer, with the term of the ownership whose consumer delivered it.
     case fix(NATSDelivery, partition: Int, term: UInt64)
 }

@@ -74,9 +74,10 @@ package final class ClusterNode: Sendable {
             for change in batch.changes {
                 switch change {
                 case .put(let region, let seq): inbox.post(.regionPut(region, seq: seq))
-                case .remove(let id): inbox.post(.regionRemoved(id: id, seq: 0))
+                case .remove(let id): inbox.post(.regionRemoved(id: id))
                 }
             }
+            inbox.post(.regionsTaken(upTo: batch.revision))
             if batch.initial {
                 logger.notice("regions: \(batch.changes.count) loaded from the cluster")
             } else {

@@ -30,6 +30,10 @@ package final class ClusterRegions: @unchecked Sendable {
         /// Every region of the bucket when the engine started (then the only batch with `initial`).
         package let initial: Bool
         package let changes: [ClusterRegionChange]
+        /// The highest revision of the bucket the batch covers, deletions and skipped entries included: a monitor
+        /// that took the batch has taken every region change up to it (`RegionMonitor.noteRegionSeq`), so that a
+        /// checkpoint taken by an engine that saw a region removed restores on one that started after.
+        package let revision: Int64
     }
 
     private let connection: NATSConnection
@@ -97,13 +101,14 @@ package final class ClusterRegions: @unchecked Sendable {
     private func run(_ consumer: NATSOrderedConsumer, empty: Bool) {
         var initial: [String: (region: Region, seq: Int64)] = [:]
         var isLoaded = false
+        var revision: Int64 = 0
         func finishLoading() {
             isLoaded = true
             let changes = initial.values.sorted { $0.seq < $1.seq }.map {
                 ClusterRegionChange.put($0.region, seq: $0.seq)
             }
             initial = [:]
-            apply(Batch(initial: true, changes: changes))
+            apply(Batch(initial: true, changes: changes, revision: revision))
             condition.withLock {
                 loaded = true
                 condition.broadcast()
@@ -122,6 +127,7 @@ package final class ClusterRegions: @unchecked Sendable {
             quiet = 0
             var changes: [ClusterRegionChange] = []
             for message in messages {
+                revision = max(revision, Int64(clamping: message.sequence))
                 if let change = change(message) {
                     if isLoaded {
                         changes.append(change)
@@ -135,7 +141,7 @@ package final class ClusterRegions: @unchecked Sendable {
                 }
                 if !isLoaded && message.pending == 0 { finishLoading() }
             }
-            if !changes.isEmpty { apply(Batch(initial: false, changes: changes)) }
+            if !changes.isEmpty || isLoaded { apply(Batch(initial: false, changes: changes, revision: revision)) }
         }
         condition.withLock {
             running = false
