@@ -127,6 +127,7 @@ package final class ClusterEngine: @unchecked Sendable {
     /// every partition's consumer is stopped and a last checkpoint written for each (a clean stop).
     package func run() {
         while let (control, fixes) = inbox.take(limit: 512, timeout: 0.25) {
+            heartbeat?()
             for input in control { handle(input) }
             for input in fixes { handle(input) }
             if !waiting.isEmpty {
@@ -305,6 +306,10 @@ package final class ClusterEngine: @unchecked Sendable {
     }
 
     // MARK: Status
+
+    /// Called from the engine's loop at least every quarter second while it runs (systemd's watchdog: a loop
+    /// that is stuck stops it). Set before `run()`.
+    package var heartbeat: (@Sendable () -> Void)?
 
     /// Where the engine's status goes every `statusInterval` seconds (nil: nowhere): the cluster's status
     /// bucket, which `geofence status --nats` reads.

@@ -67,6 +67,21 @@ package final class ClusterNode: Sendable {
             configuration: configuration, connection: connection, logger: logger,
             remaining: { partition in leasesBox.remaining(partition, at: clock()) }, monotonic: clock)
         engine.statusBucket = status
+        // Under systemd (Type=notify, WatchdogSec): WATCHDOG=1 from the engine's own loop, READY=1 once joined.
+        let service = ServiceManager()
+        if let interval = service.watchdogInterval {
+            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+            let last = Mutex(-Double.infinity)
+            engine.heartbeat = {
+                let now = clock()
+                let due = last.withLock { previous in
+                    guard now - previous >= seconds else { return false }
+                    previous = now
+                    return true
+                }
+                if due { service.watchdog() }
+            }
+        }
         let inbox = engine.inbox
 
         let logger = self.logger
@@ -99,6 +114,7 @@ package final class ClusterNode: Sendable {
 
         let finished = DispatchSemaphore(value: 0)
         let thread = Thread {
+            nameThisThread("geofence.cluster")
             engine.run()
             finished.signal()
         }
@@ -119,12 +135,14 @@ package final class ClusterNode: Sendable {
         }
         leasesBox.set(leases)
         try leases.start()
+        service.ready(status: "engine \(engineID) of a cluster of \(kind.partitions) partitions")
         logger.notice(
             "engine \(engineID) joined the cluster at \(connection.connectedURL ?? kind.urls): \(kind.partitions) partitions, lease \(kind.leaseTTL) s"
         )
 
         for await _ in signals.signals { break }
         logger.notice("stopping: checkpointing the partitions owned, then giving their leases back")
+        service.stopping("checkpointing the partitions owned")
         inbox.stop()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
