@@ -240,6 +240,30 @@ struct ClusterEngineTests {
             sourceLocation: sourceLocation)
     }
 
+    @Test("a publish whose answer was lost, sent again, is known stored, not taken for a fence")
+    func lostAnswer() throws {
+        try Self.withCluster { _, connection, layout in
+            let log = try PartitionEventLog(connection: connection, layout: layout, partition: 2, owner: "a", term: 1)
+            let event = RegionEvent(
+                id: "00000000-0000-8000-8000-0000000000aa", type: .enter, region: "stop-0", subject: "truck-1",
+                time: Date(), state: .inside, previous: .outside, inferred: false, distance: 1, radius: 150, fix: nil)
+            // The first try reached JetStream and was stored; its answer never came back (a leader election).
+            _ = try connection.jetStreamPublish(
+                subject: layout.eventSubject(partition: 2), payload: [1], messageID: event.id,
+                expectedLastSubjectSequence: log.lastSequence)
+            // The owner sends it again, expecting the sequence before it: the stream refuses that expectation,
+            // and the log finds its own event there.
+            #expect(try log.publish(event))
+            #expect(log.counts.fenced == 0 && log.counts.stored == 1)
+            // A real fence still throws.
+            _ = try PartitionEventLog(connection: connection, layout: layout, partition: 2, owner: "b", term: 2)
+            var later = event
+            later.id = "00000000-0000-8000-8000-0000000000ab"
+            #expect(throws: NATSError.self) { try log.publish(later) }
+            #expect(log.counts.fenced == 1)
+        }
+    }
+
     @Test("checkpoints: the last one read back whole, after others of the same and other partitions, chunked")
     func checkpoints() throws {
         try Self.withCluster { _, connection, layout in

@@ -52,6 +52,8 @@ package final class ClusterEngine: @unchecked Sendable {
     private var owned: [Int: Owned] = [:]
     /// Partitions acquired whose checkpoint needs region changes not taken yet, with their terms.
     private var waiting: [Int: UInt64] = [:]
+    /// When the partitions in `waiting` are tried again (monotonic): not at every turn of the loop.
+    private var retryAt = 0.0
     /// The partition each vehicle held belongs to.
     private var partitionOf: [String: Int] = [:]
     /// Counts for `status`.
@@ -130,7 +132,7 @@ package final class ClusterEngine: @unchecked Sendable {
             heartbeat?()
             for input in control { handle(input) }
             for input in fixes { handle(input) }
-            if !waiting.isEmpty {
+            if !waiting.isEmpty, monotonic() >= retryAt {
                 let retry = waiting
                 waiting.removeAll()
                 for (partition, term) in retry { take(partition, term: term) }
@@ -183,7 +185,7 @@ package final class ClusterEngine: @unchecked Sendable {
                 if case .regionsBehind = bad {
                     // The regions bucket has changes this engine has not taken yet: taken again shortly.
                     logger.info("partition \(partition): waiting for region changes before taking it (\(bad))")
-                    waiting[partition] = term
+                    retry(partition, term: term, after: 0.1)
                     return
                 }
                 logger.error("partition \(partition): \(bad); replaying its fixes from the first kept")
@@ -214,9 +216,19 @@ package final class ClusterEngine: @unchecked Sendable {
                 "partition \(partition): taken (term \(term)), \(vehicles.count) vehicles from the checkpoint at "
                     + "fix \(covered), in \(Int((monotonic() - started) * 1000)) ms")
         } catch {
-            logger.error("partition \(partition): cannot take it over: \(error)")
+            // NATS is electing a leader, say: the lease is still this engine's, so the partition is taken again
+            // shortly (the lease's loss, if it comes, cancels that).
+            logger.error("partition \(partition): cannot take it over: \(error); trying again in a second")
             giveUp(partition, reason: "taking it over failed", checkpoint: false)
+            retry(partition, term: term, after: 1)
         }
+    }
+
+    /// Takes `partition` again after `seconds`, unless its lease is lost meanwhile.
+    private func retry(_ partition: Int, term: UInt64, after seconds: Double) {
+        waiting[partition] = term
+        let at = monotonic() + seconds
+        retryAt = waiting.count == 1 ? at : min(retryAt, at)
     }
 
     /// Stops judging a partition and forgets its vehicles (the next owner restores them from the checkpoint).
@@ -297,6 +309,9 @@ package final class ClusterEngine: @unchecked Sendable {
                 statistics.fenced += 1
                 logger.warning("partition \(partition): fenced: another engine wrote its events (\(error))")
                 giveUp(partition, reason: "fenced", checkpoint: false)
+                // The lease says whether this engine is the owner: if it still holds it, the other writer is the
+                // stale one, and taking the partition again (a new marker) fences that one out.
+                retry(partition, term: entry.term, after: 1)
                 return false
             } catch {
                 logger.warning("partition \(partition): event \(event.id) not stored yet (\(error)); trying again")

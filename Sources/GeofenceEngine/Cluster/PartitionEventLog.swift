@@ -78,6 +78,16 @@ package final class PartitionEventLog {
             counts.stored += 1
             return true
         } catch let error as NATSError where error.kind == .wrongLastSequence {
+            // A publish whose answer was lost (a timeout while NATS elected a leader) may have been stored; sent
+            // again, it then expects a sequence before its own. If the subject's last message is this event,
+            // it was stored: not fenced.
+            if let last = try? connection.lastMessage(stream: layout.eventStream, subject: subject),
+                last.headers["Nats-Msg-Id"]?.first == event.id
+            {
+                lastSequence = last.sequence
+                counts.stored += 1
+                return true
+            }
             counts.fenced += 1
             throw error
         }
