@@ -186,6 +186,9 @@ struct ClusterAcceptanceTests {
             let killedAt = Date()
             try await Task.sleep(for: .seconds(Self.takeOverBound + 1))
             _ = try run.supervisor.start(victim)
+            // Started again and following the regions before one is added (else the region comes in its first
+            // load, which says nothing of the time a change takes).
+            #expect(await run.supervisor.waitForLog(victim, "joined the cluster", occurrences: 2, timeout: 30))
 
             // A region added while the fleet drives reaches every engine within a second (far from the fleet:
             // the replay, which has not got it, must make the same events).

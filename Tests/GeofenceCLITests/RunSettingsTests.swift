@@ -91,7 +91,7 @@ struct RunSettingsTests {
         ),
         (
             "GEOFENCE_SOURCE", "serial",
-            "Error: invalid value for GEOFENCE_SOURCE (--source): \"serial\" is not gpsd, json:PATH or mqtt://"
+            "Error: invalid value for GEOFENCE_SOURCE (--source): \"serial\" is not gpsd, json:PATH, mqtt://"
         ),
         ("GEOFENCE_LOG_LEVEL", "loud", "Error: invalid value for GEOFENCE_LOG_LEVEL (--log-level): \"loud\" is not"),
         (
