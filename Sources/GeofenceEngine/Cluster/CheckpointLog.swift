@@ -48,13 +48,16 @@ package struct CheckpointLog {
         partition: Int, bytes: [UInt8], covered: UInt64, term: UInt64, owner: String, timeout: Duration? = nil
     ) throws -> UInt64 {
         let dataSubject = layout.checkpointDataSubject(partition: partition)
+        // One time limit for the whole write, not one per call.
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        func left() -> Duration? { deadline.map { max(.milliseconds(1), $0 - ContinuousClock.now) } }
         var first: UInt64 = 0
         var chunks = 0
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + chunkSize)
             let ack = try connection.jetStreamPublish(
-                subject: dataSubject, payload: Array(bytes[offset..<end]), timeout: timeout)
+                subject: dataSubject, payload: Array(bytes[offset..<end]), timeout: left())
             if first == 0 { first = ack.sequence }
             chunks += 1
             offset = end
@@ -65,11 +68,13 @@ package struct CheckpointLog {
             "term": .string(String(term)), "owner": .string(owner),
         ]).serialized()
         let ack = try connection.jetStreamPublish(
-            subject: layout.checkpointHeadSubject(partition: partition), payload: Array(head.utf8), timeout: timeout)
+            subject: layout.checkpointHeadSubject(partition: partition), payload: Array(head.utf8), timeout: left())
         // Housekeeping: a failure leaves older chunks for the next checkpoint to purge.
-        try? connection.purge(stream: layout.checkpointStream, subject: dataSubject, keep: UInt64(chunks))
         try? connection.purge(
-            stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition), keep: 1)
+            stream: layout.checkpointStream, subject: dataSubject, keep: UInt64(chunks), timeout: left())
+        try? connection.purge(
+            stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition), keep: 1,
+            timeout: left())
         return ack.sequence
     }
 

@@ -81,7 +81,8 @@ package final class PartitionEventLog {
             // A publish whose answer was lost (a timeout while NATS elected a leader) may have been stored; sent
             // again, it then expects a sequence before its own. If the subject's last message is this event,
             // it was stored: not fenced.
-            if let last = try? connection.lastMessage(stream: layout.eventStream, subject: subject),
+            if timeout.map({ $0 > .milliseconds(5) }) ?? true,
+                let last = try? connection.lastMessage(stream: layout.eventStream, subject: subject),
                 last.headers["Nats-Msg-Id"]?.first == event.id
             {
                 lastSequence = last.sequence

@@ -120,10 +120,10 @@ extension NATSConnection {
     ///
     /// (Not "below a sequence": nats-server 2.9.10 with nats.c 3.4 purged a message at the sequence given, of
     /// another subject too; `ClusterEngineTests` "checkpoints" showed it.)
-    package func purge(stream: String, subject: String, keep: UInt64) throws {
+    package func purge(stream: String, subject: String, keep: UInt64, timeout: Duration? = nil) throws {
         var options = jsOptions()
         jsOptions_Init(&options)
-        options.Wait = natsMilliseconds(requestTimeout)
+        options.Wait = max(1, natsMilliseconds(timeout ?? requestTimeout))
         var code = jsErrCode(0)
         let status = subject.withCString { filter in
             options.Stream.Purge.Subject = filter
