@@ -5,6 +5,10 @@ import GeofenceTestSupport
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `geofence add`, `remove` and `import` with `--nats`, run as the built binary against a real 3-server
 /// JetStream cluster: the same checks, errors and exit codes as on the local store, nothing written on an
 /// error, an import re-run under its request id writing only the rest.
@@ -189,16 +193,25 @@ struct ClusterRegionCommandTests {
                 outcome.withLock { $0 = result }
                 finished.signal()
             }
-            // Two of the three servers go away once the writes have begun: the bucket has no quorum.
+            // Two of the three servers go away once the writes have begun: the bucket has no quorum. The import
+            // is held (SIGSTOP) from its first writes until they are gone, or a fast import would be done first.
             let began = ContinuousClock.now
             func stored() -> UInt64 {
                 (try? store.connection.streamInfo(name: ClusterRegionCodec.stream))??.messages ?? 0
             }
-            while stored() < 100, ContinuousClock.now - began < .seconds(30) {
-                Thread.sleep(forTimeInterval: 0.01)
+            var importer: pid_t?
+            while ContinuousClock.now - began < .seconds(30) {
+                if importer == nil { importer = Self.process(withArgument: file) }
+                if let importer, stored() >= 100 {
+                    kill(importer, SIGSTOP)
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.005)
             }
+            let held = try #require(importer, "the import's process was not found")
             try cluster.kill(server: 2)
             try cluster.kill(server: 3)
+            kill(held, SIGCONT)
             #expect(finished.wait(timeout: .now() + 60) == .success)
             let broken = try #require(outcome.withLock { $0 })
             #expect(broken.status == 69, "\(broken.stderr)")
@@ -222,5 +235,19 @@ struct ClusterRegionCommandTests {
             #expect(try Self.live(store) == Set(ids))
             print("NATS import of \(ids.count) regions cut off with \(partial) stored; the re-run wrote the rest")
         }
+    }
+
+    /// The process whose command line has `argument` (the test's own file: unique to it), from /proc.
+    static func process(withArgument argument: String) -> pid_t? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry), pid != getpid(),
+                let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { continue }
+            if line.split(separator: 0).contains(where: { String(decoding: $0, as: UTF8.self) == argument }) {
+                return pid
+            }
+        }
+        return nil
     }
 }

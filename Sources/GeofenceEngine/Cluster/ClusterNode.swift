@@ -48,9 +48,11 @@ package final class ClusterNode: Sendable {
         let connection = try NATSConnection(
             urls: kind.urls, name: "geofence \(engineID)", connectTimeout: connectTimeout,
             ignoreDiscoveredServers: kind.ignoreDiscoveredServers, buffersWhileReconnecting: false)
-        try layout.ensureStreams(connection)
-        let status = try connection.ensureKeyValue(
-            bucket: layout.statusBucket, replicas: layout.replicas, ttl: .seconds(60))
+        let status = try await settingUp("the streams and the status bucket") {
+            try layout.ensureStreams(connection)
+            return try connection.ensureKeyValue(
+                bucket: layout.statusBucket, replicas: layout.replicas, ttl: .seconds(60))
+        }
 
         // The leases' own connection, with a short request timeout: a renewal waits for nothing else.
         let leaseConnection = try NATSConnection(
@@ -105,7 +107,7 @@ package final class ClusterNode: Sendable {
             }
         }
         let regions = ClusterRegions(connection: connection, log: { logger.warning($0) }, apply: apply)
-        try regions.start()
+        try await settingUp("the region bucket") { try regions.start() }
         guard regions.waitUntilLoaded(timeout: .seconds(600)) else {
             regions.stop()
             throw NATSError(
@@ -134,7 +136,7 @@ package final class ClusterNode: Sendable {
             }
         }
         leasesBox.set(leases)
-        try leases.start()
+        try await settingUp("the lease buckets") { try leases.start() }
         service.ready(status: "engine \(engineID) of a cluster of \(kind.partitions) partitions")
         logger.notice(
             "engine \(engineID) joined the cluster at \(connection.connectedURL ?? kind.urls): \(kind.partitions) partitions, lease \(kind.leaseTTL) s"
@@ -154,6 +156,42 @@ package final class ClusterNode: Sendable {
         regions.stop()
         try? status.delete(engineID)
         logger.notice("stopped")
+    }
+
+    /// How long the engine tries its setup again while JetStream answers late or not at all: a new cluster
+    /// electing its leaders, or engines starting together and creating the same streams (a stream's first
+    /// info request then goes unanswered for the request timeout). After this the engine exits 69 and
+    /// systemd's `Restart=on-failure` starts it again.
+    package static let setupPatience: Double = 60
+
+    /// Runs `step` until it succeeds, trying it again every few seconds while JetStream's failure is one
+    /// that passes (no answer, no responders, no leader for now), for `setupPatience` at most; each failure
+    /// logged. Anything else is thrown at once.
+    private func settingUp<T>(_ what: String, _ step: () throws -> T) async throws -> T {
+        let start = MonotonicClock.seconds()
+        var pause = 0.5
+        while true {
+            do {
+                return try step()
+            } catch let error as NATSError where Self.passes(error) {
+                let waited = MonotonicClock.seconds() - start
+                guard waited + pause < Self.setupPatience else { throw error }
+                logger.warning("setting up \(what): \(error); trying again in \(pause) s")
+                try await Task.sleep(for: .milliseconds(Int(pause * 1000)))
+                pause = min(pause * 2, 4)
+            }
+        }
+    }
+
+    /// A JetStream failure that a cluster getting ready, or a server coming back, ends by itself.
+    static func passes(_ error: NATSError) -> Bool {
+        switch error.kind {
+        case .timeout, .noResponders, .notConnected: return true
+        case .other:
+            // No suitable peers for now, JetStream temporarily unavailable, no leader to take the request.
+            return [10005, 10008, 10009].contains(error.jetStreamCode)
+        default: return false
+        }
     }
 
     /// The leases, once made (the engine is made first and asks them through this).
