@@ -309,9 +309,17 @@ struct ClusterAcceptanceTests {
                     "partition \(partition) not given up: \(run.supervisor.log(cutEngine).suffix(3000))")
                 let taken = try #require(took.first { $0.partition == partition }, "partition \(partition) not taken")
                 #expect(given.time < taken.time, "partition \(partition): given up \(given.time), taken \(taken.time)")
+                // Its last publish attempt (stored, dropped or refused alike) came before the other took over: the
+                // stream's fence and de-duplication are not what kept a second owner out.
+                let attempt = try #require(
+                    Self.lastAttempt(partition, after: cutAt, in: run.supervisor.log(cutEngine)),
+                    "partition \(partition): no last attempt in the give-up line")
+                #expect(attempt < taken.time, "partition \(partition): attempted \(attempt), taken \(taken.time)")
                 print(
-                    "cluster cut: partition \(partition) given up \(Int(given.time.timeIntervalSince(cutAt) * 1000)) ms "
-                        + "after the cut, taken \(Int(taken.time.timeIntervalSince(cutAt) * 1000)) ms after")
+                    "cluster cut: partition \(partition): last publish attempt of the cut engine "
+                        + "\(Int(attempt.timeIntervalSince(cutAt) * 1000)) ms after the cut, given up "
+                        + "\(Int(given.time.timeIntervalSince(cutAt) * 1000)) ms after, taken "
+                        + "\(Int(taken.time.timeIntervalSince(cutAt) * 1000)) ms after")
             }
             made.heal()
 
@@ -320,7 +328,28 @@ struct ClusterAcceptanceTests {
             let comparison = try await run.compare(connection)
             #expect(comparison.isEqual, "\(comparison.report())")
             #expect(try Self.interleavings(connection).isEmpty)
+
+            // Healed, the cut engine's status counts the publishes it attempted in each term it gave up.
+            var released: [JSONValue] = []
+            #expect(
+                await Wait.until(timeout: 20) {
+                    let status = try? GeofenceBinary.run(["status", "--nats", run.cluster.urls, "--json"])
+                    let engines = status.flatMap { try? JSON.parse($0.stdout)["engines"]?.arrayValue } ?? []
+                    let cut = engines.first { $0["engine"]?.stringValue == "engine-cut" }
+                    released = cut?["released"]?.arrayValue ?? []
+                    return Set(released.compactMap { $0["partition"]?.doubleValue.map(Int.init) }).isSuperset(of: held)
+                }, "\(released)")
+            for term in released {
+                #expect((term["attempted"]?.doubleValue ?? 0) >= 1, "\(term)")
+            }
         }
+    }
+
+    /// The time of the last publish attempt in the line an engine logged when it gave `partition` up after `time`.
+    static func lastAttempt(_ partition: Int, after time: Date, in log: String) -> Date? {
+        let line = lines(log).first { $0.time >= time && $0.text.contains("partition \(partition): given up") }
+        guard let text = line?.text, let range = text.range(of: "the last at ") else { return nil }
+        return try? TimestampParser.parse(String(text[range.upperBound...]))
     }
 }
 

@@ -53,7 +53,16 @@ enum ClusterStatusOutput {
                     "  partition \(text(p["partition"])): lag \(text(p["lag"])), at fix \(text(p["covered"])), "
                         + "checkpoint \(text(p["checkpoint"])) (\(text(p["checkpoint_age"])) s ago), "
                         + "last fix \(text(p["last_fix_age"])) s ago, \(text(p["vehicles"])) vehicles, "
-                        + "taken in \(text(p["take_over_ms"])) ms")
+                        + "taken in \(text(p["take_over_ms"])) ms, "
+                        + "\(text(p["attempted"])) publishes attempted in term \(text(p["term"]))")
+            }
+            // The terms this engine gave up lately, with the last publish it attempted in each: what shows that a
+            // stale owner stopped before another took over, whatever the stream kept.
+            guard case .array(let released)? = engine["released"] else { continue }
+            for case .object(let r) in released.suffix(12) {
+                c.console.print(
+                    "  gave up partition \(text(r["partition"])) term \(text(r["term"])) at \(text(r["given_up"])): "
+                        + "\(text(r["attempted"])) publishes attempted, the last at \(text(r["last_attempt"]))")
             }
         }
         if !report.silent.isEmpty {

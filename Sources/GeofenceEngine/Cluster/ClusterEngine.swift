@@ -59,6 +59,20 @@ package final class ClusterEngine: @unchecked Sendable {
     /// Counts for `status`.
     package private(set) var statistics = Statistics()
 
+    /// The terms given up lately, newest last, with what their owner tried to publish: `status` shows them, so
+    /// that publish attempts are counted per partition and owner, not only what the stream kept.
+    private var released: [Released] = []
+    static let releasedKept = 64
+
+    struct Released {
+        let partition: Int
+        let term: UInt64
+        let attempted: Int
+        let stored: Int
+        let lastAttempt: Date
+        let givenUp: Date
+    }
+
     package struct Statistics: Sendable, Equatable {
         package var fixes = 0
         package var malformed = 0
@@ -246,7 +260,15 @@ package final class ClusterEngine: @unchecked Sendable {
         filter.forget(Array(entry.vehicles))
         for vehicle in entry.vehicles { partitionOf[vehicle] = nil }
         statistics.givenUp += 1
-        logger.notice("partition \(partition): given up (\(reason)), at fix \(entry.covered)")
+        let counts = entry.log.counts
+        released.append(
+            Released(
+                partition: partition, term: entry.term, attempted: counts.attempted, stored: counts.stored,
+                lastAttempt: entry.log.lastAttempt, givenUp: Date()))
+        if released.count > Self.releasedKept { released.removeFirst(released.count - Self.releasedKept) }
+        logger.notice(
+            "partition \(partition): given up (\(reason)), at fix \(entry.covered); term \(entry.term): \(counts.attempted) publishes attempted, the last at \(TimestampParser.format(entry.log.lastAttempt))"
+        )
     }
 
     // MARK: Fixes
@@ -349,6 +371,8 @@ package final class ClusterEngine: @unchecked Sendable {
                     "vehicles": .number(Double(entry.vehicles.count)),
                     "last_fix_age": entry.lastDelivery.map { .number(((now - $0) * 10).rounded() / 10) } ?? .null,
                     "take_over_ms": .number((entry.takeOverSeconds * 1000).rounded()),
+                    "attempted": .number(Double(entry.log.counts.attempted)),
+                    "last_attempt": .string(TimestampParser.format(entry.log.lastAttempt)),
                     "events": .number(Double(entry.log.counts.stored)),
                     "duplicates": .number(Double(entry.log.counts.duplicates)),
                     "fenced": .number(Double(entry.log.counts.fenced)),
@@ -365,6 +389,15 @@ package final class ClusterEngine: @unchecked Sendable {
             "checkpoints": .number(Double(s.checkpoints)), "take_overs": .number(Double(s.takeOvers)),
             "given_up": .number(Double(s.givenUp)), "regions": .number(Double(monitor.regionCount)),
             "waiting_fixes": .number(Double(inbox.waitingFixes)),
+            "released": .array(
+                released.map { term in
+                    .object([
+                        "partition": .number(Double(term.partition)), "term": .string(String(term.term)),
+                        "attempted": .number(Double(term.attempted)), "stored": .number(Double(term.stored)),
+                        "last_attempt": .string(TimestampParser.format(term.lastAttempt)),
+                        "given_up": .string(TimestampParser.format(term.givenUp)),
+                    ])
+                }),
         ]
     }
 

@@ -24,7 +24,12 @@ package final class PartitionEventLog {
     /// Publishes tried, stored, dropped as duplicates, and refused by the fence.
     package private(set) var counts = Counts()
 
+    /// When this owner last tried to store a message on the subject (its take-over marker or an event), by the
+    /// wall clock: what shows that a stale owner stopped before another took over, whatever the stream kept.
+    package private(set) var lastAttempt: Date
+
     package struct Counts: Sendable, Equatable {
+        /// Every publish tried, the take-over marker included, whatever came of it.
         package var attempted = 0
         package var stored = 0
         package var duplicates = 0
@@ -49,6 +54,8 @@ package final class PartitionEventLog {
         subject = layout.eventSubject(partition: partition)
         ownerHeader = (Self.ownerHeaderName, "\(owner)/\(term)")
         let last = try connection.lastMessage(stream: layout.eventStream, subject: subject)?.sequence ?? 0
+        lastAttempt = Date()
+        counts.attempted = 1
         let marker = JSONValue.object([
             "partition": .number(Double(partition)), "owner": .string(owner), "term": .number(Double(term)),
         ]).serialized()
@@ -65,6 +72,7 @@ package final class PartitionEventLog {
     @discardableResult
     package func publish(_ event: RegionEvent, timeout: Duration? = nil) throws -> Bool {
         counts.attempted += 1
+        lastAttempt = Date()
         let payload = Array(JSONValue.object(event.json).serialized().utf8)
         do {
             let ack = try connection.jetStreamPublish(
