@@ -286,6 +286,50 @@ struct ClusterEngineTests {
         }
     }
 
+    @Test("status warns of a take-over's fixes the stream drops soon, owned or orphaned, and not before")
+    func retentionWarning() throws {
+        try Self.withCluster { _, connection, _ in
+            // A layout of its own, whose fix stream keeps fixes for 60 s: two partitions, 0 owned (its checkpoint
+            // covers nothing yet), 1 orphaned (its last checkpoint covers the first two fixes).
+            let layout = ClusterLayout(partitions: 2, prefix: "ret")
+            _ = try connection.ensureStream(
+                name: layout.fixStream, subjects: [layout.partitionedFixSubjects], replicas: 3,
+                duplicateWindow: .seconds(10), maxAge: .seconds(60))
+            try layout.ensureStreams(connection)
+            let fix = Array(#"{"class":"TPV","mode":3,"lat":52,"lon":13}"#.utf8)
+            for vehicle in ["a", "b", "c"] {
+                let partition = vehicle == "a" ? 0 : 1
+                _ = try connection.jetStreamPublish(subject: "ret.fixp.\(partition).\(vehicle)", payload: fix)
+            }
+            try CheckpointLog(connection: connection, layout: layout).write(
+                partition: 1, bytes: [1, 2, 3], covered: 2, term: 1, owner: "gone")
+            let status = try connection.ensureKeyValue(bucket: layout.statusBucket, replicas: 1, ttl: .seconds(60))
+            func report(after seconds: Double) throws -> ClusterStatusReport {
+                let now = Date().addingTimeInterval(seconds)
+                let engine = JSONValue.object([
+                    "engine": .string("e"), "partitions_total": .number(2),
+                    "updated": .string(TimestampParser.format(now)),
+                    "partitions": .array([
+                        .object(["partition": .number(0), "checkpoint": .string("0"), "last_fix_age": .number(1)])
+                    ]),
+                ])
+                _ = try status.put("e", Array(engine.serialized().utf8))
+                return try ClusterStatusReport.read(connection, prefix: "ret", now: now)
+            }
+            // Now, and 30 s on (30 s left of 60): no warning.
+            #expect(try report(after: 0).warnings.isEmpty)
+            #expect(try report(after: 30).warnings.isEmpty)
+            // 50 s on (10 s left, under a quarter of the max age): both partitions, the owned one's from its first
+            // fix, the orphaned one's from the fix after its checkpoint.
+            let late = try report(after: 50)
+            #expect(late.orphaned == [1])
+            #expect(late.warnings.count == 2, "\(late.warnings)")
+            #expect(late.warnings.first?.hasPrefix("partition 0: a take-over needs the fixes from 1 on") == true)
+            #expect(late.warnings.last?.hasPrefix("partition 1: a take-over needs the fixes from 3 on") == true)
+            #expect(late.json["warnings"]?.arrayValue?.count == 2)
+        }
+    }
+
     @Test("a region removed before a take-over holds the new owner back no longer than it takes the removal")
     func removedRegion() throws {
         let fleet = try Fleet(vehicles: 6, seconds: 40)

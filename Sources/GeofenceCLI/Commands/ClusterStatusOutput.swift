@@ -71,6 +71,7 @@ enum ClusterStatusOutput {
                     + report.silent.map(String.init).joined(separator: ","))
         }
         for problem in report.problems { c.console.print("problem: \(problem)") }
+        for warning in report.warnings { c.console.print("warning: \(warning)") }
         if report.problems.isEmpty && !report.engines.isEmpty { c.console.print("ready") }
     }
 }

@@ -78,6 +78,19 @@ package struct CheckpointLog {
         return ack.sequence
     }
 
+    /// The fix sequence the partition's last checkpoint covers, from its head alone (nil: no checkpoint, or a
+    /// head that is not readable). **Blocks** for one JetStream request.
+    package func covered(partition: Int) throws -> UInt64? {
+        guard
+            let head = try connection.lastMessage(
+                stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition))
+        else { return nil }
+        guard case .object(let o)? = try? JSON.parse(head.payload), case .string(let text)? = o["covered"] else {
+            return nil
+        }
+        return UInt64(text)
+    }
+
     /// The partition's last checkpoint, or nil when it has none. Throws `NATSError`, or `Corrupt` when the
     /// head or its chunks are not what a checkpoint writes (the caller says so and starts from nothing rather
     /// than trust it).

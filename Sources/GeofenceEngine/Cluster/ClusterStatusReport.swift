@@ -17,6 +17,11 @@ package struct ClusterStatusReport: Sendable {
     package var fixStreamExists = false
     package var events: UInt64 = 0
     package var problems: [String] = []
+    /// What holds now and will not if nothing is done: a fix that a take-over of a partition needs (from its
+    /// checkpoint on) which the fix stream drops soon, by its age limit.
+    package var warnings: [String] = []
+    /// The fixes a take-over needs are warned of once the stream drops them within this share of its max age.
+    package static let retentionWarningShare = 0.25
 
     /// An engine that has not updated its status for this long is taken to be gone.
     package static let staleAfter = 10.0
@@ -33,7 +38,9 @@ package struct ClusterStatusReport: Sendable {
     {
         var report = ClusterStatusReport()
         let layout = ClusterLayout(partitions: 1, prefix: prefix)
+        var maxAge: Duration?
         if let fixes = try connection.streamInfo(name: layout.fixStream) {
+            maxAge = fixes.maxAge
             report.fixStreamExists = true
             report.fixFirst = fixes.firstSequence
             report.fixLast = fixes.lastSequence
@@ -60,12 +67,19 @@ package struct ClusterStatusReport: Sendable {
         }
         report.engines.sort { (Self.text($0["engine"]) ?? "") < (Self.text($1["engine"]) ?? "") }
         if let partitions = report.partitions {
+            // The first fix a take-over of each partition would replay: after the checkpoint its owner reports,
+            // or after the last checkpoint stored for a partition no engine owns (from the stream's first fix
+            // without one).
+            var needed: [Int: UInt64] = [:]
             var owned = Set<Int>()
             for engine in report.engines {
                 guard case .array(let list)? = engine["partitions"] else { continue }
                 for case .object(let p) in list {
                     guard case .number(let n)? = p["partition"], n >= 0, n < Double(partitions) else { continue }
                     owned.insert(Int(n))
+                    if let checkpoint = Self.text(p["checkpoint"]).flatMap(UInt64.init), checkpoint < UInt64.max {
+                        needed[Int(n)] = checkpoint + 1
+                    }
                     let age: Double? = if case .number(let a)? = p["last_fix_age"] { a } else { nil }
                     if (age ?? .infinity) > silentAfter { report.silent.append(Int(n)) }
                     if let checkpoint = Self.text(p["checkpoint"]).flatMap(UInt64.init), report.fixStreamExists,
@@ -79,6 +93,16 @@ package struct ClusterStatusReport: Sendable {
                 }
             }
             report.orphaned = (0..<partitions).filter { !owned.contains($0) }
+            if let maxAge, report.fixStreamExists {
+                let checkpoints = CheckpointLog(connection: connection, layout: layout)
+                for partition in report.orphaned {
+                    let covered = (try? checkpoints.covered(partition: partition)) ?? nil
+                    needed[partition] = covered.map { $0 < UInt64.max ? $0 + 1 : $0 } ?? report.fixFirst
+                }
+                report.warnings = try retentionWarnings(
+                    connection, layout: layout, needed: needed, maxAge: maxAge, first: report.fixFirst,
+                    last: report.fixLast, now: now)
+            }
             report.silent.sort()
             if !owned.isEmpty && report.silent.count == owned.count {
                 report.problems.append(
@@ -95,6 +119,33 @@ package struct ClusterStatusReport: Sendable {
             report.problems.append("no engine reports: every partition waits (geofence run --source nats://...)")
         }
         return report
+    }
+
+    /// The partitions whose take-over needs a fix the stream drops within `retentionWarningShare` of its max
+    /// age, oldest first, each with what to do. A fix's storage time grows with its sequence, so the lookups
+    /// stop at the first partition that is safe.
+    static func retentionWarnings(
+        _ connection: NATSConnection, layout: ClusterLayout, needed: [Int: UInt64], maxAge: Duration,
+        first: UInt64, last: UInt64, now: Date
+    ) throws -> [String] {
+        let age = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
+        guard age > 0 else { return [] }
+        var warnings: [String] = []
+        for (partition, sequence) in needed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
+            // Beyond the last fix: nothing stored is needed. Before the first: already lost (a problem above).
+            guard sequence <= last, sequence >= first else { continue }
+            guard let message = try connection.message(stream: layout.fixStream, sequence: sequence),
+                let stored = message.stored
+            else { continue }
+            let left = stored.timeIntervalSince(now) + age
+            guard left < age * retentionWarningShare else { break }
+            warnings.append(
+                "partition \(partition): a take-over needs the fixes from \(sequence) on, stored "
+                    + "\(TimestampParser.format(stored)); the fix stream drops them in "
+                    + "\(DurationParser.format(max(0, left.rounded()))) (its max age is \(DurationParser.format(age.rounded()))): let an "
+                    + "engine own the partition and catch up, or raise the stream's max age")
+        }
+        return warnings
     }
 
     static func text(_ value: JSONValue?) -> String? {
@@ -114,6 +165,7 @@ package struct ClusterStatusReport: Sendable {
             ]),
             "events": .number(Double(events)),
             "problems": .array(problems.map { .string($0) }),
+            "warnings": .array(warnings.map { .string($0) }),
             "ready": .bool(problems.isEmpty && !engines.isEmpty),
         ]
     }

@@ -113,7 +113,8 @@ extension NATSConnection {
         }
         return StoredMessage(
             subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? "", sequence: sequence,
-            payload: Self.payload(of: message), headers: Self.headers(of: message))
+            payload: Self.payload(of: message), headers: Self.headers(of: message),
+            storedNanoseconds: natsMsg_GetTime(message))
     }
 
     /// Removes the messages on `subject` in `stream` but the last `keep`. **Blocks** for one JetStream request.

@@ -1,4 +1,5 @@
 import CNATS
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -20,6 +21,8 @@ extension NATSConnection {
         package let lastSequence: UInt64
         /// The name of the server leading the stream's replicas now (empty: none, or not clustered).
         package let leader: String
+        /// How long the stream keeps a message (nil: no age limit).
+        package var maxAge: Duration? = nil
     }
 
     /// The stream `name`, created with `subjects`, `replicas` (3 in a 3-server cluster), `duplicateWindow` and
@@ -84,7 +87,8 @@ extension NATSConnection {
             replicas: Int(clamping: config?.Replicas ?? 0),
             duplicateWindow: .nanoseconds(config?.Duplicates ?? 0), messages: info.pointee.State.Msgs,
             firstSequence: info.pointee.State.FirstSeq, lastSequence: info.pointee.State.LastSeq,
-            leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) } ?? "")
+            leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) } ?? "",
+            maxAge: (config?.MaxAge ?? 0) > 0 ? .nanoseconds(config?.MaxAge ?? 0) : nil)
     }
 
     /// A message as stored in a stream.
@@ -94,6 +98,13 @@ extension NATSConnection {
         package let payload: [UInt8]
         /// Each header's values, in the order they were added.
         package let headers: [String: [String]]
+        /// When the stream stored it (nanoseconds since 1970; 0 when the server did not say).
+        package var storedNanoseconds: Int64 = 0
+
+        /// When the stream stored it, or nil when the server did not say.
+        package var stored: Date? {
+            storedNanoseconds > 0 ? Date(timeIntervalSince1970: Double(storedNanoseconds) / 1e9) : nil
+        }
     }
 
     /// The last message on `subject` in `stream`, or nil when the subject has none. **Blocks** for one
@@ -110,7 +121,7 @@ extension NATSConnection {
         return StoredMessage(
             subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? subject,
             sequence: natsMsg_GetSequence(message), payload: Self.payload(of: message),
-            headers: Self.headers(of: message))
+            headers: Self.headers(of: message), storedNanoseconds: natsMsg_GetTime(message))
     }
 
     static func payload(of message: OpaquePointer) -> [UInt8] {
