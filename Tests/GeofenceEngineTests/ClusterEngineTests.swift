@@ -286,7 +286,7 @@ struct ClusterEngineTests {
         }
     }
 
-    @Test("status warns of a take-over's fixes the stream drops soon, owned or orphaned, and not before")
+    @Test("status warns of a take-over's fixes the stream drops soon, owned or orphaned, and not before; it says when engines judge with different settings")
     func retentionWarning() throws {
         try Self.withCluster { _, connection, _ in
             // A layout of its own, whose fix stream keeps fixes for 60 s: two partitions, 0 owned (its checkpoint
@@ -304,10 +304,11 @@ struct ClusterEngineTests {
             try CheckpointLog(connection: connection, layout: layout).write(
                 partition: 1, bytes: [1, 2, 3], covered: 2, term: 1, owner: "gone")
             let status = try connection.ensureKeyValue(bucket: layout.statusBucket, replicas: 1, ttl: .seconds(60))
+            let settings = ClusterEngine.Configuration(layout: layout, engineID: "e").settingsFingerprint
             func report(after seconds: Double) throws -> ClusterStatusReport {
                 let now = Date().addingTimeInterval(seconds)
                 let engine = JSONValue.object([
-                    "engine": .string("e"), "partitions_total": .number(2),
+                    "engine": .string("e"), "partitions_total": .number(2), "settings": .string(settings),
                     "updated": .string(TimestampParser.format(now)),
                     "partitions": .array([
                         .object(["partition": .number(0), "checkpoint": .string("0"), "last_fix_age": .number(1)])
@@ -327,6 +328,22 @@ struct ClusterEngineTests {
             #expect(late.warnings.first?.hasPrefix("partition 0: a take-over needs the fixes from 1 on") == true)
             #expect(late.warnings.last?.hasPrefix("partition 1: a take-over needs the fixes from 3 on") == true)
             #expect(late.json["warnings"]?.arrayValue?.count == 2)
+
+            // A second engine with the same settings is no problem; one with a wider filter is.
+            func secondEngine(_ configure: (inout ClusterEngine.Configuration) -> Void) throws -> [String] {
+                var configuration = ClusterEngine.Configuration(layout: layout, engineID: "f")
+                configure(&configuration)
+                let engine = JSONValue.object([
+                    "engine": .string("f"), "partitions_total": .number(2),
+                    "settings": .string(configuration.settingsFingerprint),
+                    "updated": .string(TimestampParser.format(Date())), "partitions": .array([]),
+                ])
+                _ = try status.put("f", Array(engine.serialized().utf8))
+                return try report(after: 0).problems.filter { $0.contains("different settings") }
+            }
+            #expect(try secondEngine { _ in }.isEmpty)
+            let mismatch = try secondEngine { $0.filter.maxAccuracy = 100 }
+            #expect(mismatch.count == 1 && mismatch.first?.contains("e: \(settings)") == true, "\(mismatch)")
         }
     }
 

@@ -35,6 +35,18 @@ package final class ClusterEngine: @unchecked Sendable {
             self.layout = layout
             self.engineID = engineID
         }
+
+        /// The decision settings as one short text (FNV-1a of the filter's and the monitor's settings): engines
+        /// whose fingerprints differ judge a partition differently, so a take-over would change its events.
+        /// `status --nats` compares them.
+        package var settingsFingerprint: String {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in "\(filter)|\(monitor)|\(layout.partitions)".utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+            let hex = String(hash, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }
     }
 
     package let configuration: Configuration
@@ -382,6 +394,7 @@ package final class ClusterEngine: @unchecked Sendable {
         return [
             "engine": .string(configuration.engineID), "pid": .number(Double(getpid())),
             "partitions_total": .number(Double(configuration.layout.partitions)),
+            "settings": .string(configuration.settingsFingerprint),
             "started": .string(TimestampParser.format(startedAt)), "updated": .string(TimestampParser.format(Date())),
             "partitions": .array(partitions), "fixes": .number(Double(s.fixes)),
             "malformed": .number(Double(s.malformed)), "events": .number(Double(s.events)),

@@ -66,6 +66,16 @@ package struct ClusterStatusReport: Sendable {
             if case .number(let p)? = status["partitions_total"], p >= 1, p <= 4096 { report.partitions = Int(p) }
         }
         report.engines.sort { (Self.text($0["engine"]) ?? "") < (Self.text($1["engine"]) ?? "") }
+        let settings = Dictionary(grouping: report.engines) { Self.text($0["settings"]) ?? "?" }
+        if settings.count > 1 {
+            let groups = settings.sorted { $0.key < $1.key }.map { fingerprint, engines in
+                "\(engines.compactMap { Self.text($0["engine"]) }.joined(separator: ", ")): \(fingerprint)"
+            }
+            report.problems.append(
+                "the engines judge with different settings (\(groups.joined(separator: "; "))): a partition "
+                    + "taken over by another engine would be judged differently; give every engine the same "
+                    + "filter and monitor settings and partition count")
+        }
         if let partitions = report.partitions {
             // The first fix a take-over of each partition would replay: after the checkpoint its owner reports,
             // or after the last checkpoint stored for a partition no engine owns (from the stream's first fix
