@@ -286,7 +286,9 @@ struct ClusterEngineTests {
         }
     }
 
-    @Test("status warns of a take-over's fixes the stream drops soon, owned or orphaned, and not before; it says when engines judge with different settings")
+    @Test(
+        "status warns of a take-over's fixes the stream drops soon, owned or orphaned, and not before; it says when engines judge with different settings"
+    )
     func retentionWarning() throws {
         try Self.withCluster { _, connection, _ in
             // A layout of its own, whose fix stream keeps fixes for 60 s: two partitions, 0 owned (its checkpoint
