@@ -15,6 +15,8 @@ sleep 10
 echo "publish start $(date +%T)"
 $B/geofence-bench cluster-fleet --urls $U --dir $D/fleet --vehicles 10000 --minutes $MIN > $D/pub.log 2>&1 &
 PUB=$!
+# Status snapshots every 5 s, for the lag each partition shows (Scripts/cluster-takeovers.py reads them).
+( k=0; while kill -0 $PUB 2>/dev/null; do $B/geofence status --nats $U --json > $D/status-$k.json 2>/dev/null; k=$((k+1)); sleep 5; done ) &
 T0=$(date +%s); n=0; natskilled=0
 while kill -0 $PUB 2>/dev/null; do
   sleep 30
@@ -32,6 +34,7 @@ echo "publish done $(date +%T)"; tail -2 $D/pub.log
 sleep 30
 $B/geofence status --nats $U > $D/status.txt 2>&1
 $B/geofence-bench cluster-compare --urls $U --dir $D/fleet > $D/compare.log 2>&1; tail -5 $D/compare.log
+python3 $ROOT/Scripts/cluster-takeovers.py $D --ttl 6
 for i in 1 2 3; do kill -TERM $(cat $D/e$i.pid) 2>/dev/null; done; sleep 5
 $ROOT/Scripts/nats-cluster.sh down $D/nats > /dev/null 2>&1
 echo finished
