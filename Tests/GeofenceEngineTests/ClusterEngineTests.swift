@@ -119,7 +119,7 @@ struct ClusterEngineTests {
 
         init(
             _ connection: NATSConnection, fleet: Fleet, id: String, term: UInt64, interval: Double = 0.5,
-            regionChanges: [ClusterInput] = []
+            regionChanges: [ClusterInput] = [], partitions: Range<Int> = 0..<ClusterEngineTests.partitions
         ) {
             var configuration = ClusterEngine.Configuration(
                 layout: ClusterLayout(partitions: ClusterEngineTests.partitions), engineID: id)
@@ -131,7 +131,7 @@ struct ClusterEngineTests {
                 remaining: { _ in valid.get() ? 3600 : 0 })
             for (i, region) in fleet.regions.enumerated() { engine.inbox.post(.regionPut(region, seq: Int64(i + 1))) }
             for change in regionChanges { engine.inbox.post(change) }
-            for p in 0..<ClusterEngineTests.partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
+            for p in partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
             self.engine = engine
             let done = self.done
             thread = Thread {
@@ -283,6 +283,57 @@ struct ClusterEngineTests {
             }
             for partition in [3, 5] { #expect(try log.read(partition: partition)?.bytes == last[partition]) }
             #expect(try log.read(partition: 4) == nil)
+        }
+    }
+
+    @Test("a region's expiry, made by every engine whose fixes pass it, is stored once, even by an engine come later")
+    func expiryStoredOnce() throws {
+        var fleet = try Fleet(vehicles: 20, seconds: 120)
+        // A region that expires halfway through the fleet's fixes, where the vehicles drive.
+        let firstFix = try #require(
+            fleet.fixes.first.flatMap { try? JSON.parse(Array($0.payload.utf8)) }?["time"]?.stringValue)
+        let expires = try TimestampParser.parse(firstFix).addingTimeInterval(60)
+        let base = fleet.regions[0]
+        fleet.regions.append(try Region(id: "short.lived/1", center: base.center, radius: 400, expires: expires))
+        try Self.withCluster { _, connection, layout in
+            try Self.publish(fleet.fixes[...], connection)
+            // Two engines, each with half of the partitions: both expire the region by their own fixes.
+            let a = Running(connection, fleet: fleet, id: "a", term: 1, partitions: 0..<6)
+            let b = Running(connection, fleet: fleet, id: "b", term: 1, partitions: 6..<12)
+            let subject = layout.expirySubject(region: "short.lived/1")
+            func expiries() -> [NATSConnection.StoredMessage] {
+                var found: [NATSConnection.StoredMessage] = []
+                _ = try? connection.readStream(layout.eventStream, filter: subject) { found.append($0) }
+                return found
+            }
+            #expect(Wait.blocking(timeout: 60) { !expiries().isEmpty })
+            let expected = Self.expected(fleet)
+            #expect(
+                Wait.blocking(timeout: 60) { (try? Self.stored(connection, layout).count) ?? 0 >= expected.count },
+                "\((try? Self.stored(connection, layout).count) ?? -1) of \(expected.count)")
+            try a.stop()
+            try b.stop()
+            // An engine that comes later holds the region too (it is still in the bucket) and expires it at its
+            // first fix past the time: it finds the event stored.
+            let c = Running(connection, fleet: fleet, id: "c", term: 2)
+            // One more fix, a second after the last, from the last vehicle to report.
+            let last = try #require(fleet.fixes.last)
+            var json = try #require(try JSON.parse(Array(last.payload.utf8)).objectValue)
+            let lastTime = try TimestampParser.parse(try #require(json["time"]?.stringValue))
+            json["time"] = .string(TimestampParser.format(lastTime.addingTimeInterval(1)))
+            try Self.publish(
+                [(last.vehicle, last.partition, JSONValue.object(json).serialized())][...], connection)
+            #expect(Wait.blocking(timeout: 60) { c.engine.statistics.fixes > 0 })
+            try c.stop()
+            // Each engine made the expiry; one stored it, the others found it.
+            let made = [a, b, c].map { ($0.engine.statistics.expiriesStored, $0.engine.statistics.expiriesFound) }
+            #expect(made.map { $0.0 }.reduce(0, +) == 1 && made.map { $0.1 }.reduce(0, +) == 2, "\(made)")
+            let stored = expiries()
+            #expect(stored.count == 1, "\(stored.map { String(decoding: $0.payload, as: UTF8.self) })")
+            let event = try #require(stored.first.flatMap { try? JSON.parse($0.payload) })
+            #expect(event["type"]?.stringValue == "expired" && event["region"]?.stringValue == "short.lived/1")
+            #expect(event["time"]?.stringValue == TimestampParser.format(expires))
+            #expect(stored.first?.headers["Nats-Msg-Id"]?.first == event["id"]?.stringValue)
         }
     }
 

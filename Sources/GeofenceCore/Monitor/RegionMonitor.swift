@@ -399,6 +399,12 @@ package struct RegionMonitor: Sendable {
 
     // MARK: Steps
 
+    /// Whether an expired region leaves the monitor when its expiry is reported (a single engine: its store
+    /// removes it too). A cluster engine keeps it (`false`): its partitions' fixes come in separate streams, so
+    /// a fix from before the expiry may still come after another's from after it, and must be judged against
+    /// the region. Either way a fix at or after a region's expiry time is never judged against it.
+    package var removesExpiredRegions = true
+
     /// Expires every region whose expiry time is at or before `time`.
     package mutating func expire(upTo time: Date, now: Date) -> MonitorOutput {
         var out = MonitorOutput()
@@ -496,6 +502,10 @@ package struct RegionMonitor: Sendable {
         for slot in slots {
             let record = (copies ? track.neighbourhood.record(slot: slot) : nil) ?? regions.records[Int(slot)]
             guard regions.applies(record, slot: slot, to: fix.subject) else { continue }
+            // A region kept past its expiry (`removesExpiredRegions` off) is nothing to a fix from after it.
+            if record.flags.contains(.hasDetails), let expires = regions.expires(slot: slot), expires <= fix.time {
+                continue
+            }
             let r = record.radius
 
             // A region no fix of this accuracy can ever be conclusively inside.
@@ -566,7 +576,7 @@ package struct RegionMonitor: Sendable {
             guard let slot = regions.slot(seq: next.seq) else { continue }
             let id = regions.id(slot: slot)
             let radius = regions.eventRadius(regions.records[Int(slot)])
-            remove(id: id)
+            if removesExpiredRegions { remove(id: id) }
             out.statusChanges.append(.init(regionSeq: next.seq, regionID: id, status: .expired))
             out.events.append(
                 RegionEvent(

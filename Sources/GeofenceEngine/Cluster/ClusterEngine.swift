@@ -71,6 +71,30 @@ package final class ClusterEngine: @unchecked Sendable {
     /// Counts for `status`.
     package private(set) var statistics = Statistics()
 
+    /// Regions' `expired` events this engine's monitor made and not yet found stored (tried again every second).
+    private var expiries: [RegionEvent] = []
+    private var expiryRetryAt = 0.0
+
+    private func publishExpiries() {
+        let log = RegionExpiryLog(connection: connection, layout: configuration.layout, owner: configuration.engineID)
+        var left: [RegionEvent] = []
+        for event in expiries {
+            do {
+                if try log.publish(event, timeout: .seconds(2)) {
+                    statistics.events += 1
+                    statistics.expiriesStored += 1
+                } else {
+                    statistics.expiriesFound += 1
+                }
+            } catch {
+                left.append(event)
+                logger.warning("region \(event.region): its expiry is not stored yet (\(error)); trying again")
+            }
+        }
+        expiries = left
+        expiryRetryAt = monotonic() + 1
+    }
+
     /// The terms given up lately, newest last, with what their owner tried to publish: `status` shows them, so
     /// that publish attempts are counted per partition and owner, not only what the stream kept.
     private var released: [Released] = []
@@ -96,6 +120,9 @@ package final class ClusterEngine: @unchecked Sendable {
         /// Vehicles restored from checkpoints at take-overs.
         package var restoredVehicles = 0
         package var givenUp = 0
+        /// Regions' expiries this engine stored, and those it made and found stored by another.
+        package var expiriesStored = 0
+        package var expiriesFound = 0
     }
 
     private final class Owned {
@@ -139,6 +166,9 @@ package final class ClusterEngine: @unchecked Sendable {
         self.inbox = inbox
         filter = FixFilter(configuration: configuration.filter)
         monitor = RegionMonitor(configuration: configuration.monitor)
+        // The partitions' fixes come in separate streams: a region's expiry, reported at the first fix past it, must
+        // not take the region from another partition's fixes from before it.
+        monitor.removesExpiredRegions = false
     }
 
     private func validity(_ partition: Int) -> Bool { remaining(partition) > 0 }
@@ -164,6 +194,7 @@ package final class ClusterEngine: @unchecked Sendable {
                 for (partition, term) in retry { take(partition, term: term) }
             }
             checkpointDue(force: false)
+            if !expiries.isEmpty, monotonic() >= expiryRetryAt { publishExpiries() }
             publishStatusIfDue()
         }
         checkpointDue(force: true)
@@ -316,10 +347,16 @@ package final class ClusterEngine: @unchecked Sendable {
         if case .accepted(let weighted) = filter.evaluate(fix) {
             // Judged on its own time, ids and all: the same fixes give the same events on any engine.
             let out = monitor.process(weighted, now: weighted.time)
-            for var event in out.events where event.subject != nil {
+            for var event in out.events {
                 event.id = EventIdentity.id(of: event)
+                guard event.subject != nil else {
+                    // A region's own event (`expired`): no partition's; stored once by whichever engine comes first.
+                    if event.type == .expired { expiries.append(event) }
+                    continue
+                }
                 guard publish(event, entry, partition: partition) else { return }
             }
+            if !expiries.isEmpty { publishExpiries() }
         }
         entry.covered = delivery.streamSequence
     }

@@ -34,6 +34,22 @@ package struct ClusterLayout: Sendable, Equatable {
     /// The one subject of a partition's events: one subject, so that each publish can be fenced on the last.
     package func eventSubject(partition: Int) -> String { "\(prefix).event.\(partition)" }
 
+    /// The subject of a region's `expired` events: one token of its own under the event subjects, named by a
+    /// hash of the region id (ids may hold characters a subject token may not), so that its last message tells
+    /// an engine whether another stored the expiry already.
+    package func expirySubject(region: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in region.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return "\(prefix).event.expiry-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// Whether `subject` is a partition's event subject (not a region's expiry subject).
+    package func isPartitionEventSubject(_ subject: String) -> Bool {
+        guard let last = subject.split(separator: ".").last else { return false }
+        return subject.hasPrefix("\(prefix).event.") && Int(last) != nil
+    }
+
     package var checkpointStream: String { streamName("CHECKPOINTS") }
     package var checkpointSubjects: String { "\(prefix).checkpoint.>" }
     package func checkpointDataSubject(partition: Int) -> String { "\(prefix).checkpoint.\(partition).data" }

@@ -102,3 +102,37 @@ package final class PartitionEventLog {
         }
     }
 }
+
+/// The `expired` events of regions, which belong to no partition: every engine's monitor expires a region when
+/// its own fixes pass the expiry time, so every engine makes the event. It is stored once, whichever engines make
+/// it and however long apart (an engine started a day later still holds the region, and expires it at its first
+/// fix): on the region's own subject (`ClusterLayout.expirySubject`), whose last message is read first (the
+/// event there already: nothing to do) and whose publish expects that message (two engines racing: one is
+/// stored, the other finds it on its next look). Its `Nats-Msg-Id` is the event's identity, as for every event.
+package struct RegionExpiryLog {
+    let connection: NATSConnection
+    let layout: ClusterLayout
+    let owner: String
+
+    /// Stores `event` (an `expired` event with its identity as `id`) unless its subject holds it; true when this
+    /// call stored it. Throws `NATSError` when the outcome is not known (try again later).
+    package func publish(_ event: RegionEvent, timeout: Duration? = nil) throws -> Bool {
+        let subject = layout.expirySubject(region: event.region)
+        let payload = Array(JSONValue.object(event.json).serialized().utf8)
+        for _ in 0..<3 {
+            let last = try connection.lastMessage(stream: layout.eventStream, subject: subject)
+            if last?.headers["Nats-Msg-Id"]?.first == event.id { return false }
+            do {
+                let ack = try connection.jetStreamPublish(
+                    subject: subject, payload: payload, headers: [(PartitionEventLog.ownerHeaderName, owner)],
+                    messageID: event.id, expectedLastSubjectSequence: last?.sequence ?? 0, timeout: timeout)
+                return !ack.duplicate
+            } catch let error as NATSError where error.kind == .wrongLastSequence {
+                continue  // Another engine stored a message there meanwhile: look again.
+            }
+        }
+        throw NATSError(
+            kind: .timeout, operation: "store the expiry of region \(event.region)",
+            text: "the subject kept changing under three tries")
+    }
+}
