@@ -3,10 +3,6 @@ import GeofenceCore
 import GeofenceEngine
 import GeofenceStore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `--nats URL[,URL…]` of `add`, `remove` and `import`: the change goes to the cluster's bucket
 /// `geofence-regions` (Docs/cluster.md) instead of the local store. The servers and credentials are read as
 /// every command that talks to a cluster reads them (`NATSServers`, `CommandContext.natsServers`): the user
