@@ -13,6 +13,9 @@
 #
 # GEOFENCE_PARTITIONS (default 12): the partitions the subject mapping spreads geofence.fix.VEHICLE over
 # (geofence.fixp.N.VEHICLE, N from 0); `up` writes it into each server's configuration and DIR/partitions.
+# NATS_CLUSTER_USER and NATS_CLUSTER_PASSWORD (default: neither): `up` makes the servers take clients with this
+# user name and password only (an `authorization` block in each configuration); the routes between them stay
+# open to loopback as before. The password may not hold ", \, $ or a line break.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -106,6 +109,15 @@ up)
         echo "nats-cluster: GEOFENCE_PARTITIONS must be a whole number from 1 to 1024, not \"$partitions\"" >&2
         exit 64
     fi
+    authorization=""
+    if [ -n "${NATS_CLUSTER_USER:-}${NATS_CLUSTER_PASSWORD:-}" ]; then
+        user=${NATS_CLUSTER_USER:-} password=${NATS_CLUSTER_PASSWORD:-}
+        if [ -z "$user" ] || [ -z "$password" ] || [[ $user$password == *[\"\\\$]* ]] || [[ $user$password == *$'\n'* ]]; then
+            echo "nats-cluster: give NATS_CLUSTER_USER and NATS_CLUSTER_PASSWORD together, without \", \\, \$ or a line break" >&2
+            exit 64
+        fi
+        authorization=$(printf '\n# Clients log in with this user name and password (NATS_CLUSTER_USER, NATS_CLUSTER_PASSWORD).\nauthorization {\n    user: "%s"\n    password: "%s"\n}\n' "$user" "$password")
+    fi
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     for n in 1 2 3; do
@@ -131,6 +143,10 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
                 -e "s|@MONITOR_PORT@|$monitor|; s|@STORE_DIR@|$dir/n$n/store|; s|@ROUTES@|$routes|" \
                 -e "s|@PARTITIONS@|$partitions|g" \
                 "$template" >"$dir/n$n/nats.conf"
+            if [ -n "$authorization" ]; then
+                printf '%s\n' "$authorization" >>"$dir/n$n/nats.conf"
+                chmod 600 "$dir/n$n/nats.conf"
+            fi
             echo "$client" >"$dir/n$n/client-port"
             echo "$monitor" >"$dir/n$n/monitor-port"
         done

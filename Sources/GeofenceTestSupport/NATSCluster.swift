@@ -18,6 +18,8 @@ package final class NATSCluster: @unchecked Sendable {
     /// The partitions the servers' subject mapping spreads `geofence.fix.VEHICLE` over
     /// (`geofence.fixp.N.VEHICLE`, N from 0; `NATSPartition.of(_:partitions:)` says which).
     package let partitions: Int
+    /// The user name and password the servers want from clients; nil: none (the default).
+    package let credentials: (user: String, password: String)?
     private var stopped = false
 
     package static let serverPath = "/usr/sbin/nats-server"
@@ -33,11 +35,20 @@ package final class NATSCluster: @unchecked Sendable {
     }
 
     /// Starts the three servers with files in `directory` (which must exist), their subject mapping over
-    /// `partitions` partitions (1 to 1024), and waits until JetStream has a meta leader.
-    package init(directory: String, partitions: Int = 12) throws {
+    /// `partitions` partitions (1 to 1024), and waits until JetStream has a meta leader. With `credentials`,
+    /// the servers take only clients that log in with them (no `"`, `\\`, `$` or line break in them).
+    package init(
+        directory: String, partitions: Int = 12, credentials: (user: String, password: String)? = nil
+    ) throws {
         self.directory = directory
         self.partitions = partitions
-        let printed = try Self.run(["up", directory], in: directory, partitions: partitions)
+        self.credentials = credentials
+        var environment = ["GEOFENCE_PARTITIONS": String(partitions)]
+        if let credentials {
+            environment["NATS_CLUSTER_USER"] = credentials.user
+            environment["NATS_CLUSTER_PASSWORD"] = credentials.password
+        }
+        let printed = try Self.run(["up", directory], in: directory, environment: environment)
         guard let last = printed.split(separator: "\n").last, last.hasPrefix("nats://") else {
             throw GPSDHarness.Failure.startFailed("nats-cluster.sh up printed no URL list: \(printed)")
         }
@@ -45,6 +56,13 @@ package final class NATSCluster: @unchecked Sendable {
     }
 
     deinit { if !stopped { _ = try? Self.run(["down", directory], in: directory) } }
+
+    /// `urls` with the user name of `credentials` in each (`nats://USER@127.0.0.1:P1,USER@127.0.0.1:P2,…`);
+    /// the password is never in a URL.
+    package var urlsWithUser: String {
+        guard let user = credentials?.user else { return urls }
+        return serverURLs.map { "nats://\(user)@" + $0.dropFirst("nats://".count) }.joined(separator: ",")
+    }
 
     /// Each server's client URL (`nats://127.0.0.1:P`), n1 first.
     package var serverURLs: [String] {
@@ -78,7 +96,9 @@ package final class NATSCluster: @unchecked Sendable {
 
     /// Runs the script; its standard output, or a failure with what it said on standard error. Its output
     /// goes to files, not pipes: the servers it starts would inherit a pipe and keep it open for ever.
-    private static func run(_ arguments: [String], in directory: String, partitions: Int? = nil) throws -> String {
+    private static func run(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws
+        -> String
+    {
         let out = directory + "/nats-cluster.out"
         let err = directory + "/nats-cluster.err"
         _ = FileManager.default.createFile(atPath: out, contents: nil)
@@ -92,10 +112,8 @@ package final class NATSCluster: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: script)
         p.arguments = arguments
-        if let partitions {
-            var environment = ProcessInfo.processInfo.environment
-            environment["GEOFENCE_PARTITIONS"] = String(partitions)
-            p.environment = environment
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = outHandle

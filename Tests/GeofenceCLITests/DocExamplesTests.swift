@@ -63,6 +63,10 @@ struct DocExamplesTests {
         "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm":
             "needs a NATS cluster with the engines' event stream, runs until stopped",
         "geofence status --nats nats://10.0.0.1:4222,10.0.0.2:4222": "needs a NATS cluster of engines",
+        "geofence status --nats nats://ops@10.0.0.1:4222 --nats-password-file ~/.config/geofence/nats.pw":
+            "needs a NATS cluster of engines and its password file",
+        "geofence deliver --from nats://deliver@10.0.0.1:4222 --nats-password-file /etc/geofence/nats.pw":
+            "needs a NATS cluster with the engines' event stream and its password file, runs until stopped",
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",
     ]
 

@@ -73,7 +73,10 @@ struct RunSettingsTests {
                 contentsOf: repo.appendingPathComponent("Packaging/geofence.default"), encoding: .utf8)
             let lines = file.split(separator: "\n")
             #expect(!lines.contains { !$0.hasPrefix("#") && !$0.trimmingCharacters(in: .whitespaces).isEmpty })
-            let variables = s.values.compactMap { $0["variable"]?.stringValue } + ["GEOFENCE_MQTT_PASSWORD"]
+            let variables =
+                s.values.compactMap { $0["variable"]?.stringValue } + [
+                    "GEOFENCE_MQTT_PASSWORD", "GEOFENCE_NATS_PASSWORD",
+                ]
             for variable in variables {
                 #expect(lines.contains { $0.hasPrefix("#\(variable)=") }, "\(variable) is not in geofence.default")
             }
@@ -146,6 +149,22 @@ struct RunSettingsTests {
                 let s = try Self.settings(result)
                 #expect(s["mqtt-password"]?["value"]?.stringValue == "(set)")
                 #expect(s["mqtt-password"]?["from"]?.stringValue == "environment")
+            }
+
+            // A NATS cluster's: from the variable, or the file of --nats-password-file (or its variable).
+            for (arguments, environment, from) in [
+                ([], ["GEOFENCE_NATS_PASSWORD": "hunter3"], "environment"),
+                ([], ["GEOFENCE_NATS_PASSWORD_FILE": file], "environment"),
+                (["--nats-password-file", file], [:], "command-line"),
+            ] as [([String], [String: String], String)] {
+                let result = try cli.run(
+                    ["run", "--print-config", "--json", "--source", "nats://engine@127.0.0.1:1", "--partitions", "4"]
+                        + arguments, environment: environment)
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(!result.stdout.contains("hunter3"))
+                let s = try Self.settings(result)
+                #expect(s["nats-password"]?["value"]?.stringValue == "(set)", "\(result.stdout)")
+                #expect(s["nats-password"]?["from"]?.stringValue == from, "\(result.stdout)")
             }
         }
     }

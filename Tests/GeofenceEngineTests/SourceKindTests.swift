@@ -40,8 +40,9 @@ struct SourceKindTests {
                 == "Where fixes come from: gpsd; TPV JSON lines (the `device` field names the vehicle) from a file, a "
                 + "FIFO, or - for standard input; an MQTT broker's topic filter, mqtt://[USER@]HOST[:PORT]/FILTER "
                 + "(QoS 1, a persistent session; TPV or OwnTracks JSON), mqtts:// for TLS; or a NATS JetStream "
-                + "cluster, nats://HOST:PORT[,HOST:PORT…]: this engine joins the engines that share the fleet's "
-                + "partitions (with --partitions; Docs/cluster.md).")
+                + "cluster, nats://[USER@]HOST:PORT[,HOST:PORT…] (the password from --nats-password-file or "
+                + "GEOFENCE_NATS_PASSWORD): this engine joins the engines that share the fleet's partitions (with "
+                + "--partitions; Docs/cluster.md).")
         #expect(SourceKinds.all.filter { $0.takesSubject }.map { "\($0)" } == ["GPSDSourceKind"])
     }
 

@@ -4,15 +4,16 @@ import GeofenceEngine
 
 /// `geofence status --nats URLS`: a cluster's report (`ClusterStatusReport`) as text or JSON.
 enum ClusterStatusOutput {
-    static func run(_ c: CommandContext, urls: String, wait: Double) throws {
+    static func run(_ c: CommandContext, servers: NATSServers, wait: Double) throws {
         let report: ClusterStatusReport
         do {
             let connection = try NATSConnection(
-                urls: urls, name: "geofence status", connectTimeout: .milliseconds(Int(min(wait, 30) * 1000)),
+                servers, name: "geofence status", connectTimeout: .milliseconds(Int(min(wait, 30) * 1000)),
                 requestTimeout: .milliseconds(Int(min(wait, 30) * 1000)))
             report = try ClusterStatusReport.read(connection)
         } catch let error as NATSError {
-            throw CommandFailure("cannot read the cluster's status at \(urls): \(error)", exitCode: .unavailable)
+            throw CommandFailure(
+                "cannot read the cluster's status at \(servers.urls): \(error)", exitCode: .unavailable)
         }
         if c.json {
             c.console.print(JSONValue.object(report.json).serialized())

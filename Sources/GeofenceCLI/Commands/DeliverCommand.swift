@@ -33,14 +33,21 @@ struct DeliverCommand: GeofenceSubcommand {
             yet (no engine has created it) is an error (exit 69), as is a server list none of which answers. \
             Afterwards it rides out server losses and reconnects by itself. SIGTERM or SIGINT stop it \
             cleanly: the batch in hand is stored and acknowledged, running hooks get their grace. Only one \
-            engine (`run` or `deliver`) may run on a state directory at a time. Credentials for NATS are not \
-            supported yet: a URL with a user or password is refused (it would show in `ps`).
+            engine (`run` or `deliver`) may run on a state directory at a time.
+
+            A cluster whose servers want a user name and password: the user name in the URLs \
+            (nats://USER@HOST:PORT), the password from --nats-password-file or GEOFENCE_NATS_PASSWORD, never \
+            in the URL (it would show in `ps`: refused, exit 64). A wrong or missing password is one line, \
+            exit 69. The password is never logged or shown.
             """,
         options: [
             .value(
-                "--from", valueName: "nats://host:port[,host:port…]",
-                help: "The cluster's servers (any of them; the others are learned from it).", required: true,
-                environment: "GEOFENCE_DELIVER_FROM"),
+                "--from", valueName: "nats://[user@]host:port[,host:port…]",
+                help: """
+                    The cluster's servers (any of them; the others are learned from it). No password in the URL: \
+                    use --nats-password-file or GEOFENCE_NATS_PASSWORD.
+                    """, required: true, environment: "GEOFENCE_DELIVER_FROM"),
+            ClusterTarget.passwordFileOption(for: "--from", environment: "GEOFENCE_NATS_PASSWORD_FILE"),
             .value(
                 "--consumer", valueName: "name",
                 help: """
@@ -66,6 +73,9 @@ struct DeliverCommand: GeofenceSubcommand {
             Example(
                 "A second place that delivers, with hooks of its own in its own state directory:",
                 "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm"),
+            Example(
+                "A cluster that wants a user name and password (the file readable by the user `deliver` runs as):",
+                "geofence deliver --from nats://deliver@10.0.0.1:4222 --nats-password-file /etc/geofence/nats.pw"),
         ])
 
     let source: ClusterEventSource
@@ -73,13 +83,12 @@ struct DeliverCommand: GeofenceSubcommand {
     let level: LogLevel
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
-        let urls = a.value("--from") ?? ""
-        if let problem = Self.problem(urls: urls) { throw c.invalid("--from", problem) }
+        let servers = try c.natsServers(a.value("--from") ?? "", option: "--from")
         let consumer = a.value("--consumer")
         if let consumer, let problem = Self.problem(consumer: consumer) { throw c.invalid("--consumer", problem) }
         // The default name and the owner are made in `run`, once the state directory exists (its canonical
         // path is in them).
-        var source = ClusterEventSource(urls: urls, consumer: consumer ?? "", owner: "")
+        var source = ClusterEventSource(servers: servers, consumer: consumer ?? "", owner: "")
         if let n = try a.integer("--batch") {
             guard (1...10_000).contains(n) else { throw c.invalid("--batch", "must be between 1 and 10000") }
             source.batch = n
@@ -118,34 +127,6 @@ struct DeliverCommand: GeofenceSubcommand {
         } catch let start as DeliverStartError {
             throw CommandFailure(start.description, exitCode: .unavailable)
         }
-    }
-
-    /// Why `--from` is refused, or nil.
-    static func problem(urls: String) -> String? {
-        let servers = urls.split(separator: ",", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        guard !urls.isEmpty, servers.allSatisfy({ !$0.isEmpty }) else {
-            return "give nats://HOST:PORT, or several separated by commas"
-        }
-        for server in servers {
-            if server.contains("://"), !server.hasPrefix("nats://") {
-                return "\"\(server)\" is not a nats:// URL"
-            }
-            let rest = server.hasPrefix("nats://") ? server.dropFirst("nats://".count) : server[...]
-            if rest.contains("@") {
-                return
-                    "a user, password or token in the URL is refused (it would show in ps); NATS credentials are not supported yet"
-            }
-            if rest.isEmpty || rest.contains("/")
-                || rest.unicodeScalars.contains(where: {
-                    $0.properties.isWhitespace || $0.value < 32 || $0.value == 127
-                })
-            {
-                return "\"\(server)\" is not HOST[:PORT]"
-            }
-        }
-        return nil
     }
 
     /// Why a consumer name is refused, or nil.

@@ -35,14 +35,21 @@ struct StatusCommand: GeofenceSubcommand {
             .value(
                 "--wait", valueName: "duration", help: "How long to wait for gpsd's answer and a fix.", default: "2s"),
             .value(
-                "--nats", valueName: "nats://host:port,…",
-                help: "Report on a cluster of engines on NATS JetStream instead (Docs/cluster.md)."),
+                "--nats", valueName: "nats://[user@]host:port,…",
+                help: """
+                    Report on a cluster of engines on NATS JetStream instead (Docs/cluster.md). No password in \
+                    the URL: use --nats-password-file or GEOFENCE_NATS_PASSWORD.
+                    """),
+            ClusterTarget.passwordFileOption(for: "--nats"),
         ],
         examples: [
             Example("", "geofence status"),
             Example("For monitoring:", "geofence status --json"),
             Example("In a script:", "geofence status >/dev/null || echo \"not ready: exit $?\""),
             Example("A cluster:", "geofence status --nats nats://10.0.0.1:4222,10.0.0.2:4222"),
+            Example(
+                "A cluster that wants a user name and password (the password from a file only you can read):",
+                "geofence status --nats nats://ops@10.0.0.1:4222 --nats-password-file ~/.config/geofence/nats.pw"),
         ])
 
     /// What gpsd itself said within the wait.
@@ -104,17 +111,22 @@ struct StatusCommand: GeofenceSubcommand {
     let gpsdGiven: Bool
     let wait: Double
     /// `--nats`: the cluster to report on.
-    let nats: String?
+    let nats: NATSServers?
 
     init(parsing a: ParsedArguments, context c: CommandContext) throws {
         gpsdAddress = try c.gpsdAddress()
         gpsdGiven = a.value("--gpsd") != nil
         wait = try c.positiveDuration("--wait", default: 2)
-        nats = a.value("--nats")
+        if let text = a.value("--nats") {
+            nats = try c.natsServers(text, option: "--nats")
+        } else {
+            try ClusterTarget.refuseOrphanPasswordFile(a, c)
+            nats = nil
+        }
     }
 
     func run(_ c: CommandContext) throws {
-        if let nats { return try ClusterStatusOutput.run(c, urls: nats, wait: wait) }
+        if let nats { return try ClusterStatusOutput.run(c, servers: nats, wait: wait) }
         var address = gpsdAddress
         let wait = self.wait
 

@@ -46,7 +46,7 @@ package final class ClusterNode: Sendable {
         // so a try is kept short, and nothing published while reconnecting is kept to be sent after (it fails).
         let connectTimeout = Duration.milliseconds(Int(min(2, kind.leaseTTL / 12) * 1000))
         let connection = try NATSConnection(
-            urls: kind.urls, name: "geofence \(engineID)", connectTimeout: connectTimeout,
+            kind.servers, name: "geofence \(engineID)", connectTimeout: connectTimeout,
             ignoreDiscoveredServers: kind.ignoreDiscoveredServers, buffersWhileReconnecting: false)
         let status = try await settingUp("the streams and the status bucket") {
             try layout.ensureStreams(connection)
@@ -56,7 +56,7 @@ package final class ClusterNode: Sendable {
 
         // The leases' own connection, with a short request timeout: a renewal waits for nothing else.
         let leaseConnection = try NATSConnection(
-            urls: kind.urls, name: "geofence \(engineID) leases", connectTimeout: connectTimeout,
+            kind.servers, name: "geofence \(engineID) leases", connectTimeout: connectTimeout,
             requestTimeout: .milliseconds(Int(kind.leaseTTL * 1000 / 4)),
             ignoreDiscoveredServers: kind.ignoreDiscoveredServers, buffersWhileReconnecting: false)
         let leasesBox = LeasesBox()

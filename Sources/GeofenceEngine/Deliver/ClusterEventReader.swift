@@ -9,8 +9,10 @@ import Synchronization
 /// Where `geofence deliver` reads a cluster's events: the servers, the stream and its subjects, and the durable
 /// consumer that keeps its place in the cluster.
 package struct ClusterEventSource: Sendable {
-    /// `nats://HOST:PORT[,HOST:PORT…]`.
-    package var urls: String
+    /// The servers and the credentials (`NATSServers`).
+    package var servers: NATSServers
+    /// `nats://HOST:PORT[,HOST:PORT…]`: no user name, no password.
+    package var urls: String { servers.urls }
     /// The durable consumer's name (letters, digits, `-` and `_`).
     package var consumer: String
     /// Written in the consumer, to recognize it as this state directory's (`HOST:STATE_DIR`).
@@ -31,8 +33,8 @@ package struct ClusterEventSource: Sendable {
     package var holdBeforeCommit: String?
     package var holdBeforeAck: String?
 
-    package init(urls: String, consumer: String, owner: String) {
-        self.urls = urls
+    package init(servers: NATSServers, consumer: String, owner: String) {
+        self.servers = servers
         self.consumer = consumer
         self.owner = owner
     }
@@ -169,9 +171,10 @@ package final class ClusterEventReader: Sendable {
             self.reader = reader
             let source = reader.source
             do {
-                connection = try NATSConnection(urls: source.urls, name: "geofence deliver \(source.consumer)")
+                connection = try NATSConnection(source.servers, name: "geofence deliver \(source.consumer)")
             } catch let error as NATSError {
-                throw DeliverStartError(description: "cannot reach NATS at \(source.urls): \(error.text)")
+                let verb = error.kind == .authorizationFailed ? "log in to" : "reach"
+                throw DeliverStartError(description: "cannot \(verb) NATS at \(source.urls): \(error.text)")
             }
             let stored = try reader.store.settings.value(ClusterEventReader.positionKey)
             position = stored.flatMap { UInt64($0) } ?? 0

@@ -22,6 +22,9 @@ package struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
         case noResponders
         /// No server of the list could be reached, or the connection is closed.
         case notConnected
+        /// The server refused the credentials: a wrong user name or password, or none where it wants some
+        /// (nats.c's `NATS_CONNECTION_AUTH_FAILED`).
+        case authorizationFailed
         /// The watcher was stopped (by `stop()`, from another thread).
         case stopped
         /// A value the caller gave is not valid (an empty URL list, a bad bucket or key name).
@@ -60,7 +63,11 @@ package struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
         let statusText = natsStatus_GetText(status).map { String(cString: $0) } ?? "status \(status.rawValue)"
         var ignored = NATS_OK
         let last = nats_GetLastError(&ignored).map { String(cString: $0) } ?? ""
-        let text = last.isEmpty || last == statusText ? statusText : "\(statusText): \(last)"
+        var text = last.isEmpty || last == statusText ? statusText : "\(statusText): \(last)"
+        if status == NATS_CONNECTION_AUTH_FAILED {
+            // nats.c says "Authentication Violation: (conn.c:1905): Authorization Violation".
+            text = "authorization failed: the server refused the user name or password (wrong or missing)"
+        }
         let code = Int(jetStreamCode.rawValue)
         let kind: Kind
         if let given {
@@ -74,6 +81,7 @@ package struct NATSError: Error, Equatable, Sendable, CustomStringConvertible {
             case NATS_NO_SERVER, NATS_CONNECTION_CLOSED, NATS_NOT_YET_CONNECTED, NATS_CONNECTION_DISCONNECTED:
                 kind = .notConnected
             case NATS_ILLEGAL_STATE: kind = .stopped
+            case NATS_CONNECTION_AUTH_FAILED: kind = .authorizationFailed
             case NATS_INVALID_ARG, NATS_INVALID_SUBJECT: kind = .invalidArgument
             default: kind = .other
             }

@@ -1,12 +1,15 @@
 import Foundation
 import GeofenceCore
 
-/// `--source nats://HOST:PORT[,HOST:PORT…]`: one engine of a cluster on NATS JetStream. It judges the
-/// partitions of the fleet it owns, with the options `--partitions`, `--lease-ttl`, `--checkpoint-interval`
-/// and `--engine-id` (Docs/cluster.md). Its state and events live in JetStream, not in the state directory.
+/// `--source nats://[USER@]HOST:PORT[,HOST:PORT…]`: one engine of a cluster on NATS JetStream. It judges the
+/// partitions of the fleet it owns, with the options `--partitions`, `--lease-ttl`, `--checkpoint-interval`,
+/// `--engine-id` and `--nats-password-file` (Docs/cluster.md; its servers and credentials: `NATSServers`). Its
+/// state and events live in JetStream, not in the state directory.
 package struct NATSSourceKind: SourceKind {
-    /// The servers, as nats.c takes them.
-    package var urls: String
+    /// The servers (`urls`, without the user name) and the credentials.
+    package var servers: NATSServers
+    /// The servers as nats.c takes them and logs and errors show them: no user name, no password.
+    package var urls: String { servers.urls }
     package var partitions: Int
     package var leaseTTL: Double
     package var checkpointInterval: Double
@@ -20,8 +23,9 @@ package struct NATSSourceKind: SourceKind {
     package static let prefix = "nats://"
     package static let valueName = "nats://host:port,…"
     package static let help = """
-        a NATS JetStream cluster, nats://HOST:PORT[,HOST:PORT…]: this engine joins the engines that share the \
-        fleet's partitions (with --partitions; Docs/cluster.md)
+        a NATS JetStream cluster, nats://[USER@]HOST:PORT[,HOST:PORT…] (the password from \
+        --nats-password-file or GEOFENCE_NATS_PASSWORD): this engine joins the engines that share the fleet's \
+        partitions (with --partitions; Docs/cluster.md)
         """
 
     package static let options: [SourceOption] = [
@@ -47,24 +51,27 @@ package struct NATSSourceKind: SourceKind {
             "--engine-id", valueName: "id",
             help: "With nats://, this engine's name in leases and status.",
             defaultDescription: "the host name and the process id"),
+        SourceOption(
+            NATSServers.passwordFileOption, valueName: "file",
+            help: """
+                With nats://USER@HOST:PORT, read the NATS password from this file (one line), keeping it out of \
+                `ps` as GEOFENCE_NATS_PASSWORD does; never in the URL.
+                """),
     ]
 
     package static func names(_ text: String) -> Bool { text.hasPrefix("nats://") }
 
     package static func parse(_ text: String, _ arguments: SourceArguments) throws -> NATSSourceKind {
-        let servers: [String]
+        let servers: NATSServers
         do {
-            servers = try NATSConnection.serverList(text)
-        } catch {
-            throw SourceOptionError.invalid(option: "--source", reason: "no server in \"\(text)\"")
-        }
-        for server in servers {
-            let rest = server.dropFirst(server.hasPrefix("nats://") ? 7 : 0)
-            guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]),
-                (1...65535).contains(port), colon > rest.startIndex
-            else {
-                throw SourceOptionError.invalid(
-                    option: "--source", reason: "\"\(server)\" is not HOST:PORT (as in nats://127.0.0.1:4222)")
+            servers = try NATSServers(
+                parsing: text, option: "--source", passwordFile: arguments.value(NATSServers.passwordFileOption),
+                environment: arguments.environment)
+        } catch let refusal as NATSServers.Refusal {
+            switch refusal {
+            case .invalid(let option, let reason): throw SourceOptionError.invalid(option: option, reason: reason)
+            case .usage(let message): throw SourceOptionError.usage(message)
+            case .unreadable(let message): throw SourceOptionError.unreadable(message)
             }
         }
         guard let partitionText = arguments.value("--partitions") else {
@@ -75,7 +82,7 @@ package struct NATSSourceKind: SourceKind {
             throw SourceOptionError.invalid(option: "--partitions", reason: "must be a whole number from 1 to 4096")
         }
         var kind = NATSSourceKind(
-            urls: text, partitions: partitions, leaseTTL: 6, checkpointInterval: 5, engineID: nil)
+            servers: servers, partitions: partitions, leaseTTL: 6, checkpointInterval: 5, engineID: nil)
         kind.leaseTTL = try seconds("--lease-ttl", arguments, default: 6, range: 1...3600)
         kind.checkpointInterval = try seconds("--checkpoint-interval", arguments, default: 5, range: 0.1...3600)
         kind.ignoreDiscoveredServers = arguments.environment["GEOFENCE_NATS_NO_DISCOVERY"] == "1"
@@ -88,6 +95,12 @@ package struct NATSSourceKind: SourceKind {
             kind.engineID = id
         }
         return kind
+    }
+
+    package func printedSecrets(_ arguments: SourceArguments) -> [PrintedSecret] {
+        guard servers.password != nil else { return [] }
+        let option = arguments.value(NATSServers.passwordFileOption) != nil ? NATSServers.passwordFileOption : nil
+        return [PrintedSecret(name: "nats-password", variable: NATSServers.passwordVariable, option: option)]
     }
 
     private static func seconds(
