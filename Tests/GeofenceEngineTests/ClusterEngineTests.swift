@@ -349,13 +349,6 @@ struct ClusterEngineTests {
                 name: layout.fixStream, subjects: [layout.partitionedFixSubjects], replicas: 3,
                 duplicateWindow: .seconds(10), maxAge: .seconds(60))
             try layout.ensureStreams(connection)
-            let fix = Array(#"{"class":"TPV","mode":3,"lat":52,"lon":13}"#.utf8)
-            for vehicle in ["a", "b", "c"] {
-                let partition = vehicle == "a" ? 0 : 1
-                _ = try connection.jetStreamPublish(subject: "ret.fixp.\(partition).\(vehicle)", payload: fix)
-            }
-            try CheckpointLog(connection: connection, layout: layout).write(
-                partition: 1, bytes: [1, 2, 3], covered: 2, term: 1, owner: "gone")
             let status = try connection.ensureKeyValue(bucket: layout.statusBucket, replicas: 1, ttl: .seconds(60))
             let settings = ClusterEngine.Configuration(layout: layout, engineID: "e").settingsFingerprint
             func report(after seconds: Double) throws -> ClusterStatusReport {
@@ -370,6 +363,15 @@ struct ClusterEngineTests {
                 _ = try status.put("e", Array(engine.serialized().utf8))
                 return try ClusterStatusReport.read(connection, prefix: "ret", now: now)
             }
+            // Before any fix (the stream's first and last sequence 0): nothing to warn of, and no failure.
+            #expect(try report(after: 50).warnings.isEmpty)
+            let fix = Array(#"{"class":"TPV","mode":3,"lat":52,"lon":13}"#.utf8)
+            for vehicle in ["a", "b", "c"] {
+                let partition = vehicle == "a" ? 0 : 1
+                _ = try connection.jetStreamPublish(subject: "ret.fixp.\(partition).\(vehicle)", payload: fix)
+            }
+            try CheckpointLog(connection: connection, layout: layout).write(
+                partition: 1, bytes: [1, 2, 3], covered: 2, term: 1, owner: "gone")
             // Now, and 30 s on (30 s left of 60): no warning.
             #expect(try report(after: 0).warnings.isEmpty)
             #expect(try report(after: 30).warnings.isEmpty)

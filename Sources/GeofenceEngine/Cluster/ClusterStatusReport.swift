@@ -109,7 +109,7 @@ package struct ClusterStatusReport: Sendable {
                     let covered = (try? checkpoints.covered(partition: partition)) ?? nil
                     needed[partition] = covered.map { $0 < UInt64.max ? $0 + 1 : $0 } ?? report.fixFirst
                 }
-                report.warnings = try retentionWarnings(
+                report.warnings = retentionWarnings(
                     connection, layout: layout, needed: needed, maxAge: maxAge, first: report.fixFirst,
                     last: report.fixLast, now: now)
             }
@@ -137,14 +137,15 @@ package struct ClusterStatusReport: Sendable {
     static func retentionWarnings(
         _ connection: NATSConnection, layout: ClusterLayout, needed: [Int: UInt64], maxAge: Duration,
         first: UInt64, last: UInt64, now: Date
-    ) throws -> [String] {
+    ) -> [String] {
         let age = Double(maxAge.components.seconds) + Double(maxAge.components.attoseconds) / 1e18
         guard age > 0 else { return [] }
         var warnings: [String] = []
         for (partition, sequence) in needed.sorted(by: { ($0.value, $0.key) < ($1.value, $1.key) }) {
             // Beyond the last fix: nothing stored is needed. Before the first: already lost (a problem above).
-            guard sequence <= last, sequence >= first else { continue }
-            guard let message = try connection.message(stream: layout.fixStream, sequence: sequence),
+            guard sequence <= last, sequence >= max(first, 1) else { continue }
+            // A fix that cannot be read now (deleted, or no answer) says nothing of the retention: no warning.
+            guard let message = (try? connection.message(stream: layout.fixStream, sequence: sequence)) ?? nil,
                 let stored = message.stored
             else { continue }
             let left = stored.timeIntervalSince(now) + age
