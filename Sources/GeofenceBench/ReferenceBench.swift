@@ -128,15 +128,18 @@ func runReference(directory: String, regions n: Int, queries: Int, report: Repor
         return "\(parts[0]) ns (p90 \(parts[1]), p99 \(parts[2]))"
     }
     func bytes(_ r: ReferenceResult) -> String {
-        r.number("bytes_per_region").map { "\(grouped($0, decimals: 1)) B/region" } ?? "?"
+        let perRegion = r.number("bytes_per_region").map { "\(grouped($0, decimals: 1)) B/region" } ?? "?"
+        let candidates = r.number("cands_per_query").map { grouped($0, decimals: 2) } ?? "?"
+        return "\(perRegion), \(candidates) candidates a query"
     }
     report.add(
         section, "geofence: index query + exact test, per query", time(geofence),
-        "\(bytes(geofence)) index; \(pinning); \(grouped(Double(queries))) queries, median of 3 rounds")
+        "index \(bytes(geofence)); the exact test reads \(geofence.fields["target_bytes_per_region"] ?? "?") B/region "
+            + "more (ECEF centre, radius); \(pinning); \(grouped(Double(queries))) queries, median of 3 rounds")
     let notes = [
         "grid_inline": "32-byte entries with the centre and r² inline",
-        "grid": "4-byte entries, then the region table",
-        "rtree": "SQLite R*Tree, bounding boxes, then the region table",
+        "grid": "4-byte entries, then the region table (24 B/region, not counted)",
+        "rtree": "SQLite R*Tree, bounding boxes, then the region table (not counted)",
         "linear": "every region, float box test first",
     ]
     for program in referencePrograms {
