@@ -32,7 +32,7 @@ help:
 	@echo "make build    build the debug binaries (.build/debug/geofence)"
 	@echo "make release  build optimised binaries (.build/release/geofence)"
 	@echo "make soak     the reliability scenarios at full length (Docs/reliability.md; about an hour)"
-	@echo "make bench    run the benchmark executable (release)"
+	@echo "make bench    run the benchmark executable (release), beside the C reference when $(REFERENCE_DIR) exists"
 	@echo "make lint     swift format lint, strict"
 	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
 	@echo "make deb      build the Debian package into .build/deb (DEB_CONFIG=debug for a quicker one)"
