@@ -32,7 +32,7 @@ help:
 	@echo "make build    build the debug binaries (.build/debug/geofence)"
 	@echo "make release  build optimised binaries (.build/release/geofence)"
 	@echo "make soak     the reliability scenarios at full length (Docs/reliability.md; about an hour)"
-	@echo "make bench    run the benchmark executable (release)"
+	@echo "make bench    run the benchmark executable (release), beside the C reference when $(REFERENCE_DIR) exists"
 	@echo "make lint     swift format lint, strict"
 	@echo "make install  install the binary and the systemd unit (PREFIX=/usr/local)"
 	@echo "make deb      build the Debian package into .build/deb (DEB_CONFIG=debug for a quicker one)"
@@ -84,10 +84,13 @@ demo: deps
 	$(SWIFT) build --product geofence-sim
 	@Scripts/demo.sh .build/debug/geofence
 
-# The geofence binary too: the benchmark times its commands (import, run) as a user runs them.
+# The geofence binary too: the benchmark times its commands (import, run) as a user runs them. With the C
+# reference programs beside the checkout (../shared/perf-reference, issue 29), their comparison runs too: built
+# in a temporary copy with gcc (skipped with a note when gcc or make is missing).
+REFERENCE_DIR ?= ../shared/perf-reference
 bench: deps
 	$(SWIFT) build -c release --product geofence
-	$(SWIFT) run -c release geofence-bench
+	$(SWIFT) run -c release geofence-bench $(if $(wildcard $(REFERENCE_DIR)/Makefile),--reference $(REFERENCE_DIR))
 
 # Fuzzing (Docs/reliability.md): libFuzzer harnesses in Fuzz/, built by swiftc with the toolchain's own
 # libFuzzer runtime (no Debian package needed); corpora, crash inputs and logs under .build/fuzz/.

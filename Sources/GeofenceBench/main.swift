@@ -13,6 +13,10 @@ let sections = [
 let extraSections = ["layouts", "checkpoint", "cluster-regions"]
 var quick = false
 var only = Set(sections)
+// `--reference DIR`: the C reference programs of DIR beside geofence's index (ReferenceBench.swift, issue 29).
+var referenceDirectory: String?
+var referenceRegions: Int?
+var referenceQueries: Int?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -25,6 +29,29 @@ while let argument = arguments.popFirst() {
         let n = arguments.popFirst().flatMap(Int.init) ?? 1_000_000
         runMonitorChild(n: n, driving: arguments.first == "driving")
         exit(0)
+    case "--reference-child":
+        // geofence's side of `--reference`, in a process of its own pinned like the C programs.
+        let n = arguments.popFirst().flatMap(Int.init) ?? 1_000_000
+        let queries = arguments.popFirst().flatMap(Int.init) ?? 200_000
+        let prefix = arguments.popFirst().flatMap { Int($0.replacingOccurrences(of: "prefix=", with: "")) } ?? 0
+        guard n > 0, queries > 0, n < 1 << 30 else {
+            progress("Error: --reference-child N NQ needs 0 < N < 2^30 and NQ > 0")
+            exit(64)
+        }
+        runReferenceChild(n: n, queries: queries, prefix: prefix)
+        exit(0)
+    case "--reference":
+        guard let directory = arguments.popFirst() else {
+            progress("Error: --reference needs the folder of the C reference programs (../shared/perf-reference)")
+            exit(64)
+        }
+        referenceDirectory = directory
+    case "--reference-n", "--reference-queries":
+        guard let value = arguments.popFirst().flatMap(Int.init), value > 0, value < 1 << 30 else {
+            progress("Error: \(argument) needs a count from 1 to 2^30")
+            exit(64)
+        }
+        if argument == "--reference-n" { referenceRegions = value } else { referenceQueries = value }
     case "--quick":
         quick = true
     case "--only":
@@ -33,20 +60,27 @@ while let argument = arguments.popFirst() {
             exit(64)
         }
         only = Set(names.split(separator: ",").map(String.init))
-        if let unknown = only.subtracting(sections + extraSections).first {
+        if let unknown = only.subtracting(sections + extraSections + ["reference"]).first {
             progress(
-                "Error: no section \"\(unknown)\" (there are \((sections + extraSections).joined(separator: ", ")))")
+                "Error: no section \"\(unknown)\" (there are \((sections + extraSections).joined(separator: ", ")), "
+                    + "and reference with --reference DIR)")
             exit(64)
         }
     case "--help", "-h":
         print(
             """
-            USAGE: geofence-bench [--quick] [--only NAME[,NAME...]]
+            USAGE: geofence-bench [--quick] [--only NAME[,NAME...]] [--reference DIR [--reference-n N]
+                                  [--reference-queries NQ]]
                    geofence-bench cluster-fleet | cluster-compare | cluster-read ... (cluster-fleet --help)
 
             Sections: \(sections.joined(separator: ", ")); and, only with --only, \(extraSections.joined(separator: ", ")).
               --quick   smaller sizes, for a smoke run (the full run takes a few minutes)
               --only    run only these sections
+              --reference DIR
+                        also run the C reference programs of DIR (../shared/perf-reference) and the same
+                        scenario through geofence's index, pinned alike, and compare (section "reference";
+                        `--only reference` runs it alone); N regions (default 1000000, 100000 with
+                        --quick) and NQ queries (default 200000, 20000 with --quick)
             """)
         exit(0)
     default:
@@ -55,7 +89,13 @@ while let argument = arguments.popFirst() {
     }
 }
 
+if only.contains("reference") && referenceDirectory == nil {
+    progress("Error: the section reference needs --reference DIR (the C reference programs' folder)")
+    exit(64)
+}
+
 let report = Report()
+var failed = false
 let started = nanoseconds()
 report.add("machine", "load average at the start (1, 5, 15 min)", loadAverage(), "other processes share the 2 cores")
 do {
@@ -63,6 +103,18 @@ do {
     if only.contains("memory") { runMemory(n: quick ? 100_000 : 1_000_000, report: report) }
     if only.contains("fix") {
         try runFixEvaluation(sizes: quick ? [1000, 10_000, 100_000] : [1000, 100_000, 1_000_000], report: report)
+    }
+    if let directory = referenceDirectory {
+        do {
+            try runReference(
+                directory: directory, regions: referenceRegions ?? (quick ? 100_000 : 1_000_000),
+                queries: referenceQueries ?? (quick ? 20_000 : 200_000), report: report)
+        } catch {
+            // The other sections still run; the bench exits non-zero at the end.
+            progress("Error: \(error)")
+            report.add("beside the C reference", "FAILED", "-", "\(error)")
+            failed = true
+        }
     }
     if only.contains("polygons") { runPolygons(n: quick ? 10_000 : 100_000, report: report) }
     if only.contains("geodesic") { runGeodesic(report: report, quick: quick) }
@@ -95,3 +147,4 @@ do {
 report.add("machine", "load average at the end (1, 5, 15 min)", loadAverage())
 progress("done in \(grouped(Double(nanoseconds() - started) / 1e9, decimals: 1)) s")
 print(report.markdown(), terminator: "")
+if failed { exit(1) }
