@@ -119,7 +119,8 @@ struct ClusterEngineTests {
 
         init(
             _ connection: NATSConnection, fleet: Fleet, id: String, term: UInt64, interval: Double = 0.5,
-            regionChanges: [ClusterInput] = [], partitions: Range<Int> = 0..<ClusterEngineTests.partitions
+            regionChanges: [ClusterInput] = [], partitions: Range<Int> = 0..<ClusterEngineTests.partitions,
+            configure: (ClusterEngine) -> Void = { _ in }
         ) {
             var configuration = ClusterEngine.Configuration(
                 layout: ClusterLayout(partitions: ClusterEngineTests.partitions), engineID: id)
@@ -129,6 +130,7 @@ struct ClusterEngineTests {
                 configuration: configuration, connection: connection,
                 logger: Logger(minimum: .warning, sink: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }),
                 remaining: { _ in valid.get() ? 3600 : 0 })
+            configure(engine)
             for (i, region) in fleet.regions.enumerated() { engine.inbox.post(.regionPut(region, seq: Int64(i + 1))) }
             for change in regionChanges { engine.inbox.post(change) }
             for p in partitions { engine.inbox.post(.acquired(partition: p, term: term)) }
@@ -286,6 +288,35 @@ struct ClusterEngineTests {
         }
     }
 
+    @Test("an engine cut off from NATS gives its partitions up at once when told, whatever its status write waits for")
+    func givesUpWhileCut() throws {
+        try Self.withCluster { cluster, _, layout in
+            let fleet = try Fleet(vehicles: 4, seconds: 10)
+            // The engine reaches NATS through a proxy the test cuts; its status goes to a bucket there, every
+            // 0.2 s (a put then waits for the request timeout, 5 s).
+            let proxy = try FaultProxy(targetPort: try #require(cluster.clientPort(server: 1)))
+            defer { proxy.stop() }
+            let cutConnection = try NATSConnection(
+                urls: "nats://" + proxy.address, name: "cut", connectTimeout: .milliseconds(250),
+                ignoreDiscoveredServers: true, buffersWhileReconnecting: false)
+            let engine = Running(cutConnection, fleet: fleet, id: "cut", term: 1, configure: { engine in
+                engine.statusBucket = try? cutConnection.ensureKeyValue(
+                    bucket: layout.statusBucket, replicas: 3, ttl: .seconds(60))
+                engine.statusInterval = 0.2
+            })
+            #expect(Wait.blocking(timeout: 30) { engine.engine.statistics.takeOvers == ClusterEngineTests.partitions })
+            proxy.cut()
+            Thread.sleep(forTimeInterval: 0.5)
+            let told = ContinuousClock.now
+            for p in 0..<ClusterEngineTests.partitions { engine.engine.inbox.post(.lost(partition: p)) }
+            #expect(
+                Wait.blocking(timeout: 10) { engine.engine.statistics.givenUp == ClusterEngineTests.partitions })
+            let seconds = (ContinuousClock.now - told) / .seconds(1)
+            #expect(seconds < 1, "given up \(seconds) s after the leases were lost")
+            try engine.stop()
+        }
+    }
+
     @Test("a region's expiry, made by every engine whose fixes pass it, is stored once, even by an engine come later")
     func expiryStoredOnce() throws {
         var fleet = try Fleet(vehicles: 20, seconds: 120)
@@ -326,7 +357,7 @@ struct ClusterEngineTests {
             #expect(Wait.blocking(timeout: 60) { c.engine.statistics.fixes > 0 })
             try c.stop()
             // Each engine made the expiry; one stored it, the others found it.
-            let made = [a, b, c].map { ($0.engine.statistics.expiriesStored, $0.engine.statistics.expiriesFound) }
+            let made = [a, b, c].map { $0.engine.expiryCounts }
             #expect(made.map { $0.0 }.reduce(0, +) == 1 && made.map { $0.1 }.reduce(0, +) == 2, "\(made)")
             let stored = expiries()
             #expect(stored.count == 1, "\(stored.map { String(decoding: $0.payload, as: UTF8.self) })")

@@ -1,6 +1,7 @@
 import Foundation
 import GeofenceCore
 import GeofenceSystem
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -71,28 +72,59 @@ package final class ClusterEngine: @unchecked Sendable {
     /// Counts for `status`.
     package private(set) var statistics = Statistics()
 
-    /// Regions' `expired` events this engine's monitor made and not yet found stored (tried again every second).
-    private var expiries: [RegionEvent] = []
+    /// Regions' `expired` events this engine's monitor made and not yet found stored, stored off the engine's
+    /// thread (a region's expiry is no partition's: nothing bounds its calls by a lease, so the thread that
+    /// must give partitions up at their deadlines never waits on them), tried again every second.
+    private let expiries = Shared(Expiries())
     private var expiryRetryAt = 0.0
 
+    /// A value the engine's thread and the status queue share.
+    final class Shared<Value: Sendable>: Sendable {
+        private let value: Mutex<Value>
+        init(_ value: Value) { self.value = Mutex(value) }
+        func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+    }
+
+    struct Expiries: Sendable {
+        var pending: [RegionEvent] = []
+        var inFlight = false
+        var stored = 0
+        var found = 0
+    }
+
+    /// Regions' expiries this engine stored, and those it made and found stored by another.
+    package var expiryCounts: (stored: Int, found: Int) { expiries.withLock { ($0.stored, $0.found) } }
+
     private func publishExpiries() {
+        expiryRetryAt = monotonic() + 1
+        let start = expiries.withLock { state in
+            guard !state.inFlight, !state.pending.isEmpty else { return false }
+            state.inFlight = true
+            return true
+        }
+        guard start else { return }
         let log = RegionExpiryLog(connection: connection, layout: configuration.layout, owner: configuration.engineID)
-        var left: [RegionEvent] = []
-        for event in expiries {
-            do {
-                if try log.publish(event, timeout: .seconds(2)) {
-                    statistics.events += 1
-                    statistics.expiriesStored += 1
-                } else {
-                    statistics.expiriesFound += 1
+        let (expiries, logger) = (self.expiries, self.logger)
+        statusQueue.async {
+            let batch = expiries.withLock { $0.pending }
+            var done = 0
+            var stored = 0
+            for event in batch {
+                do {
+                    if try log.publish(event, timeout: .seconds(2)) { stored += 1 }
+                    done += 1
+                } catch {
+                    logger.warning("region \(event.region): its expiry is not stored yet (\(error)); trying again")
+                    break
                 }
-            } catch {
-                left.append(event)
-                logger.warning("region \(event.region): its expiry is not stored yet (\(error)); trying again")
+            }
+            expiries.withLock { state in
+                state.pending.removeFirst(done)
+                state.stored += stored
+                state.found += done - stored
+                state.inFlight = false
             }
         }
-        expiries = left
-        expiryRetryAt = monotonic() + 1
     }
 
     /// The terms given up lately, newest last, with what their owner tried to publish: `status` shows them, so
@@ -120,9 +152,6 @@ package final class ClusterEngine: @unchecked Sendable {
         /// Vehicles restored from checkpoints at take-overs.
         package var restoredVehicles = 0
         package var givenUp = 0
-        /// Regions' expiries this engine stored, and those it made and found stored by another.
-        package var expiriesStored = 0
-        package var expiriesFound = 0
     }
 
     private final class Owned {
@@ -194,7 +223,7 @@ package final class ClusterEngine: @unchecked Sendable {
                 for (partition, term) in retry { take(partition, term: term) }
             }
             checkpointDue(force: false)
-            if !expiries.isEmpty, monotonic() >= expiryRetryAt { publishExpiries() }
+            if monotonic() >= expiryRetryAt { publishExpiries() }
             publishStatusIfDue()
         }
         checkpointDue(force: true)
@@ -351,12 +380,12 @@ package final class ClusterEngine: @unchecked Sendable {
                 event.id = EventIdentity.id(of: event)
                 guard event.subject != nil else {
                     // A region's own event (`expired`): no partition's; stored once by whichever engine comes first.
-                    if event.type == .expired { expiries.append(event) }
+                    if event.type == .expired { expiries.withLock { $0.pending.append(event) } }
                     continue
                 }
                 guard publish(event, entry, partition: partition) else { return }
             }
-            if !expiries.isEmpty { publishExpiries() }
+            if out.events.contains(where: { $0.type == .expired }) { publishExpiries() }
         }
         entry.covered = delivery.streamSequence
     }
@@ -456,13 +485,28 @@ package final class ClusterEngine: @unchecked Sendable {
         let now = monotonic()
         guard now - lastStatus >= statusInterval else { return }
         lastStatus = now
-        do {
-            _ = try statusBucket.put(
-                configuration.engineID, Array(JSONValue.object(status(now: now)).serialized().utf8))
-        } catch {
-            logger.debug("status not published: \(error)")
+        // Written off the engine's thread: a put waits for its answer (the request timeout when NATS is out of
+        // reach), and the engine's thread must give its partitions up at their deadlines meanwhile. One put at a
+        // time: a status not written in time is replaced by the next.
+        let claimed = statusInFlight.withLock { busy -> Bool in
+            if busy { return false }
+            busy = true
+            return true
+        }
+        guard claimed else { return }
+        let value = Array(JSONValue.object(status(now: now)).serialized().utf8)
+        let (engineID, logger, inFlight) = (configuration.engineID, self.logger, statusInFlight)
+        statusQueue.async {
+            do {
+                _ = try statusBucket.put(engineID, value)
+            } catch {
+                logger.debug("status not published: \(error)")
+            }
+            inFlight.withLock { $0 = false }
         }
     }
+
+    private let statusInFlight = Shared(false)
 
     // MARK: Checkpoints
 
