@@ -299,11 +299,13 @@ struct ClusterEngineTests {
             let cutConnection = try NATSConnection(
                 urls: "nats://" + proxy.address, name: "cut", connectTimeout: .milliseconds(250),
                 ignoreDiscoveredServers: true, buffersWhileReconnecting: false)
-            let engine = Running(cutConnection, fleet: fleet, id: "cut", term: 1, configure: { engine in
-                engine.statusBucket = try? cutConnection.ensureKeyValue(
-                    bucket: layout.statusBucket, replicas: 3, ttl: .seconds(60))
-                engine.statusInterval = 0.2
-            })
+            let engine = Running(
+                cutConnection, fleet: fleet, id: "cut", term: 1,
+                configure: { engine in
+                    engine.statusBucket = try? cutConnection.ensureKeyValue(
+                        bucket: layout.statusBucket, replicas: 3, ttl: .seconds(60))
+                    engine.statusInterval = 0.2
+                })
             #expect(Wait.blocking(timeout: 30) { engine.engine.statistics.takeOvers == ClusterEngineTests.partitions })
             proxy.cut()
             Thread.sleep(forTimeInterval: 0.5)
