@@ -94,10 +94,15 @@ package struct CheckpointLog {
     /// The partition's last checkpoint, or nil when it has none. Throws `NATSError`, or `Corrupt` when the
     /// head or its chunks are not what a checkpoint writes (the caller says so and starts from nothing rather
     /// than trust it).
-    package func read(partition: Int) throws -> Stored? {
+    ///
+    /// `timeout` bounds the whole read (nil: each request its `requestTimeout`).
+    package func read(partition: Int, timeout: Duration? = nil) throws -> Stored? {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        func left() -> Duration? { deadline.map { max(.milliseconds(1), $0 - ContinuousClock.now) } }
         guard
             let head = try connection.lastMessage(
-                stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition))
+                stream: layout.checkpointStream, subject: layout.checkpointHeadSubject(partition: partition),
+                timeout: left())
         else { return nil }
         guard case .object(let o)? = try? JSON.parse(head.payload),
             case .number(let firstNumber)? = o["first"], case .number(let chunkNumber)? = o["chunks"],
@@ -121,7 +126,13 @@ package struct CheckpointLog {
             guard sequence < head.sequence else {
                 throw Corrupt(description: "partition \(partition)'s checkpoint misses chunks")
             }
-            if let message = try connection.message(stream: layout.checkpointStream, sequence: sequence),
+            if let deadline, ContinuousClock.now >= deadline {
+                throw NATSError(
+                    kind: .timeout, operation: "read the checkpoint of partition \(partition)",
+                    text: "not read within the time given")
+            }
+            if let message = try connection.message(
+                stream: layout.checkpointStream, sequence: sequence, timeout: left()),
                 message.subject == dataSubject
             {
                 bytes += message.payload

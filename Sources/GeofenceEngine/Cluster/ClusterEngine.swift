@@ -261,7 +261,9 @@ package final class ClusterEngine: @unchecked Sendable {
             var covered: UInt64 = 0
             var vehicles = Set<String>()
             do {
-                if let stored = try CheckpointLog(connection: connection, layout: layout).read(partition: partition) {
+                if let stored = try CheckpointLog(connection: connection, layout: layout).read(
+                    partition: partition, timeout: budget(partition))
+                {
                     vehicles = try restore(stored.bytes)
                     covered = stored.covered
                 }

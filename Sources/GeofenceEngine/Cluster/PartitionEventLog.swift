@@ -53,7 +53,9 @@ package final class PartitionEventLog {
         self.partition = partition
         subject = layout.eventSubject(partition: partition)
         ownerHeader = (Self.ownerHeaderName, "\(owner)/\(term)")
-        let last = try connection.lastMessage(stream: layout.eventStream, subject: subject)?.sequence ?? 0
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        let last =
+            try connection.lastMessage(stream: layout.eventStream, subject: subject, timeout: timeout)?.sequence ?? 0
         lastAttempt = Date()
         counts.attempted = 1
         let marker = JSONValue.object([
@@ -62,7 +64,8 @@ package final class PartitionEventLog {
         let ack = try connection.jetStreamPublish(
             subject: subject, payload: Array(marker.utf8),
             headers: [(Self.kindHeader, "takeover"), (Self.ownerHeaderName, "\(owner)/\(term)")],
-            expectedLastSubjectSequence: last, timeout: timeout)
+            expectedLastSubjectSequence: last,
+            timeout: deadline.map { max(.milliseconds(1), $0 - ContinuousClock.now) })
         lastSequence = ack.sequence
     }
 
@@ -90,7 +93,7 @@ package final class PartitionEventLog {
             // again, it then expects a sequence before its own. If the subject's last message is this event,
             // it was stored: not fenced.
             if timeout.map({ $0 > .milliseconds(5) }) ?? true,
-                let last = try? connection.lastMessage(stream: layout.eventStream, subject: subject),
+                let last = try? connection.lastMessage(stream: layout.eventStream, subject: subject, timeout: timeout),
                 last.headers["Nats-Msg-Id"]?.first == event.id
             {
                 lastSequence = last.sequence

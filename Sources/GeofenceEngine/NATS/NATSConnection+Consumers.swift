@@ -101,11 +101,14 @@ package final class NATSOrderedSubscription: @unchecked Sendable {
 
 extension NATSConnection {
     /// The message with `sequence` in `stream`, or nil when there is none (never stored, or deleted).
-    /// **Blocks** for one JetStream request.
-    package func message(stream: String, sequence: UInt64) throws -> StoredMessage? {
+    /// **Blocks** for one JetStream request, at most `timeout` (nil: `requestTimeout`).
+    package func message(stream: String, sequence: UInt64, timeout: Duration? = nil) throws -> StoredMessage? {
         var message: OpaquePointer?
         var code = jsErrCode(0)
-        let status = js_GetMsg(&message, jetStream, stream, sequence, nil, &code)
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Wait = max(1, natsMilliseconds(timeout ?? requestTimeout))
+        let status = js_GetMsg(&message, jetStream, stream, sequence, &options, &code)
         defer { natsMsg_Destroy(message) }
         if status == NATS_NOT_FOUND { return nil }
         guard status == NATS_OK, let message else {

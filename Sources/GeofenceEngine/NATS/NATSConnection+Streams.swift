@@ -108,11 +108,14 @@ extension NATSConnection {
     }
 
     /// The last message on `subject` in `stream`, or nil when the subject has none. **Blocks** for one
-    /// JetStream request.
-    package func lastMessage(stream: String, subject: String) throws -> StoredMessage? {
+    /// JetStream request, at most `timeout` (nil: `requestTimeout`).
+    package func lastMessage(stream: String, subject: String, timeout: Duration? = nil) throws -> StoredMessage? {
         var message: OpaquePointer?
         var code = jsErrCode(0)
-        let status = js_GetLastMsg(&message, jetStream, stream, subject, nil, &code)
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Wait = max(1, natsMilliseconds(timeout ?? requestTimeout))
+        let status = js_GetLastMsg(&message, jetStream, stream, subject, &options, &code)
         defer { natsMsg_Destroy(message) }
         if status == NATS_NOT_FOUND { return nil }
         guard status == NATS_OK, let message else {
