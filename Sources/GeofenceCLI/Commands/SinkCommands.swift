@@ -126,7 +126,7 @@ struct SinkAddCommand: GeofenceSubcommand {
     }
 
     private static func mqtt(_ url: String, _ a: ParsedArguments, _ c: CommandContext) throws -> (String, JSONObject) {
-        if let other = httpOnly.first(where: { a.source(of: $0) != nil }) {
+        if let other = httpOnly.first(where: { a.source(of: $0) == .commandLine }) {
             throw c.usage("\(other) is for a webhook (--http), not --mqtt")
         }
         // Said before anything is sent: a password typed into the URL is in `ps` and the shell's history.
@@ -168,7 +168,7 @@ struct SinkAddCommand: GeofenceSubcommand {
     }
 
     private static func http(_ url: String, _ a: ParsedArguments, _ c: CommandContext) throws -> (String, JSONObject) {
-        if let other = mqttOnly.first(where: { a.source(of: $0) != nil }) {
+        if let other = mqttOnly.first(where: { a.source(of: $0) == .commandLine }) {
             throw c.usage("\(other) is for an MQTT sink (--mqtt), not --http")
         }
         let tls: Bool

@@ -31,9 +31,10 @@ package final class HTTPSink: EventSink, @unchecked Sendable {
     private let timeout: Double
     private let stateDirectory: String
     private let logger: Logger
-    /// Events read from the outbox at a time: each is a request of its own, so a batch is only how often the
-    /// cursor is written.
-    package let batchSize = 500
+    /// Events read from the outbox at a time. Each is a request of its own, so a batch is how often the cursor
+    /// is written: after 32 requests, a write that costs little beside them, and at most 32 events sent again
+    /// after the engine is killed (500 sent 105 duplicates of 240 events across 4 kills in HTTPSinkTests).
+    package let batchSize = 32
 
     private let worker: StoreWorker
     private let exchange: UnsafeMutablePointer<CCurlExchange>
