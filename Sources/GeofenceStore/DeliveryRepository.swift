@@ -422,7 +422,8 @@ package struct DeliveryRepository: Sendable {
     package func retryDead(now: Date = Date()) throws -> Int {
         try queue.write { db in
             var ids: [Int64] = []
-            try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' AND hook NOT LIKE 'sink:%' ORDER BY id") {
+            try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' AND hook NOT LIKE 'sink:%' ORDER BY id")
+            {
                 ids.append(try $0.int64("id"))
             }
             for id in ids { try DeliveryRepository.revive(id: id, now: now, db: db) }

@@ -117,6 +117,9 @@ struct HTTPSinkTests {
         let retry = try cli.run("events", "retry", dead.id)
         #expect(retry.status == 65, "\(retry.stderr)")
         #expect(retry.stderr.contains("a sink's dead letter is not retried"), "\(retry.stderr)")
+        let all = try cli.run("events", "retry", "--all-dead")
+        #expect(all.status == 0 && all.stdout.contains("No dead deliveries."), "\(all.stdout)\(all.stderr)")
+        #expect(try cli.run("events", "--dead", "--json").stdout == deadJSON.stdout, "still dead, never pending")
         #expect(daemon.log.contains("refused with HTTP 400"), "\(daemon.log)")
 
         // Listed with its headers' names only (a value may be a credential), and where its secret is.
@@ -128,7 +131,10 @@ struct HTTPSinkTests {
         #expect(sink?["connected"] == true)
         for (what, text) in [
             ("list", try cli.run("sink", "list", "--json").stdout), ("log", daemon.log),
-            ("status", try cli.run(["status", "--json", "--wait", "1s"], environment: FleetSourceTests.deadGPSD()).stdout),
+            (
+                "status",
+                try cli.run(["status", "--json", "--wait", "1s"], environment: FleetSourceTests.deadGPSD()).stdout
+            ),
         ] {
             #expect(!text.contains("tok-s3cret") && !text.contains("whsec-test"), "\(what) shows a secret")
         }
@@ -227,7 +233,10 @@ struct HTTPSinkTests {
                 (["--http", "http://127.0.0.1/", "--header", "X-Tenant acme"], 64, "is not Name: value"),
                 (["--http", "http://127.0.0.1/", "--header", "X Tenant: acme"], 64, "is not a header name"),
                 (["--http", "http://127.0.0.1/", "--header", "X-Tenant: a\r\nX-Evil: b"], 64, "control character"),
-                (["--http", "http://127.0.0.1/", "--header", "Content-Type: text/plain"], 64, "set by the sink itself"),
+                (
+                    ["--http", "http://127.0.0.1/", "--header", "Content-Type: text/plain"], 64,
+                    "set by the sink itself"
+                ),
                 (["--http", "http://127.0.0.1/", "--header", "X-Geofence-Signature: x"], 64, "set by the sink itself"),
                 (["--http", "http://127.0.0.1/", "--http-ca", "/etc/hostname"], 64, "--http-ca is for TLS"),
                 (["--http", "https://127.0.0.1/", "--http-ca", "/no/such/ca.pem"], 66, "no such file"),

@@ -63,7 +63,9 @@ struct SinkAddCommand: GeofenceSubcommand {
                 help: "The private key (PEM, without a passphrase) of --cert: an absolute path the engine can read."),
             .value(
                 "--secret-file", valueName: "file",
-                help: "HTTP: sign each request with the secret in this file (read when the sink starts); an absolute path."),
+                help:
+                    "HTTP: sign each request with the secret in this file (read when the sink starts); an absolute path."
+            ),
             .repeating(
                 "--header", valueName: "'Name: value'",
                 help: "HTTP: add this header to each request (repeatable); sink list shows its name only."),
@@ -180,7 +182,9 @@ struct SinkAddCommand: GeofenceSubcommand {
         var params: JSONObject = ["kind": .string(HTTPSinkKind.kind), "url": .string(url)]
         let headers = a.values("--header")
         for header in headers {
-            if let problem = HTTPSinkKind.headerProblem(header) { throw c.usage("invalid value for --header: \(problem)") }
+            if let problem = HTTPSinkKind.headerProblem(header) {
+                throw c.usage("invalid value for --header: \(problem)")
+            }
         }
         if !headers.isEmpty { params["headers"] = .array(headers.map { .string($0) }) }
         if let text = a.value("--timeout") {

@@ -230,7 +230,9 @@ package final class HTTPSink: EventSink, @unchecked Sendable {
     /// The request's headers: the sink's own, then those it was given.
     func requestHeaders(event: StoredEvent, body: [UInt8], now: Date = Date()) -> [String] {
         // Ids and types are geofence's own; kept to one line whatever the store holds.
-        func line(_ text: String) -> String { String(text.unicodeScalars.filter { $0.value >= 0x20 && $0 != "\u{7f}" }) }
+        func line(_ text: String) -> String {
+            String(text.unicodeScalars.filter { $0.value >= 0x20 && $0 != "\u{7f}" })
+        }
         var out = [
             "Content-Type: application/json", "Expect:", "X-Geofence-Event-Id: " + line(event.id),
             "X-Geofence-Event-Type: " + line(event.type),

@@ -102,8 +102,10 @@ package enum HTTPSinkKind: SinkKind {
     }
 
     /// Headers the sink sets itself, which another may not replace.
-    static let ownHeaders: Set<String> = ["content-type", "content-length", "host", "transfer-encoding", "connection",
-        "expect", "user-agent"]
+    static let ownHeaders: Set<String> = [
+        "content-type", "content-length", "host", "transfer-encoding", "connection",
+        "expect", "user-agent",
+    ]
 
     /// What is wrong with `header` (`Name: value`), or nil.
     package static func headerProblem(_ header: String) -> String? {
