@@ -7,7 +7,8 @@ connections), its headers, its body, what it answered and whether its signature 
 
 What it answers is scripted by --plan, a file read at each request: line N is the answer to request N
 (counted from 1 since the receiver started), `STATUS [BODY]` or `hang SECONDS` (answer nothing for that
-long); past the plan's end, 200. --delay waits that long before each answer.
+long); past the plan's end, 200. --delay waits that long before each answer. With --tls-cert and --tls-key
+it speaks HTTPS.
 
   python3 Scripts/webhook-receiver.py --port 8080 --secret-file /etc/geofence/webhook.secret --log requests.jsonl
 """
@@ -17,6 +18,7 @@ import hashlib
 import hmac
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -44,6 +46,8 @@ def main():
     parser.add_argument("--plan", help="the answers, a line per request")
     parser.add_argument("--secret-file", help="verify signatures with the secret in this file")
     parser.add_argument("--delay", type=float, default=0, help="seconds to wait before each answer")
+    parser.add_argument("--tls-cert", help="speak HTTPS with this certificate (PEM)")
+    parser.add_argument("--tls-key", help="and this key (PEM)")
     args = parser.parse_args()
 
     secret = None
@@ -106,6 +110,10 @@ def main():
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     if args.port_file:
         with open(args.port_file + ".tmp", "w") as f:
             f.write(str(server.server_address[1]))

@@ -15,6 +15,8 @@ package final class WebhookReceiver: @unchecked Sendable {
     package let port: UInt16
     private let secretFile: String?
     private let delay: Double
+    /// With TLS: the CA that signed its certificate for 127.0.0.1 (nil: plain HTTP).
+    package let caFile: String?
     private var process: Process?
 
     package static let pythonPath = "/usr/bin/python3"
@@ -28,16 +30,19 @@ package final class WebhookReceiver: @unchecked Sendable {
     }
 
     /// Where a sink is to POST: `/events` on the receiver.
-    package var url: String { "http://127.0.0.1:\(port)/events" }
+    package var url: String { (caFile == nil ? "http" : "https") + "://127.0.0.1:\(port)/events" }
     package var logFile: String { directory + "/requests.jsonl" }
     var planFile: String { directory + "/plan" }
 
     /// Starts a receiver in `directory` (which must exist); with `secretFile`, it verifies signatures; with
-    /// `delay`, it waits that long before each answer.
-    package init(directory: String, secretFile: String? = nil, delay: Double = 0) throws {
+    /// `delay`, it waits that long before each answer; with `tls`, it speaks HTTPS with a certificate of a CA of
+    /// its own (`caFile`).
+    package init(directory: String, secretFile: String? = nil, delay: Double = 0, tls: Bool = false) throws {
         self.directory = directory
         self.secretFile = secretFile
         self.delay = delay
+        if tls { try MosquittoBroker.makeCertificates(in: directory) }
+        caFile = tls ? directory + "/ca.crt" : nil
         port = try GPSDHarness.freePort(type: Int32(SOCK_STREAM.rawValue))
         try start()
     }
@@ -62,6 +67,9 @@ package final class WebhookReceiver: @unchecked Sendable {
         ]
         if let secretFile { arguments += ["--secret-file", secretFile] }
         if delay > 0 { arguments += ["--delay", String(delay)] }
+        if caFile != nil {
+            arguments += ["--tls-cert", directory + "/server.crt", "--tls-key", directory + "/server.key"]
+        }
         p.arguments = arguments
         p.standardInput = FileHandle.nullDevice
         let errors = directory + "/receiver.err"

@@ -219,6 +219,71 @@ struct HTTPSinkTests {
         #expect(received.count - report.duplicates == outbox.count)
     }
 
+    @Test("the receiver restarted 10 times during a backlog: every event acknowledged, in order per region")
+    func receiverRestarts() async throws {
+        let cli = try Self.setUp()
+        defer { cli.dir.remove() }
+        let receiver = try WebhookReceiver(directory: cli.dir.path, delay: 0.005)
+        #expect(try cli.run(["sink", "add", "--id", "backend", "--http", receiver.url] + Self.on).status == 0)
+        let (daemon, feed) = try MQTTSinkTests.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        feed.send(Self.drive(40))
+        var restarts = 0
+        var before = 0
+        while restarts < 10 {
+            // A few more requests, then the receiver goes: its connection with it, an answer perhaps unsent.
+            _ = await Wait.until(timeout: 10, every: .milliseconds(10)) { receiver.requests().count >= before + 8 }
+            receiver.stop()
+            // Away for a moment: there is nothing to wait for.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...200)))
+            try receiver.start()
+            restarts += 1
+            before = receiver.requests().count
+        }
+        #expect(try await Self.waitForAll(cli, receiver, count: 240, timeout: 30), "\(daemon.log)")
+        #expect(await daemon.stop() != nil)
+        let outbox = try Self.crossings(cli)
+        let received = receiver.requests().compactMap(\.eventID)
+        let report = MQTTSinkTests.compare(outbox: outbox, received: received)
+        print(
+            "http sink receiver restarts: \(restarts) restarts, \(outbox.count) events, \(received.count) requests, "
+                + "\(report.lost) lost, \(report.duplicates) duplicates, order per region kept: \(report.ordered)")
+        #expect(before < outbox.count, "restarted before the backlog was done")
+        #expect(report.lost == 0)
+        #expect(report.ordered)
+        #expect(report.duplicates <= restarts, "at most the one request a restart cut short, each time")
+    }
+
+    @Test("HTTPS: trusted with --http-ca; without it, the system's CAs refuse a private CA's certificate")
+    func https() async throws {
+        let cli = try Self.setUp()
+        defer { cli.dir.remove() }
+        let receiver = try WebhookReceiver(directory: cli.dir.path, tls: true)
+        let ca = try #require(receiver.caFile)
+        #expect(receiver.url.hasPrefix("https://"))
+        let trusted = try cli.run(
+            ["sink", "add", "--id", "trusted", "--http", receiver.url, "--http-ca", ca] + Self.on)
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(try cli.run(["sink", "add", "--id", "system", "--http", receiver.url] + Self.on).status == 0)
+        let (daemon, feed) = try MQTTSinkTests.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        feed.send(Self.drive(2))
+        #expect(try await Self.waitForAll(cli, receiver, count: 12), "\(daemon.log)")
+        let listed = try await MQTTSinkTests.sinks(cli) { sinks in
+            sinks.first { $0["id"]?.stringValue == "system" }?["problem"] != nil
+        }
+        #expect(await daemon.stop() != nil)
+        #expect(Self.acknowledged(receiver) == (try Self.crossings(cli)).map(\.id), "once each, in order")
+        #expect(Set(receiver.requests().map(\.connection)) == [1], "one TLS connection")
+        let byID = Dictionary(uniqueKeysWithValues: listed.map { ($0["id"]?.stringValue ?? "", $0) })
+        #expect(byID["trusted"]?["caFile"]?.stringValue == ca)
+        #expect(byID["trusted"]?["waiting"]?.intValue == 0, "\(listed)")
+        #expect(byID["system"]?["waiting"]?.intValue == 12, "\(listed)")
+        #expect(byID["system"]?["problem"]?.stringValue?.contains("certificate") == true, "\(listed)")
+    }
+
     @Test("bad input is one line, exit 64 or 66, and stores nothing")
     func commands() throws {
         try withCLI { cli in
