@@ -36,6 +36,8 @@ package struct SinkDefinition: Sendable, Equatable {
     package var headers: [String]
     /// A webhook's limit on one request, in seconds (nil: the kind's default).
     package var timeout: Double?
+    /// A webhook's events per request: nil, one (the body is the event's JSON); more, a JSON array of them.
+    package var batch: Int?
     package var createdBy: UInt32?
     package var createdAt: Date
 
@@ -44,7 +46,7 @@ package struct SinkDefinition: Sendable, Equatable {
         statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
         passwordEnvironment: String? = nil, caFile: String? = nil, certificateFile: String? = nil,
         keyFile: String? = nil, secretFile: String? = nil, headers: [String] = [], timeout: Double? = nil,
-        createdBy: UInt32? = nil, createdAt: Date = Date()
+        batch: Int? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
     ) {
         self.id = id
         self.kind = kind
@@ -62,6 +64,7 @@ package struct SinkDefinition: Sendable, Equatable {
         self.secretFile = secretFile
         self.headers = headers
         self.timeout = timeout
+        self.batch = batch
         self.createdBy = createdBy
         self.createdAt = createdAt
     }
@@ -108,15 +111,15 @@ package struct SinkRepository: Sendable {
                 """
                 INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
                                    password_env, ca_file, cert_file, key_file, secret_file, headers, timeout,
-                                   created_by, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   batch, created_by, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
                     sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
                     sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile, sink.secretFile,
                     sink.headers.isEmpty ? nil : JSONValue.array(sink.headers.map { .string($0) }).serialized(),
-                    sink.timeout, sink.createdBy.map { Int64($0) },
+                    sink.timeout, sink.batch.map { Int64($0) }, sink.createdBy.map { Int64($0) },
                     sink.createdAt.timeIntervalSince1970,
                 ])
         } catch let error as DatabaseError where error.isUniqueConstraintViolation {
@@ -137,7 +140,8 @@ package struct SinkRepository: Sendable {
             try db.forEachRow(
                 """
                 SELECT id, kind, url, topic, state_topic, status_topic, format, events, password_file, password_env,
-                       ca_file, cert_file, key_file, secret_file, headers, timeout, created_by, created_at
+                       ca_file, cert_file, key_file, secret_file, headers, timeout, batch, created_by,
+                       created_at
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
@@ -155,6 +159,7 @@ package struct SinkRepository: Sendable {
                         certificateFile: try s.optionalString("cert_file"), keyFile: try s.optionalString("key_file"),
                         secretFile: try s.optionalString("secret_file"), headers: headers.compactMap(\.stringValue),
                         timeout: try s.optionalDouble("timeout"),
+                        batch: try s.optionalInt64("batch").map { Int(clamping: $0) },
                         createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
                         createdAt: try s.date("created_at")))
             }

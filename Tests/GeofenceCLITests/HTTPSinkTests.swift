@@ -255,6 +255,47 @@ struct HTTPSinkTests {
         #expect(report.duplicates <= restarts, "at most the one request a restart cut short, each time")
     }
 
+    @Test("--batch: up to N events a request as a JSON array, signed; a refused batch is N dead letters")
+    func batches() async throws {
+        let cli = try Self.setUp()
+        defer { cli.dir.remove() }
+        let secret = try Self.secret(cli)
+        let receiver = try WebhookReceiver(directory: cli.dir.path, secretFile: secret)
+        // Away while the events are committed, so that the sink has all 12 when it comes back.
+        receiver.stop()
+        try receiver.plan(["400 nope"])
+        let added = try cli.run(
+            ["sink", "add", "--id", "batched", "--http", receiver.url, "--batch", "10", "--secret-file", secret]
+                + Self.on)
+        #expect(added.status == 0, "\(added.stderr)")
+        let (daemon, feed) = try MQTTSinkTests.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        feed.send(Self.drive(2))
+        #expect(try await Wait.until(timeout: 10) { try Self.crossings(cli).count == 12 })
+        try receiver.start()
+        #expect(await Wait.until(timeout: 10) { receiver.requests().count >= 2 }, "\(daemon.log)")
+        let listed = try await MQTTSinkTests.sinks(cli) { $0.first?["waiting"]?.intValue == 0 }
+        #expect(await daemon.stop() != nil)
+
+        let outbox = try Self.crossings(cli)
+        let requests = receiver.requests()
+        #expect(requests.count == 2, "\(requests.map(\.body))")
+        func ids(_ r: WebhookReceiver.Request?) -> [String] {
+            (r.flatMap { try? JSON.parse($0.body) }?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+        }
+        #expect(ids(requests.first) == outbox.prefix(10).map(\.id))
+        #expect(ids(requests.last) == outbox.suffix(2).map(\.id))
+        #expect(requests.first?.headers["x-geofence-event-count"] == "10")
+        #expect(requests.first?.headers["x-geofence-first-event-id"] == outbox[0].id)
+        #expect(requests.first?.headers["x-geofence-last-event-id"] == outbox[9].id)
+        #expect(requests.allSatisfy { $0.verified == true && $0.eventID == nil })
+        #expect(requests.last?.body == "[" + outbox.suffix(2).map(\.body).joined(separator: ",") + "]")
+        let dead = try JSON.parse(cli.run("events", "--dead", "--json").stdout).arrayValue ?? []
+        #expect(dead.compactMap { $0["id"]?.stringValue } == outbox.prefix(10).map(\.id))
+        #expect(listed.first?["batch"]?.intValue == 10, "\(listed)")
+    }
+
     @Test("HTTPS: trusted with --http-ca; without it, the system's CAs refuse a private CA's certificate")
     func https() async throws {
         let cli = try Self.setUp()
@@ -306,6 +347,7 @@ struct HTTPSinkTests {
                 (["--http", "http://127.0.0.1/", "--http-ca", "/etc/hostname"], 64, "--http-ca is for TLS"),
                 (["--http", "https://127.0.0.1/", "--http-ca", "/no/such/ca.pem"], 66, "no such file"),
                 (["--http", "http://127.0.0.1/", "--timeout", "0"], 64, "give 100ms to 300s"),
+                (["--http", "http://127.0.0.1/", "--batch", "1001"], 64, "is not 1 to 1000"),
                 (["--http", "http://127.0.0.1/", "--topic", "x"], 64, "--topic is for an MQTT sink"),
                 (["--mqtt", "mqtt://127.0.0.1", "--secret-file", secret], 64, "--secret-file is for a webhook"),
                 (["--mqtt", "mqtt://127.0.0.1", "--http", "http://127.0.0.1/"], 64, "not both"),

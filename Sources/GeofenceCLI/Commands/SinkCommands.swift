@@ -20,9 +20,9 @@ struct SinkAddCommand: GeofenceSubcommand {
             subject has `engine`, one without a region its type.
 
             --http is a webhook, http:// or https:// (the system's CAs, or --http-ca): each event's JSON is \
-            POSTed to it, one request at a time on a kept-alive connection, with X-Geofence-Event-Id (for \
-            de-duplication) and, with --secret-file, X-Geofence-Signature: t=UNIX,v1=HEX, the HMAC-SHA256 of \
-            "<t>.<body>" (Docs/http.md). 2xx acknowledges; 4xx other than 408 and 429 makes the event a dead \
+            POSTed to it (with --batch N, up to N events per request as a JSON array), one request at a time \
+            on a kept-alive connection, with X-Geofence-Event-Id (for de-duplication) and, with --secret-file, \
+            X-Geofence-Signature: t=UNIX,v1=HEX, the HMAC-SHA256 of "<t>.<body>" (Docs/http.md). 2xx acknowledges; 4xx other than 408 and 429 makes the event a dead \
             letter (geofence events --dead) and the sink goes on; anything else is retried with backoff.
 
             Event types for --on: \(CommandTree.hookEventTypes); or all.
@@ -71,6 +71,10 @@ struct SinkAddCommand: GeofenceSubcommand {
                 help: "HTTP: add this header to each request (repeatable); sink list shows its name only."),
             .value("--http-ca", valueName: "file", help: "With https://, trust the CA certificates in this PEM file."),
             .value(
+                "--batch", valueName: "n",
+                help: "HTTP: POST up to this many events per request, as a JSON array (1: each event's JSON alone).",
+                default: "1"),
+            .value(
                 "--timeout", valueName: "duration", help: "HTTP: give a request up (and retry it) after this long.",
                 default: "10s"),
             .value(
@@ -98,7 +102,7 @@ struct SinkAddCommand: GeofenceSubcommand {
         "--topic", "--format", "--state-topic", "--status-topic", "--password-file", "--password-env", "--ca", "--cert",
         "--key",
     ]
-    static let httpOnly = ["--secret-file", "--header", "--http-ca", "--timeout"]
+    static let httpOnly = ["--secret-file", "--header", "--http-ca", "--timeout", "--batch"]
 
     let url: String
     /// The request's parameters, every one checked.
@@ -198,6 +202,14 @@ struct SinkAddCommand: GeofenceSubcommand {
                 throw c.usage("invalid value for --timeout: give 100ms to \(Int(HTTPSinkKind.maximumTimeout))s")
             }
             params["timeout"] = .number(seconds)
+        }
+        if let text = a.value("--batch"), text != "1" {
+            guard let n = Int(text), (1...HTTPSinkKind.maximumBatch).contains(n) else {
+                throw c.usage(
+                    "invalid value for --batch: \(RegionCommands.quoted(text)) is not 1 to \(HTTPSinkKind.maximumBatch)"
+                )
+            }
+            params["batch"] = .number(Double(n))
         }
         if a.value("--http-ca") != nil && !tls {
             throw c.usage("--http-ca is for TLS: use https://")

@@ -10,6 +10,8 @@ package enum HTTPSinkKind: SinkKind {
     /// A request's limit when the sink names none, and the longest one may name.
     package static let defaultTimeout = 10.0
     package static let maximumTimeout = 300.0
+    /// Events per request, at most (`--batch`).
+    package static let maximumBatch = 1000
     /// Extra headers a sink may add, at most.
     package static let maximumHeaders = 32
 
@@ -64,12 +66,20 @@ package enum HTTPSinkKind: SinkKind {
             }
             timeout = seconds
         }
+        var batch: Int?
+        if let given = p["batch"], given != .null {
+            guard let n = given.intValue else { throw ControlError(.badRequest, "params.batch must be an integer") }
+            guard (1...maximumBatch).contains(n) else {
+                throw ControlError(.invalid, "batch: give 1 to \(maximumBatch) events per request")
+            }
+            batch = n > 1 ? n : nil
+        }
         if try text("format").map({ $0 != SinkFormat.event.rawValue }) == true {
             throw ControlError(.invalid, "format: a webhook is sent the event's JSON (event)")
         }
         return SinkDefinition(
             id: "", kind: kind, url: url, topic: "", format: SinkFormat.event.rawValue, caFile: caFile,
-            secretFile: secretFile, headers: headers, timeout: timeout)
+            secretFile: secretFile, headers: headers, timeout: timeout, batch: batch)
     }
 
     /// Why `url` is no webhook URL; else whether it is https. http:// or https://, a host, no user or password
@@ -150,6 +160,6 @@ package enum HTTPSinkKind: SinkKind {
         return HTTPSink(
             id: definition.id, url: definition.url, events: definition.events, headers: definition.headers,
             secret: secret, caFile: definition.caFile, timeout: definition.timeout ?? defaultTimeout,
-            stateDirectory: context.stateDirectory, logger: context.logger)
+            perRequest: definition.batch ?? 1, stateDirectory: context.stateDirectory, logger: context.logger)
     }
 }

@@ -64,6 +64,7 @@ package enum SinkRequest {
             "id": .string(sink.id), "kind": .string(sink.kind), "url": .string(sink.url),
             "on": .array((sink.events.isEmpty ? ["all"] : sink.events).map { .string($0) }),
             "timeout": .number(sink.timeout ?? HTTPSinkKind.defaultTimeout),
+            "batch": .number(Double(sink.batch ?? 1)),
             "headers": .array(
                 sink.headers.map { .string(String($0.prefix { $0 != ":" })) }),
             "signed": .bool(sink.secretFile != nil),
