@@ -93,11 +93,4 @@ static inline CURLcode CCurl_post(CURL *h, const void *body, size_t length, stru
     return rc;
 }
 
-// Connections the handle opened for its last request (0: it reused the one it kept).
-static inline long CCurl_newConnections(CURL *h) {
-    long n = 0;
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &n);
-    return n;
-}
-
 #endif

@@ -48,8 +48,6 @@ package final class HTTPSink: EventSink, @unchecked Sendable {
     private var problem: String?
     /// Failed attempts at the event the sink is stuck on (for its dead letter's count).
     private var attempts = 0
-    /// Connections opened, over the sink's life (1 while keep-alive holds).
-    private var connections = 0
 
     /// libcurl's global set-up, once per process, before its first handle.
     private static let global: CURLcode = CCurl_globalInit()
@@ -85,9 +83,6 @@ package final class HTTPSink: EventSink, @unchecked Sendable {
     package var health: SinkHealth {
         lock.withLock { SinkHealth(address: url, connected: answered, problem: problem) }
     }
-
-    /// Connections the sink has opened so far.
-    package var connectionsOpened: Int { lock.withLock { connections } }
 
     package func open() async throws {
         try await worker.run { try self.prepare() }
@@ -216,8 +211,6 @@ package final class HTTPSink: EventSink, @unchecked Sendable {
         let rc = body.withUnsafeBytes { bytes in
             CCurl_post(handle, bytes.baseAddress, bytes.count, list, exchange, &status)
         }
-        let opened = CCurl_newConnections(handle)
-        if opened > 0 { lock.withLock { connections += opened } }
         guard rc == CURLE_OK else {
             let detail = withUnsafeBytes(of: &exchange.pointee.error) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
