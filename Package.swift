@@ -53,6 +53,19 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
 
+        // HTTP for the webhook sink (Docs/http.md) through Debian's libcurl4-openssl-dev, and its HMAC-SHA256
+        // signature through OpenSSL's libcrypto (Debian's libssl-dev, which libcurl4-openssl-dev depends on).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
         // systemd's notification socket (sd_notify: READY, STATUS, STOPPING, WATCHDOG) through Debian's
         // libsystemd-dev.
         .systemLibrary(
@@ -66,7 +79,7 @@ let package = Package(
             name: "GeofenceEngine",
             dependencies: [
                 "GeofenceCore", "GeofenceSystem", "GeofenceStore", "GeofenceGPSD", "CMosquitto", "CSystemd",
-                "CMicroHTTPD", "CNATS",
+                "CMicroHTTPD", "CNATS", "CCurl", "CCrypto",
             ]),
 
         // The library's façade: the small public API an embedder sees, and nothing else.

@@ -380,7 +380,8 @@ package struct DeliveryRepository: Sendable {
     package func retry(_ reference: String, now: Date = Date()) throws -> [Int64] {
         try queue.write { db in
             var matched: [(id: Int64, status: DeliveryStatus)] = []
-            let sql = "SELECT id, status FROM deliveries WHERE "
+            // A sink's dead letters (`sink:<id>`) are not a hook's to run: never revived here.
+            let sql = "SELECT id, status FROM deliveries WHERE hook NOT LIKE 'sink:%' AND "
             if let id = Int64(reference) {
                 try db.forEachRow(sql + "id = ?", [id]) {
                     matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
@@ -391,7 +392,20 @@ package struct DeliveryRepository: Sendable {
                     matched.append((try $0.int64("id"), DeliveryStatus(rawValue: try $0.string("status")) ?? .dead))
                 }
             }
-            guard !matched.isEmpty else { throw HookStoreError.deliveryNotFound(reference) }
+            if matched.isEmpty {
+                let letters =
+                    try db.scalar(
+                        """
+                        SELECT count(*) FROM deliveries WHERE hook LIKE 'sink:%'
+                          AND (id = ? OR event_seq = (SELECT seq FROM events WHERE id = ?))
+                        """, [Int64(reference) ?? -1, reference], as: Int.self) ?? 0
+                if letters > 0 {
+                    throw HookStoreError.nothingToRetry(
+                        "a sink's dead letter is not retried (the sink has moved on); send the event again "
+                            + "from `geofence events --dead --json`")
+                }
+                throw HookStoreError.deliveryNotFound(reference)
+            }
             let retryable = matched.filter { $0.status == .dead || $0.status == .pending }.map(\.id)
             guard !retryable.isEmpty else {
                 let states = Set(matched.map(\.status.rawValue)).sorted().joined(separator: " or ")
@@ -408,7 +422,8 @@ package struct DeliveryRepository: Sendable {
     package func retryDead(now: Date = Date()) throws -> Int {
         try queue.write { db in
             var ids: [Int64] = []
-            try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' ORDER BY id") {
+            try db.forEachRow("SELECT id FROM deliveries WHERE status = 'dead' AND hook NOT LIKE 'sink:%' ORDER BY id")
+            {
                 ids.append(try $0.int64("id"))
             }
             for id in ids { try DeliveryRepository.revive(id: id, now: now, db: db) }

@@ -40,5 +40,14 @@ extension Schema {
             try db.execute("ALTER TABLE sinks ADD COLUMN cert_file TEXT")
             try db.execute("ALTER TABLE sinks ADD COLUMN key_file TEXT")
         }
+        // The webhook sink (`sink add --http`): where its signing secret is (never the secret), its extra
+        // request headers (a JSON array of `Name: value`), its request timeout in seconds, and the events it
+        // sends per request (NULL: one, as the event's JSON; more: a JSON array).
+        m.registerMigration("032-sink-http") { db in
+            try db.execute("ALTER TABLE sinks ADD COLUMN secret_file TEXT")
+            try db.execute("ALTER TABLE sinks ADD COLUMN headers TEXT")
+            try db.execute("ALTER TABLE sinks ADD COLUMN timeout REAL")
+            try db.execute("ALTER TABLE sinks ADD COLUMN batch INTEGER")
+        }
     }
 }

@@ -8,11 +8,11 @@ import GeofenceCore
 package struct SinkDefinition: Sendable, Equatable {
     /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`, as a hook's id.
     package var id: String
-    /// The kind of sink (`SinkKinds` in the engine): `mqtt`.
+    /// The kind of sink (`SinkKinds` in the engine): `mqtt` or `http`.
     package var kind: String
-    /// Where it delivers, without a password (`mqtt://user@host:1883`).
+    /// Where it delivers, without a password (`mqtt://user@host:1883`, `https://example.com/hook`).
     package var url: String
-    /// The topic of each event, a template (`geofence/{subject}/{region}/event`).
+    /// The topic of each event, a template (`geofence/{subject}/{region}/event`); empty for a webhook.
     package var topic: String
     /// The retained state topic per (subject, region), a template; nil: none.
     package var stateTopic: String?
@@ -30,6 +30,14 @@ package struct SinkDefinition: Sendable, Equatable {
     /// With TLS, the client's certificate and its private key (PEM files), for a broker that asks for one.
     package var certificateFile: String?
     package var keyFile: String?
+    /// A webhook's signing secret: the file it is read from when the sink starts (nil: requests unsigned).
+    package var secretFile: String?
+    /// A webhook's extra request headers, each `Name: value`, in the order given.
+    package var headers: [String]
+    /// A webhook's limit on one request, in seconds (nil: the kind's default).
+    package var timeout: Double?
+    /// A webhook's events per request: nil, one (the body is the event's JSON); more, a JSON array of them.
+    package var batch: Int?
     package var createdBy: UInt32?
     package var createdAt: Date
 
@@ -37,7 +45,8 @@ package struct SinkDefinition: Sendable, Equatable {
         id: String, kind: String = "mqtt", url: String, topic: String, stateTopic: String? = nil,
         statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
         passwordEnvironment: String? = nil, caFile: String? = nil, certificateFile: String? = nil,
-        keyFile: String? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
+        keyFile: String? = nil, secretFile: String? = nil, headers: [String] = [], timeout: Double? = nil,
+        batch: Int? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
     ) {
         self.id = id
         self.kind = kind
@@ -52,6 +61,10 @@ package struct SinkDefinition: Sendable, Equatable {
         self.caFile = caFile
         self.certificateFile = certificateFile
         self.keyFile = keyFile
+        self.secretFile = secretFile
+        self.headers = headers
+        self.timeout = timeout
+        self.batch = batch
         self.createdBy = createdBy
         self.createdAt = createdAt
     }
@@ -97,14 +110,16 @@ package struct SinkRepository: Sendable {
             try db.execute(
                 """
                 INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
-                                   password_env, ca_file, cert_file, key_file, created_by, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   password_env, ca_file, cert_file, key_file, secret_file, headers, timeout,
+                                   batch, created_by, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
                     sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
-                    sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile,
-                    sink.createdBy.map { Int64($0) },
+                    sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile, sink.secretFile,
+                    sink.headers.isEmpty ? nil : JSONValue.array(sink.headers.map { .string($0) }).serialized(),
+                    sink.timeout, sink.batch.map { Int64($0) }, sink.createdBy.map { Int64($0) },
                     sink.createdAt.timeIntervalSince1970,
                 ])
         } catch let error as DatabaseError where error.isUniqueConstraintViolation {
@@ -125,11 +140,13 @@ package struct SinkRepository: Sendable {
             try db.forEachRow(
                 """
                 SELECT id, kind, url, topic, state_topic, status_topic, format, events, password_file, password_env,
-                       ca_file, cert_file, key_file, created_by, created_at
+                       ca_file, cert_file, key_file, secret_file, headers, timeout, batch, created_by,
+                       created_at
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
                 let events = try s.string("events")
+                let headers = try s.optionalString("headers").flatMap { try? JSON.parse($0) }?.arrayValue ?? []
                 sinks.append(
                     SinkDefinition(
                         id: try s.string("id"), kind: try s.string("kind"), url: try s.string("url"),
@@ -140,6 +157,9 @@ package struct SinkRepository: Sendable {
                         passwordEnvironment: try s.optionalString("password_env"),
                         caFile: try s.optionalString("ca_file"),
                         certificateFile: try s.optionalString("cert_file"), keyFile: try s.optionalString("key_file"),
+                        secretFile: try s.optionalString("secret_file"), headers: headers.compactMap(\.stringValue),
+                        timeout: try s.optionalDouble("timeout"),
+                        batch: try s.optionalInt64("batch").map { Int(clamping: $0) },
                         createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
                         createdAt: try s.date("created_at")))
             }

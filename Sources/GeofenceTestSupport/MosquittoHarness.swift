@@ -117,7 +117,9 @@ package final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
-    private static func makeCertificates(in directory: String) throws {
+    /// A CA (`ca.crt`), a server certificate for 127.0.0.1 it signed (`server.crt`, `server.key`) and a client
+    /// certificate (`client.crt`, `client.key`), made with openssl in `directory`.
+    package static func makeCertificates(in directory: String) throws {
         try "subjectAltName=IP:127.0.0.1\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
         let steps = [
             "req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=geofence-test-ca",

@@ -58,6 +58,8 @@ struct DocExamplesTests {
         "geofence sink add --mqtt mqtts://engine@broker.example --password-file /etc/geofence/sink.pw --on enter,exit":
             "needs the password file /etc/geofence/sink.pw",
         "geofence events retry 42": "needs a delivery 42: an engine that ran hooks",
+        "geofence sink add --id backend --http https://fleet.example/geofence --secret-file /etc/geofence/webhook.secret --on enter,exit":
+            "needs the secret file /etc/geofence/webhook.secret",
         "geofence deliver --from nats://10.0.0.1:4222,10.0.0.2:4222,10.0.0.3:4222":
             "needs a NATS cluster with the engines' event stream, runs until stopped",
         "geofence deliver --from nats://10.0.0.1:4222 --state-dir /var/lib/geofence-crm --consumer crm":

@@ -8,7 +8,7 @@ import Testing
 /// does not know, in a request or in the store, is one clear error.
 @Suite("sink kinds", .serialized)
 struct SinkKindTests {
-    static let unknown = #"unknown kind of sink "nats": this engine knows mqtt"#
+    static let unknown = #"unknown kind of sink "nats": this engine knows mqtt, http"#
 
     @Test("sink.add of a kind the engine does not know is refused, one error, and nothing is added")
     func unknownKindInRequest() async throws {

@@ -58,4 +58,33 @@ struct SinkStoreTests {
             #expect(try store.outbox.prune(before: Date(timeIntervalSince1970: 5000)).events == 2)
         }
     }
+
+    @Test("a webhook's secret file, headers, timeout and batch are kept; its dead letters are dead deliveries, once")
+    func webhook() throws {
+        try Self.withStore { store in
+            let sink = SinkDefinition(
+                id: "backend", kind: "http", url: "https://h/events", topic: "", caFile: "/etc/ca.pem",
+                secretFile: "/etc/s", headers: ["Authorization: Bearer x", "X-Tenant: a"], timeout: 2.5, batch: 10,
+                createdAt: Date(timeIntervalSince1970: 1000))
+            try store.sinks.add(sink)
+            #expect(try store.sinks.all() == [sink])
+            try Self.append(store, [.services], at: Date(timeIntervalSince1970: 2000))
+            let event = try #require(try store.outbox.events().last)
+            for _ in 0..<2 {
+                try store.deliveries.recordDeadLetter(
+                    event: event, sink: "backend", target: "POST https://h/events", attempts: 3, error: "HTTP 404",
+                    response: Array("no such route".utf8), responseBytes: 13, startedAt: Date(), duration: 0.01)
+            }
+            let dead = try store.deliveries.eventDeliveries(filter: .dead)
+            #expect(dead.map(\.event.id) == [event.id])
+            let letter = try #require(dead.first?.deliveries.first)
+            #expect(dead.first?.deliveries.count == 1, "a second record of the same event changes nothing")
+            #expect(letter.hook == "sink:backend")
+            #expect(letter.lastError == "HTTP 404")
+            #expect(letter.stdout == Array("no such route".utf8))
+            #expect(letter.attempts == 3)
+            #expect(try store.deliveries.retryDead() == 0, "not a hook's to run")
+            #expect(try store.deliveries.heads().isEmpty)
+        }
+    }
 }

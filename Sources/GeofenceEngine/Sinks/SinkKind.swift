@@ -37,7 +37,7 @@ package struct SinkContext: Sendable {
 /// The kinds of sink.
 package enum SinkKinds {
     package static let all: [any SinkKind.Type] = [
-        MQTTSinkKind.self
+        MQTTSinkKind.self, HTTPSinkKind.self,
     ]
 
     /// The kind a request or a stored sink names, or nil.

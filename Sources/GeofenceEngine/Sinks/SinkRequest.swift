@@ -40,6 +40,7 @@ package enum SinkRequest {
 
     /// A definition as `sink list --json` shows it.
     package static func json(_ sink: SinkDefinition) -> JSONObject {
+        if sink.kind == HTTPSinkKind.kind { return webhookJSON(sink) }
         var o: JSONObject = [
             "id": .string(sink.id), "kind": .string(sink.kind), "url": .string(sink.url), "topic": .string(sink.topic),
             "stateTopic": sink.stateTopic.map(JSONValue.string) ?? .null,
@@ -52,6 +53,25 @@ package enum SinkRequest {
         if let ca = sink.caFile { o["caFile"] = .string(ca) }
         if let file = sink.certificateFile { o["certFile"] = .string(file) }
         if let file = sink.keyFile { o["keyFile"] = .string(file) }
+        if let uid = sink.createdBy { o["createdBy"] = .number(Double(uid)) }
+        return o
+    }
+
+    /// A webhook's definition: its URL, where its secret is (never the secret), the names of its extra headers
+    /// (their values may be credentials: `Authorization`), its CA file and timeout.
+    static func webhookJSON(_ sink: SinkDefinition) -> JSONObject {
+        var o: JSONObject = [
+            "id": .string(sink.id), "kind": .string(sink.kind), "url": .string(sink.url),
+            "on": .array((sink.events.isEmpty ? ["all"] : sink.events).map { .string($0) }),
+            "timeout": .number(sink.timeout ?? HTTPSinkKind.defaultTimeout),
+            "batch": .number(Double(sink.batch ?? 1)),
+            "headers": .array(
+                sink.headers.map { .string(String($0.prefix { $0 != ":" })) }),
+            "signed": .bool(sink.secretFile != nil),
+            "createdAt": .string(TimestampParser.format(sink.createdAt)),
+        ]
+        if let file = sink.secretFile { o["secretFile"] = .string(file) }
+        if let ca = sink.caFile { o["caFile"] = .string(ca) }
         if let uid = sink.createdBy { o["createdBy"] = .number(Double(uid)) }
         return o
     }

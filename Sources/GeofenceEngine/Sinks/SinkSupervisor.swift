@@ -133,7 +133,8 @@ package final class SinkSupervisor: Sendable {
             runner.setLocationPaused(paused)
             let task = Task { await runner.run() }
             state.withLock { $0.running[definition.id] = Running(definition: definition, runner: runner, task: task) }
-            logger.info("sink \(definition.id): delivering to \(definition.url) (\(definition.topic))")
+            let topic = definition.topic.isEmpty ? "" : " (\(definition.topic))"
+            logger.info("sink \(definition.id): delivering to \(definition.url)\(topic)")
         }
     }
 
