@@ -41,12 +41,7 @@ package final class ClusterEngine: @unchecked Sendable {
         /// whose fingerprints differ judge a partition differently, so a take-over would change its events.
         /// `status --nats` compares them.
         package var settingsFingerprint: String {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in "\(filter)|\(monitor)|\(layout.partitions)".utf8 {
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-            }
-            let hex = String(hash, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
+            StableHash.hex("\(filter)|\(monitor)|\(layout.partitions)")
         }
     }
 

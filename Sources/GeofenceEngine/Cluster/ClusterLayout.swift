@@ -38,10 +38,7 @@ package struct ClusterLayout: Sendable, Equatable {
     /// hash of the region id (ids may hold characters a subject token may not), so that its last message tells
     /// an engine whether another stored the expiry already.
     package func expirySubject(region: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in region.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let hex = String(hash, radix: 16)
-        return "\(prefix).event.expiry-" + String(repeating: "0", count: 16 - hex.count) + hex
+        "\(prefix).event.expiry-" + StableHash.hex(region)
     }
 
     /// Whether `subject` is a partition's event subject (not a region's expiry subject).
