@@ -497,9 +497,10 @@ package struct SpatialRegionIndex: Sendable {
                     u &+= 1
                     continue
                 }
+                // The point's own row (du 0) is the square's.
                 let half = spare.squareRoot()
-                let rowV0 = max(v0, Self.gridCell(probe.v - half, side: block.side))
-                let rowV1 = min(v1, Self.gridCell(probe.v + half, side: block.side))
+                let rowV0 = du == 0 ? v0 : max(v0, Self.gridCell(probe.v - half, side: block.side))
+                let rowV1 = du == 0 ? v1 : min(v1, Self.gridCell(probe.v + half, side: block.side))
                 if batch.runCount == batch.runs.count {
                     finish(&batch, into: &result)
                     current = batch.add(probe)
