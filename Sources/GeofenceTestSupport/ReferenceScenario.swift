@@ -164,27 +164,59 @@ package struct ReferenceIndex {
         } == .inside
     }
 
-    /// The circles containing `coordinate`, found through the index (candidates within their radius, `extra` 0),
-    /// then the exact test. `scratch` is reused between queries.
+    /// The same containment for a candidate the index found, decided first from what the index returns with it
+    /// (`SpatialRegionIndex.nearby`: bounds on the chord to the centre, from the centre as stored in the entry,
+    /// and on the radius), so that the candidate's record (the centre in ECEF, the radius: a cache miss in a
+    /// 32 MB table at 1M regions) is read only within about two metres of the boundary.
+    ///
+    /// The decision is `contains(_:point:coordinate:)`'s, candidate for candidate: the chord lies in
+    /// [chordLowerBound, chordUpperBound] with centimetres to spare and the radius in [radiusLowerBound,
+    /// radiusUpperBound] (Docs/spatial-index.md), and `Geodesic.distanceBounds` grows with the chord, so an upper
+    /// distance bound at most the radius's lower bound makes `classify`'s own upper bound at most the radius
+    /// (inside), and a lower distance bound at least the radius's upper bound makes its lower bound at least
+    /// the radius (outside). Anything between is the exact test's.
     @inline(__always)
-    package func hits(at coordinate: Coordinate, scratch: inout [Int32]) -> ReferenceHits {
+    package func contains(_ candidate: NearbyRegion, point: GeocentricPoint, coordinate: Coordinate) -> Bool {
+        Self.settles(candidate) ?? contains(Int(candidate.slot), point: point, coordinate: coordinate)
+    }
+
+    /// Inside (true) or outside (false) from the index's bounds alone, or nil: the candidate is too close to
+    /// its region's edge for them, and the exact test decides.
+    @inline(__always)
+    package static func settles(_ candidate: NearbyRegion) -> Bool? {
+        if Geodesic.distanceBounds(chord: candidate.chordUpperBound).upper <= candidate.radiusLowerBound {
+            return true
+        }
+        if Geodesic.distanceBounds(chord: candidate.chordLowerBound).lower >= candidate.radiusUpperBound {
+            return false
+        }
+        return nil
+    }
+
+    /// The circles containing `coordinate`, found through the index (candidates within their radius, `extra` 0,
+    /// with their bounds), then the containment test. `scratch` is reused between queries and holds the
+    /// candidates afterwards.
+    @inline(__always)
+    package func hits(at coordinate: Coordinate, scratch: inout [NearbyRegion]) -> ReferenceHits {
         let point = GeocentricPoint(coordinate)
         scratch.removeAll(keepingCapacity: true)
-        index.candidates(near: point, extra: 0, into: &scratch)
+        index.nearby(point, extra: 0, into: &scratch)
         var hits = ReferenceHits()
-        for slot in scratch where contains(Int(slot), point: point, coordinate: coordinate) { hits.add(Int(slot)) }
+        for candidate in scratch where contains(candidate, point: point, coordinate: coordinate) {
+            hits.add(Int(candidate.slot))
+        }
         return hits
     }
 
     /// How many circles contain `coordinate` (what a timed query returns: the hash is left out, as in the C
     /// programs' timed passes).
     @inline(__always)
-    package func hitCount(at coordinate: Coordinate, scratch: inout [Int32]) -> Int {
+    package func hitCount(at coordinate: Coordinate, scratch: inout [NearbyRegion]) -> Int {
         let point = GeocentricPoint(coordinate)
         scratch.removeAll(keepingCapacity: true)
-        index.candidates(near: point, extra: 0, into: &scratch)
+        index.nearby(point, extra: 0, into: &scratch)
         var count = 0
-        for slot in scratch where contains(Int(slot), point: point, coordinate: coordinate) { count += 1 }
+        for candidate in scratch where contains(candidate, point: point, coordinate: coordinate) { count += 1 }
         return count
     }
 

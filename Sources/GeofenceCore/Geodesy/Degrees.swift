@@ -6,17 +6,21 @@ import Foundation
 /// geodesic solver relies on exact zeros to recognise meridians, the equator and coincident points.
 /// These follow GeographicLib's `Math` helpers closely, because the solver's special cases were
 /// tuned against exactly this arithmetic.
+@usableFromInline
 enum Degrees {
-    static let toRadians = Double.pi / 180
+    @inlinable static var toRadians: Double { Double.pi / 180 }
 
     /// `(sin x, cos x)` for `x` in degrees.
     ///
     /// The angle is first reduced to [-45°, 45°] plus a whole number of quadrants. The reduction is
     /// exact (Sterbenz), so the only rounding is in the final `sin`/`cos` of a small angle, and
-    /// multiples of 90° come out exact.
+    /// multiples of 90° come out exact. Inlinable (`GeocentricPoint.init` converts every fix and every
+    /// query point); an angle already within ±360° (every latitude and longitude) is its own remainder, so
+    /// the `fmod` call is skipped for it, with the same result.
+    @inlinable
     static func sinCos(_ x: Double) -> (sin: Double, cos: Double) {
         guard x.isFinite else { return (.nan, .nan) }
-        var r = x.truncatingRemainder(dividingBy: 360)
+        var r = abs(x) < 360 ? x : x.truncatingRemainder(dividingBy: 360)
         let q = Int((r / 90).rounded(.toNearestOrEven))
         r -= 90 * Double(q)
         return rotateByQuadrants(sin: Foundation.sin(r * toRadians), cos: Foundation.cos(r * toRadians), q, sign: x)
@@ -31,7 +35,8 @@ enum Degrees {
     }
 
     /// Rotates `(s, c)` by `q` quarter turns; a zero sine keeps the sign of the original angle.
-    private static func rotateByQuadrants(sin s: Double, cos c: Double, _ q: Int, sign: Double)
+    @inlinable
+    static func rotateByQuadrants(sin s: Double, cos c: Double, _ q: Int, sign: Double)
         -> (sin: Double, cos: Double)
     {
         var (s, c) = (s, c)

@@ -10,16 +10,20 @@ package struct GeocentricPoint: Sendable, Equatable {
 
     /// The point on the ellipsoid surface (height 0) at `c`. Degree-exact trigonometry puts the poles
     /// exactly on the z axis and the equator exactly at z = 0.
+    ///
+    /// Inlinable, as are `WGS84`'s constants: every fix and every index query converts a point, and from
+    /// another module the call and the constants' lazy initialization checks cost more than the arithmetic.
+    @inlinable
     package init(_ c: Coordinate) {
         let (sinLat, cosLat) = Degrees.sinCos(c.latitude)
         let (sinLon, cosLon) = Degrees.sinCos(c.longitude)
+        let e2 = WGS84.eccentricitySquared
         // Prime-vertical radius of curvature N = a / √(1 − e² sin²φ): the distance along the normal
         // from the surface to the polar axis.
-        let primeVerticalRadius =
-            WGS84.equatorialRadius / (1 - WGS84.eccentricitySquared * sinLat * sinLat).squareRoot()
+        let primeVerticalRadius = WGS84.equatorialRadius / (1 - e2 * sinLat * sinLat).squareRoot()
         x = primeVerticalRadius * cosLat * cosLon
         y = primeVerticalRadius * cosLat * sinLon
-        z = primeVerticalRadius * (1 - WGS84.eccentricitySquared) * sinLat
+        z = primeVerticalRadius * (1 - e2) * sinLat
     }
 
     /// A point from its coordinates (metres), on the surface or not.
@@ -30,6 +34,7 @@ package struct GeocentricPoint: Sendable, Equatable {
     }
 
     /// The straight-line (through the earth) distance to `other`, in metres.
+    @inlinable
     package func chord(to other: GeocentricPoint) -> Double {
         let dx = x - other.x
         let dy = y - other.y
@@ -80,6 +85,7 @@ extension Geodesic {
     /// coordinate, so under 4e-8 m on the chord, plus a few ulps of c (1e-9 m at 1000 km) for the
     /// chord and the polynomials. δ = 1 µm covers that more than twenty times over, and is far
     /// smaller than the interval itself.
+    @inlinable
     package static func distanceBounds(chord: Double) -> (lower: Double, upper: Double) {
         let c = chord
         guard c <= DistanceBounds.maximumChord else {
@@ -94,22 +100,32 @@ extension Geodesic {
 }
 
 /// The constants of `Geodesic.distanceBounds(chord:)`, derived in its documentation.
+///
+/// Computed properties of literals, not stored globals, as `WGS84`'s are: the optimizer folds them into
+/// constants (the same IEEE arithmetic as at run time, so the same values), where a global `let` computed
+/// from other globals was read through a lazy-initialization check (`swift_once`) on every call.
 package enum DistanceBounds {
     /// Longest chord for which the bounds are finite: far below 8800 km, where the upper bound's proof
     /// would break down, and short enough for the 0.99 tilt factor and the x⁵/13 tail.
-    package static let maximumChord = 1_000_000.0
+    @inlinable package static var maximumChord: Double { 1_000_000.0 }
     /// Absolute allowance for rounding in the ECEF conversion, the chord and the bound polynomials.
-    package static let roundingSlack = 1e-6
+    @inlinable package static var roundingSlack: Double { 1e-6 }
     /// Lower bound on cos²(θ), θ the largest angle the surface normal turns over half of a geodesic
     /// whose chord is at most `maximumChord`.
-    package static let normalTiltFactor = 0.99
+    @inlinable package static var normalTiltFactor: Double { 0.99 }
     /// 1 / (24 R₋²).
-    static let upperCubic = 1 / (24 * WGS84.minimumRadiusOfCurvature * WGS84.minimumRadiusOfCurvature)
+    @inlinable static var upperCubic: Double {
+        1 / (24 * WGS84.minimumRadiusOfCurvature * WGS84.minimumRadiusOfCurvature)
+    }
     /// 1 / (208 R₋⁴).
-    static let upperQuintic = 1 / (208 * pow4(WGS84.minimumRadiusOfCurvature))
+    @inlinable static var upperQuintic: Double {
+        1
+            / (208
+                * (WGS84.minimumRadiusOfCurvature * WGS84.minimumRadiusOfCurvature * WGS84.minimumRadiusOfCurvature
+                    * WGS84.minimumRadiusOfCurvature))
+    }
     /// μ² / 24 with μ² = 0.99 / R₊².
-    static let lowerCubic =
+    @inlinable static var lowerCubic: Double {
         normalTiltFactor / (24 * WGS84.maximumRadiusOfCurvature * WGS84.maximumRadiusOfCurvature)
-
-    private static func pow4(_ x: Double) -> Double { x * x * x * x }
+    }
 }

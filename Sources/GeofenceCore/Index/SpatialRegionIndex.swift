@@ -422,9 +422,11 @@ package struct SpatialRegionIndex: Sendable {
             // negative or enormous extra distance) the exact `Double` test runs instead.
             let limit = Double(1 << 30)
             integer = pad >= 0 && pad < limit && abs(u) < limit && abs(v) < limit && abs(w) < limit
-            iu = integer ? Int32(u.rounded()) : 0
-            iv = integer ? Int32(v.rounded()) : 0
-            iw = integer ? Int32(w.rounded()) : 0
+            // ⌊x + ½⌋: within half a step of x (plus rounding far below a step), like `rounded()`, which is a
+            // call into libm on baseline x86-64 (no SSE4.1), three a probe.
+            iu = integer ? Int32(truncatingIfNeeded: SpatialRegionIndex.floorIndex(u + 0.5)) : 0
+            iv = integer ? Int32(truncatingIfNeeded: SpatialRegionIndex.floorIndex(v + 0.5)) : 0
+            iw = integer ? Int32(truncatingIfNeeded: SpatialRegionIndex.floorIndex(w + 0.5)) : 0
             radiusScale16 = Int64((radiusScale * 65_536).rounded(.up))
             pad16 = integer ? Int64(((pad + 1) * 65_536).rounded(.up)) : 0
         }
@@ -479,19 +481,40 @@ package struct SpatialRegionIndex: Sendable {
         let u1 = Self.gridCell(probe.u + reach, side: block.side)
         let v0 = Self.gridCell(probe.v - reach, side: block.side)
         let v1 = Self.gridCell(probe.v + reach, side: block.side)
+        // Row u holds the entries whose u lies in [u·65 536 / side, (u + 1)·65 536 / side) (see `gridCell`).
+        let rowWidth = 65_536 / Double(block.side)
         var u = u0
         while u <= u1 || (u == u1 &+ 1 && block.pending > 0) {
-            if batch.runCount == batch.runs.count {
-                finish(&batch, into: &result)
-                current = batch.add(probe)
-            }
             if u <= u1 {
+                // Only the disc of radius `reach` around the point matters, not the whole square: an entry of
+                // row u that the test keeps lies within `reach` of the point in the (u, v) plane (dropping w
+                // only shortens a distance), and at least `du` from it along u, so within ±√(reach² − du²) of
+                // it along v. At a million regions that leaves out a fifth of the square's entries.
+                let rowLow = Double(u) * rowWidth
+                let du = max(0, rowLow - probe.u, probe.u - (rowLow + rowWidth))
+                let spare = reach * reach - du * du
+                if spare < 0 {
+                    u &+= 1
+                    continue
+                }
+                // The point's own row (du 0) is the square's.
+                let half = spare.squareRoot()
+                let rowV0 = du == 0 ? v0 : max(v0, Self.gridCell(probe.v - half, side: block.side))
+                let rowV1 = du == 0 ? v1 : min(v1, Self.gridCell(probe.v + half, side: block.side))
+                if batch.runCount == batch.runs.count {
+                    finish(&batch, into: &result)
+                    current = batch.add(probe)
+                }
                 // One row of the box is a single run, since cells are sorted row by row; its bounds are
                 // in columns v0 and v1 + 1 of the directory.
                 let column = block.directoryStart &+ u
                 batch.runs[batch.runCount] = Run(
-                    from: column &+ v0 &* block.side, to: column &+ (v1 &+ 1) &* block.side, probe: current)
+                    from: column &+ rowV0 &* block.side, to: column &+ (rowV1 &+ 1) &* block.side, probe: current)
             } else {
+                if batch.runCount == batch.runs.count {
+                    finish(&batch, into: &result)
+                    current = batch.add(probe)
+                }
                 // The unsorted tail, already as entry places.
                 batch.runs[batch.runCount] = Run(
                     from: block.start &+ block.sorted, to: block.start &+ block.count, probe: ~current)
@@ -588,9 +611,12 @@ package struct SpatialRegionIndex: Sendable {
         return l
     }
 
+    /// ⌊value⌋, for |value| < 2⁶³: `Int(value)` truncates towards zero, one less for a negative non-integer.
+    /// Inline, where `rounded(.down)` is a call into libm on baseline x86-64 (no SSE4.1).
     @inline(__always)
-    private static func floorIndex(_ value: Double) -> Int {
-        Int(value.rounded(.down))
+    static func floorIndex(_ value: Double) -> Int {
+        let t = Int(value)
+        return Double(t) > value ? t &- 1 : t
     }
 
     /// The grid cell (0..<side) of a position in grid steps, clamped into the block: the same monotone
