@@ -14,11 +14,12 @@ import GeofenceSystem
 /// global hook, `true`. In process, with the daemon's own objects, so that no gpsd or decoding sits in front of
 /// the commit; the runner, its dispatch and its hook processes are what `geofence run` runs.
 ///
-/// The spacing (10 ms at 100 a second) is longer than a `true` hook's whole cycle here (claim, spawn, exit,
-/// outcome recorded: 2-4 ms on this shared 2-core machine, more under load; at 250 a second the runner fell
-/// behind and the backlog, not the runner's reaction, made the figure), so each event should find the runner
-/// idle; the events cycle through the five state event types, whose deliveries have an order key each, so
-/// none waits for the one before it either.
+/// The spacing (20 ms at 50 a second) leaves the engine otherwise idle on this shared 2-core machine: a
+/// `true` hook's whole cycle (claim, spawn, exit, outcome recorded) takes 2-4 ms, but the event's own commit
+/// (`synchronous=FULL`, as the daemon commits) takes 1-12 ms of fsync on its virtual disk, and the store's write
+/// lock is held through it; at 250 a second the runner fell behind, and at 100 the committing engine held the
+/// lock most of the time, so the backlog, not the runner's reaction, made the figure. The events cycle through
+/// the five state event types, whose deliveries have an order key each, so none waits for the one before it.
 ///
 /// Two clocks, both the wall clock: "commit" is when the event's transaction has returned (taken by the
 /// committing thread right after it, before the wake-up); `events.created_at` is stamped as the transaction

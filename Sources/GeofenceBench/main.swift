@@ -142,7 +142,7 @@ do {
             rounds: quick ? 3 : 5, report: report)
     }
     // Commit to hook start, engine otherwise idle (HookLatencyBench.swift, issue 29).
-    if only.contains("hook-latency") { try runHookLatency(events: quick ? 2000 : 10_000, rate: 100, report: report) }
+    if only.contains("hook-latency") { try runHookLatency(events: quick ? 2000 : 10_000, rate: 50, report: report) }
 } catch {
     progress("Error: \(error)")
     exit(1)
