@@ -6,7 +6,7 @@
 #   throughput  sustained deliveries per second: a backlog of events in the outbox, drained by
 #               `geofence replay --hooks` at --hook-concurrency 1, 4 (the default) and 8.
 #
-# Times come from the store itself: events.created_at (stamped as the event's transaction commits) and
+# Times come from the store itself: events.created_at (stamped before the event's transaction commits, so the commit counts) and
 # deliveries.started_at (the hook's posix_spawn), both full-precision seconds.
 #
 # Usage: Scripts/bench-hooks.sh [events]      (default 2000 events per measurement)

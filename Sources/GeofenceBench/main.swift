@@ -6,6 +6,7 @@ import GeofenceCore
 
 let sections = [
     "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
+    "hook-latency",
 ]
 // Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
 // a partition's hand-over state (issue 26). `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS
@@ -140,6 +141,8 @@ do {
             lines: quick ? 50_000 : 300_000, subjects: quick ? 500 : 3000, regions: quick ? 10_000 : 100_000,
             rounds: quick ? 3 : 5, report: report)
     }
+    // Commit to hook start, engine otherwise idle (HookLatencyBench.swift, issue 29).
+    if only.contains("hook-latency") { try runHookLatency(events: quick ? 2000 : 10_000, rate: 50, report: report) }
 } catch {
     progress("Error: \(error)")
     exit(1)

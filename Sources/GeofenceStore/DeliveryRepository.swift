@@ -82,7 +82,16 @@ package struct DeliveryRepository: Sendable {
     }
 
     /// Moves the dispatch cursor forward over events that need no delivery (never back).
+    ///
+    /// The hooks' sink runner calls it after every batch, which `dispatchDeliveries` has already moved the
+    /// cursor over: then it only reads. A write transaction would wait for the store's write lock, which the
+    /// engine holds through each commit's fsync, while holding this connection, on which the hook runner
+    /// claims the batch's deliveries: on the path from an event's commit to its hook's start.
     package func advanceHookDispatchCursor(to seq: Int64) throws {
+        let cursor = try queue.read { db in
+            try db.scalar("SELECT cursor FROM hook_dispatch WHERE id = 1", as: Int64.self) ?? 0
+        }
+        guard cursor < seq else { return }
         try queue.write { db in
             try db.execute("UPDATE hook_dispatch SET cursor = ? WHERE id = 1 AND cursor < ?", [seq, seq])
         }

@@ -44,6 +44,31 @@ struct SinkStoreTests {
         }
     }
 
+    @Test("the hooks' cursor, already where it is advanced to, is left alone without waiting for the write lock")
+    func hookCursorAdvanceTakesNoLockWhenThere() throws {
+        try withTemporaryDirectory("geofence-sink-tests") { directory in
+            let store = try StateStore(directory: directory.path, options: .init(busyTimeout: .milliseconds(50)))
+            try Self.append(store, [.services, .source], at: Date(timeIntervalSince1970: 1000))
+            _ = try store.deliveries.addHook(
+                GlobalHook(id: "h", events: [], command: "true", createdAt: Date(timeIntervalSince1970: 1000)))
+            _ = try store.deliveries.dispatchDeliveries(
+                of: store.outbox.events(after: 0), now: Date(timeIntervalSince1970: 1000))
+            #expect(try store.deliveries.hookDispatchState().cursor == 2)
+            // Another connection (the engine, committing) holds the write lock.
+            let holder = try DatabaseConnection(path: directory.path + "/" + StateStore.fileName)
+            try holder.execute("BEGIN IMMEDIATE")
+            try store.deliveries.advanceHookDispatchCursor(to: 2)
+            try store.deliveries.advanceHookDispatchCursor(to: 1)
+            #expect(throws: (any Error).self, "a move forward still writes, and waits for the lock") {
+                try store.deliveries.advanceHookDispatchCursor(to: 3)
+            }
+            try holder.execute("ROLLBACK")
+            try Self.append(store, [.source], at: Date(timeIntervalSince1970: 2000))
+            try store.deliveries.advanceHookDispatchCursor(to: 3)
+            #expect(try store.deliveries.hookDispatchState().cursor == 3)
+        }
+    }
+
     @Test("prune keeps what the slowest sink has not delivered")
     func prune() throws {
         try Self.withStore { store in
