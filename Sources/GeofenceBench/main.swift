@@ -6,7 +6,7 @@ import GeofenceCore
 
 let sections = [
     "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
-    "hook-latency",
+    "hook-latency", "webhooks",
 ]
 // Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
 // a partition's hand-over state (issue 26). `cluster-regions` needs a NATS cluster: GEOFENCE_BENCH_NATS=URLS
@@ -143,6 +143,8 @@ do {
     }
     // Commit to hook start, engine otherwise idle (HookLatencyBench.swift, issue 29).
     if only.contains("hook-latency") { try runHookLatency(events: quick ? 2000 : 10_000, rate: 50, report: report) }
+    // The HTTP sink against a curl hook per event, same receiver (WebhookBench.swift, issue 28).
+    if only.contains("webhooks"), try !runWebhooks(events: quick ? 500 : 2000, report: report) { failed = true }
 } catch {
     progress("Error: \(error)")
     exit(1)

@@ -59,14 +59,14 @@ struct HTTPSinkTests {
         }
     }
 
-    @Test("POSTed in order, signed, with the event id; 500, 429 and 408 retried; 400 a dead letter; one connection")
+    @Test("POSTed in order, signed, with the event id; 503, 429 and 408 retried; 404 a dead letter; one connection")
     func delivers() async throws {
         let cli = try Self.setUp()
         defer { cli.dir.remove() }
         let secret = try Self.secret(cli)
         let receiver = try WebhookReceiver(directory: cli.dir.path, secretFile: secret)
-        // Event 1: 500 then 200. Event 2: 429, 408, then 200. Event 3: 400, given up. The rest: 200.
-        try receiver.plan(["500 oops", "200", "429 slow down", "408", "200", #"400 {"error":"unknown vehicle"}"#])
+        // Event 1: 503 then 200. Event 2: 429, 408, then 200. Event 3: 404, given up. The rest: 200.
+        try receiver.plan(["503 busy", "200", "429 slow down", "408", "200", #"404 {"error":"unknown vehicle"}"#])
         let added = try cli.run(
             "sink", "add", "--id", "backend", "--http", receiver.url, "--secret-file", secret, "--header",
             "Authorization: Bearer tok-s3cret", "--header", "X-Tenant:  acme ", "--on", "determined,enter,exit")
@@ -87,7 +87,7 @@ struct HTTPSinkTests {
         // In commit order, each event acknowledged once, but the dead letter.
         let dead = outbox[2]
         #expect(Self.acknowledged(receiver) == outbox.map(\.id).filter { $0 != dead.id }, "\(requests.map(\.answer))")
-        #expect(requests.prefix(6).map(\.answer) == ["500", "200", "429", "408", "200", "400"])
+        #expect(requests.prefix(6).map(\.answer) == ["503", "200", "429", "408", "200", "404"])
         #expect(requests.prefix(6).map(\.eventID) == [0, 0, 1, 1, 1, 2].map { outbox[$0].id })
         for request in requests {
             #expect(request.verified == true, "signature of request \(request.number): \(request.headers)")
@@ -108,11 +108,11 @@ struct HTTPSinkTests {
         let letter = letters.first?["deliveries"]?.arrayValue?.first
         #expect(letter?["hook"]?.stringValue == "sink:backend", "\(deadJSON.stdout)")
         #expect(letter?["status"]?.stringValue == "dead")
-        #expect(letter?["lastError"]?.stringValue == "HTTP 400")
+        #expect(letter?["lastError"]?.stringValue == "HTTP 404")
         #expect(letter?["stdout"]?.stringValue == #"{"error":"unknown vehicle"}"#)
         #expect(letter?["command"]?.stringValue == "POST " + receiver.url)
         let deadText = try cli.run("events", "--dead")
-        #expect(deadText.stdout.contains("sink:backend") && deadText.stdout.contains("HTTP 400"), "\(deadText.stdout)")
+        #expect(deadText.stdout.contains("sink:backend") && deadText.stdout.contains("HTTP 404"), "\(deadText.stdout)")
         // Not a hook's to run: retry leaves it alone, and says why.
         let retry = try cli.run("events", "retry", dead.id)
         #expect(retry.status == 65, "\(retry.stderr)")
@@ -120,7 +120,7 @@ struct HTTPSinkTests {
         let all = try cli.run("events", "retry", "--all-dead")
         #expect(all.status == 0 && all.stdout.contains("No dead deliveries."), "\(all.stdout)\(all.stderr)")
         #expect(try cli.run("events", "--dead", "--json").stdout == deadJSON.stdout, "still dead, never pending")
-        #expect(daemon.log.contains("refused with HTTP 400"), "\(daemon.log)")
+        #expect(daemon.log.contains("refused with HTTP 404"), "\(daemon.log)")
 
         // Listed with its headers' names only (a value may be a credential), and where its secret is.
         let sink = listed.first
@@ -192,7 +192,7 @@ struct HTTPSinkTests {
         _ = try await Wait.until(timeout: 15) { try Self.crossings(cli).count >= 240 }
         var kills = 0
         var before = 0
-        while kills < 4 {
+        while kills < 5 {
             // Until the receiver has had a few more, then killed mid-backlog: there is nothing else to wait for.
             _ = await Wait.until(timeout: 10, every: .milliseconds(20)) {
                 receiver.requests().count >= before + 15
