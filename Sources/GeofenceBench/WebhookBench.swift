@@ -72,9 +72,9 @@ func runWebhooks(events n: Int, report: Report) throws -> Bool {
             definition, context: SinkContext(stateDirectory: store.directory, environment: [:], logger: logger))
         let runner = SinkRunner(sink: sink, store: store, logger: logger)
         var task: Task<Void, Never>?
-        let seconds = timed({ runner.statistics.delivered }) {
-            task = Task.detached { await runner.run() }
-        }
+        let seconds = timed(
+            { runner.statistics.delivered },
+            start: { task = Task.detached { await runner.run() } })
         task?.cancel()
         return seconds
     }
@@ -88,13 +88,15 @@ func runWebhooks(events n: Int, report: Report) throws -> Bool {
         _ = try store.deliveries.addHook(GlobalHook(id: "curl", events: [], command: command, createdAt: Date()))
         let runner = HookRunner(store: store, logger: logger)
         let finished = DispatchSemaphore(value: 0)
-        let seconds = try timed({ (try store.deliveries.countsByStatus()[.done]) ?? 0 }) {
-            Task.detached {
-                await runner.run()
-                finished.signal()
-            }
-            runner.wake()
-        }
+        let seconds = try timed(
+            { (try store.deliveries.countsByStatus()[.done]) ?? 0 },
+            start: {
+                Task.detached {
+                    await runner.run()
+                    finished.signal()
+                }
+                runner.wake()
+            })
         runner.finish()
         finished.wait()
         return seconds
