@@ -32,12 +32,20 @@ package final class FixPipeline {
     private let clock: @Sendable () -> Date
     private let monotonic: @Sendable () -> Double
     private var assembler: EpochAssembler
-    /// Commit bookkeeping at least this often (seconds of wall clock) and every this many fixes.
+    /// Commit bookkeeping at least this often (seconds of wall clock): what a kill can lose of it (a vehicle's
+    /// last fix, never an event or a region's state, which commit at once).
     package var batchInterval: Double = 1
     /// The engine's one event id generator: the monitor's events take their ids from it, and so do the
     /// events the engine makes around the pipeline (`MonitorService`, the control handler).
     package let ids: EventIDs
-    package var batchSize = 512
+    /// ... and every this many fixes queued. Large: a vehicle's row is written once a commit however many of
+    /// its fixes the commit covers (`queue`), so that a fast stream (a replay, a backlog) writes a row per
+    /// vehicle a second instead of one a fix; what the queue holds grows with the vehicles, not the fixes.
+    package var batchSize = 65_536
+    /// Fixes whose outputs were queued since the last commit.
+    private var pendingFixes = 0
+    /// Where in `pending` each vehicle's row (`MonitorOutput.subjectUpdate`) waits: one a vehicle.
+    private var pendingRows: [String: Int] = [:]
 
     package init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
@@ -349,16 +357,33 @@ package final class FixPipeline {
         return verdict
     }
 
+    /// Queues a fix's outputs for the next commit. A vehicle's row is written once a commit: the commit
+    /// writes what the last fix left, so an earlier row waiting for the same commit is dropped (replaced in
+    /// place when it was all that output held and the new one holds nothing else: nothing else moves, so
+    /// events keep their order).
     private func queue(_ out: MonitorOutput) {
         guard !out.isEmpty else { return }
-        pending.append(out)
+        pendingFixes += 1
         pendingEvents += out.events.count
         if !out.statusChanges.isEmpty { urgent = true }
+        if let row = out.subjectUpdate {
+            let onlyRow = out.events.isEmpty && out.pairUpdates.isEmpty && out.statusChanges.isEmpty
+            if let index = pendingRows[row.subject] {
+                let earlier = pending[index]
+                if onlyRow, earlier.events.isEmpty, earlier.pairUpdates.isEmpty, earlier.statusChanges.isEmpty {
+                    pending[index] = out
+                    return
+                }
+                pending[index].subjectUpdate = nil
+            }
+            pendingRows[row.subject] = pending.count
+        }
+        pending.append(out)
     }
 
     /// Commits at once when events or status changes wait; bookkeeping goes in batches.
     private func commitIfDue() throws -> [RegionEvent] {
-        if pendingEvents > 0 || urgent || pending.count >= batchSize
+        if pendingEvents > 0 || urgent || pendingFixes >= batchSize
             || (!pending.isEmpty && clock().timeIntervalSince(lastCommit) >= batchInterval)
         {
             return try flush()
@@ -392,10 +417,7 @@ package final class FixPipeline {
     package private(set) var uncommitted = UncommittedFixes()
 
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
-        if let extra, !extra.isEmpty {
-            pending.append(extra)
-            pendingEvents += extra.events.count
-        }
+        if let extra { queue(extra) }
         let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
         guard !pending.isEmpty || taken != nil else { return [] }
         // On failure nothing was written: the queue stays, and the next commit carries it.
@@ -403,6 +425,8 @@ package final class FixPipeline {
         if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
+        pendingRows.removeAll(keepingCapacity: true)
+        pendingFixes = 0
         pendingEvents = 0
         lowestPending = nil
         uncommitted = UncommittedFixes()

@@ -50,6 +50,7 @@ import Testing
         #expect(!p.holdsMark)
 
         // A batch: the 512th fix queued commits the batch by itself; those after it wait for the next.
+        p.batchSize = 512
         for s in 10..<600 { _ = try p.process(fix("van", second: s)) }
         #expect(p.committedThrough >= 10 + p.batchSize)
         #expect(p.committedThrough < 600)
