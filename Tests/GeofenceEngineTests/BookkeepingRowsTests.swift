@@ -30,7 +30,9 @@ import Testing
     }
 
     /// A store with the depot's region and a trigger counting the rows written to `subjects`.
-    private func pipeline(_ dir: TemporaryDirectory, _ name: String, batchSize: Int?) throws -> (FixPipeline, StateStore) {
+    private func pipeline(_ dir: TemporaryDirectory, _ name: String, batchSize: Int?) throws -> (
+        FixPipeline, StateStore
+    ) {
         let store = try StateStore(directory: dir.file(name))
         try store.regions.add(Region(id: "depot", center: depot, radius: 100))
         try store.queue.write { db in
