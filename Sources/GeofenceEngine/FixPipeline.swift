@@ -201,6 +201,17 @@ package final class FixPipeline {
         return try commitIfDue()
     }
 
+    /// A source's batch (the fixes it read at once): each judged in order, then one commit for all that is
+    /// due, their events included. What the fixes changed is durable before any of their events can be
+    /// delivered, as with a commit a fix; a kill before the commit loses the batch's decisions as it would
+    /// lose the fixes still unread, and a source that acknowledges after commit (MQTT) has them sent again.
+    /// A fast stream then writes a transaction a batch, not one an event. If the commit fails, the error
+    /// is thrown and nothing is lost: the changes stay queued.
+    package func processForEvents(batch fixes: [Fix]) throws -> [RegionEvent] {
+        for fix in fixes { offer(fix) { _, _ in } }
+        return try commitIfDue()
+    }
+
     /// Judges a fix and queues what it changes without trying to commit (the store refused the last commit:
     /// the caller retries now and then rather than rewriting a growing queue at every fix).
     package func judgeWithoutCommit(_ fix: Fix) {
@@ -402,6 +413,9 @@ package final class FixPipeline {
         try flush(with: nil)
     }
 
+    /// Transactions that committed the monitor's outputs, since the pipeline was made.
+    package private(set) var commits = 0
+
     /// Number of events made but not yet committed (non-zero only after a failed commit).
     package private(set) var pendingEvents = 0
 
@@ -422,6 +436,7 @@ package final class FixPipeline {
         guard !pending.isEmpty || taken != nil else { return [] }
         // On failure nothing was written: the queue stays, and the next commit carries it.
         try store.monitorState.apply(pending, taken: taken, now: clock())
+        commits += 1
         if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)

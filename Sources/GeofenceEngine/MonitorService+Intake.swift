@@ -49,17 +49,15 @@ extension MonitorService {
             return
         }
         health.fixesArrived(fixes)
-        // Each fix on its own: a commit that fails (a full disk) leaves its outputs pending in the pipeline,
-        // and the fixes after it in the batch must still be judged, or their crossings would be lost. While the
-        // store refuses, they are queued without a commit each (a failing commit rewrites the whole queue:
-        // at every fix, that is quadratic), and the commit is tried again every half second.
-        for fix in fixes {
-            if commits.blocked {
-                pipeline.judgeWithoutCommit(fix)
-                continue
-            }
+        // The batch judged, then committed at once (events included): a transaction a batch the source read
+        // at once, not one an event. A commit that fails (a full disk) leaves the outputs pending in the
+        // pipeline. While the store refuses, fixes are queued without a commit (a failing commit rewrites the
+        // whole queue: at every batch, that is quadratic), and the commit is tried again every half second.
+        if commits.blocked {
+            for fix in fixes { pipeline.judgeWithoutCommit(fix) }
+        } else {
             do {
-                journal.committed(try pipeline.processForEvents(fix))
+                journal.committed(try pipeline.processForEvents(batch: fixes))
             } catch {
                 commitRefused(error)
             }

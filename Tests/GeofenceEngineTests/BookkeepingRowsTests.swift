@@ -104,25 +104,42 @@ import Testing
         #expect(last?.record.lastFixTime == start.addingTimeInterval(99), "the row holds the last fix")
     }
 
-    @Test("through a region, batched: the same rows, pairs and events as a commit after every fix")
+    @Test("through a region: a commit a fix, a row a vehicle a commit, a commit a source's batch: the same store")
     func batchedEqualsEveryFix() throws {
         let dir = try TemporaryDirectory("geofence-rows")
         defer { dir.remove() }
         let fixes = fleet(vehicles: 12, seconds: 120, from: -600)
-        var states: [[String]] = []
-        var writes: [Int64] = []
-        for (name, size) in [("every", 1), ("batched", nil as Int?)] {
-            let (p, store) = try pipeline(dir, name, batchSize: size)
+        var states: [String: [String]] = [:]
+        var writes: [String: Int64] = [:]
+        var commits: [String: Int] = [:]
+        for name in ["every", "rows", "batches"] {
+            let (p, store) = try pipeline(dir, name, batchSize: name == "every" ? 1 : nil)
             var events = 0
-            for fix in fixes { events += try p.processForEvents(fix).count }
+            if name == "batches" {
+                var rest = fixes[...]
+                while !rest.isEmpty {
+                    events += try p.processForEvents(batch: Array(rest.prefix(512))).count
+                    rest = rest.dropFirst(512)
+                }
+            } else {
+                for fix in fixes { events += try p.processForEvents(fix).count }
+            }
             events += try p.flush().count
             #expect(events == 12 * 3, "\(name): determined, enter and exit for each vehicle")
-            states.append(try durableState(store))
-            writes.append(try rowWrites(store))
+            #expect(p.committedThrough == Int64(fixes.count), "\(name)")
+            states[name] = try durableState(store)
+            writes[name] = try rowWrites(store)
+            commits[name] = p.commits
         }
-        #expect(states[0] == states[1])
-        #expect(states[0].count == 12 + 12 * 3, "12 rows, no pair left inside, 36 events")
-        #expect(writes[0] == Int64(fixes.count), "a row a fix when every fix commits")
-        #expect(writes[1] <= 12 * 12 * 3 + 12, "batched: at most a row a vehicle for each event's commit and the end")
+        #expect(states["every"]?.count == 12 + 12 * 3, "12 rows, no pair left inside, 36 events")
+        #expect(states["rows"] == states["every"])
+        #expect(states["batches"] == states["every"])
+        #expect(writes["every"] == Int64(fixes.count), "a row a fix when every fix commits")
+        #expect(
+            (writes["rows"] ?? .max) <= 12 * 12 * 3 + 12,
+            "a row a vehicle for each event's commit and the end, at most")
+        #expect((writes["batches"] ?? .max) <= 12 * 4, "a row a vehicle for each of 3 batches and the end, at most")
+        #expect((commits["batches"] ?? .max) <= 4, "1,440 fixes in 3 batches, and the end: \(commits)")
+        #expect((commits["rows"] ?? 0) >= 12, "events commit at once without batches: \(commits)")
     }
 }

@@ -88,6 +88,9 @@ struct ReplayCommand: GeofenceSubcommand {
             if !committed.isEmpty { replayHooks?.runner.wake() }
         }
 
+        // Without `--trace`, the fixes of the lines already read go in one batch (as `geofence run` takes a
+        // source's): one commit a batch, not one an event; a live pipe's line is a batch of its own.
+        var batch: [Fix] = []
         while let report = try lines.next() {
             switch report {
             case .tpv(let fix):
@@ -97,7 +100,7 @@ struct ReplayCommand: GeofenceSubcommand {
                     for d in step.decisions { c.console.message(Self.traceLine(d.fix, d.verdict)) }
                     emit(step.events)
                 } else {
-                    emit(try pipeline.processForEvents(fix))
+                    batch.append(fix)
                 }
             case .other:
                 other += 1
@@ -109,7 +112,12 @@ struct ReplayCommand: GeofenceSubcommand {
                     c.console.message("warning: further malformed lines are counted, not shown")
                 }
             }
+            if !batch.isEmpty && (batch.count >= Self.batchSize || !lines.hasBufferedLine) {
+                emit(try pipeline.processForEvents(batch: batch))
+                batch.removeAll(keepingCapacity: true)
+            }
         }
+        if !batch.isEmpty { emit(try pipeline.processForEvents(batch: batch)) }
         let last = try pipeline.finish()
         if trace { for d in last.decisions { c.console.message(Self.traceLine(d.fix, d.verdict)) } }
         emit(last.events)
@@ -121,6 +129,9 @@ struct ReplayCommand: GeofenceSubcommand {
             c, pipeline: pipeline, lines: lines.lineNumber, tpv: tpv, other: other,
             malformed: malformed, events: events)
     }
+
+    /// Fixes a commit at most, as the daemon's JSON lines source hands them over (`JSONLineSource.maximumBatch`).
+    static let batchSize = 512
 
     /// One JSON line per TPV on stderr: what the filter made of it.
     static func traceLine(_ fix: Fix, _ verdict: FixVerdict) -> String {
