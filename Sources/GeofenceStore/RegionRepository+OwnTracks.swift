@@ -29,9 +29,7 @@ extension RegionRepository {
     /// region if there is one; and a whole list (`wholeList`) also removes the vehicle's waypoint regions
     /// (`OwnTracksWaypoints.idPrefix(subject:)`) it does not name. The engine follows the changes as it
     /// follows the CLI's.
-    package func applyWaypoints(_ update: OwnTracksWaypoints.Update, subject: String, now: Date = Date()) throws
-        -> WaypointChanges
-    {
+    package func applyWaypoints(_ update: OwnTracksWaypoints.Update, now: Date = Date()) throws -> WaypointChanges {
         try queue.write { db in
             var changes = WaypointChanges()
             for entry in update.entries {
@@ -53,12 +51,15 @@ extension RegionRepository {
                 }
             }
             if update.wholeList {
-                let prefix = OwnTracksWaypoints.idPrefix(subject: subject)
+                let prefix = OwnTracksWaypoints.idPrefix(subject: update.subject)
                 let named = Set(update.entries.map(\.regionID))
+                // The ids that start with the prefix, read from the id's index: those from `owntracks/a/b/` up
+                // to `owntracks/a/b0` (`0` follows `/`; ids compare as their UTF-8 bytes).
+                let end = String(prefix.dropLast()) + "0"
                 var others: [String] = []
-                try db.forEachRow(
-                    "SELECT id FROM regions WHERE substr(id, 1, length(?)) = ? ORDER BY seq", [prefix, prefix]
-                ) { others.append(try $0.string("id")) }
+                try db.forEachRow("SELECT id FROM regions WHERE id >= ? AND id < ?", [prefix, end]) {
+                    others.append(try $0.string("id"))
+                }
                 for id in others where !named.contains(id) {
                     // Only a waypoint's own id: `owntracks/alice/phone/123`, not `owntracks/alice/phone/x/123`.
                     guard OwnTracksWaypoints.creationTime(regionID: id) != nil,

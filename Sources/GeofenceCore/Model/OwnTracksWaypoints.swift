@@ -54,8 +54,9 @@ package enum OwnTracksWaypoints {
         }
     }
 
-    /// One message's worth: its entries, and whether it is the device's whole list (`waypoints`).
+    /// One message's worth: the vehicle, its entries, and whether it is the device's whole list (`waypoints`).
     package struct Update: Sendable, Equatable {
+        package var subject: String
         package var entries: [Entry]
         package var wholeList: Bool
     }
@@ -73,7 +74,7 @@ package enum OwnTracksWaypoints {
     {
         switch object["_type"]?.stringValue {
         case "waypoint":
-            return Update(entries: [try entry(object, subject: subject, now: now)], wholeList: false)
+            return Update(subject: subject, entries: [try entry(object, subject: subject, now: now)], wholeList: false)
         case "waypoints":
             let items = try list(object)
             var entries: [Entry] = []
@@ -90,7 +91,7 @@ package enum OwnTracksWaypoints {
                 seen[decoded.regionID] = i
                 entries.append(decoded)
             }
-            return Update(entries: entries, wholeList: true)
+            return Update(subject: subject, entries: entries, wholeList: true)
         default:
             throw RegionValidationError(field: "_type", message: "is not waypoint or waypoints")
         }
@@ -134,7 +135,7 @@ package enum OwnTracksWaypoints {
             return try RegionJSON.decode(.object(object), now: now)
         } catch {
             let field =
-                ["radius": "rad", "name": "desc", "id": "tst", "subjects[0]": "(vehicle)"][error.field] ?? error.field
+                ["radius": "rad", "name": "desc", "subjects[0]": "(vehicle)"][error.field] ?? error.field
             throw RegionValidationError(field: field, message: error.message)
         }
     }

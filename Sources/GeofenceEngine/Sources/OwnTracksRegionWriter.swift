@@ -53,7 +53,7 @@ package final class OwnTracksRegionWriter: Sendable {
         do {
             let subject = try Self.subject(topic: topic, naming: naming).get()
             let update = try OwnTracksWaypoints.decodeMessage(object, subject: subject, now: Date())
-            let changes = try store.regions.applyWaypoints(update, subject: subject)
+            let changes = try store.regions.applyWaypoints(update)
             logger?.info(
                 "\(label): OwnTracks waypoints of \(JSONValue.string(subject).serialized()): \(changes.summary)")
         } catch let error as RegionValidationError {
