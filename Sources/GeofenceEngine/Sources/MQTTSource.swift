@@ -367,13 +367,16 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
 
     static func tooLong(_ bytes: Int) -> GPSDJSONReport { FleetPayload.tooLong(bytes) }
 
-    /// The payload when it is an OwnTracks `waypoint` or `waypoints` message (parsed only when it may be one).
+    /// The payload when it is an OwnTracks `waypoint` or `waypoints` message: parsed only when its bytes say
+    /// `waypoint`, so that a location is not parsed twice (a `_type` spelt with escapes is not looked for).
     static func waypoints(_ payload: [UInt8]) -> JSONValue? {
-        guard payload.count <= GPSDJSON.maximumLineLength, payload.contains(UInt8(ascii: "_")),
+        guard payload.count <= GPSDJSON.maximumLineLength, payload.firstRange(of: waypointBytes) != nil,
             let object = try? JSON.parse(payload), OwnTracksWaypoints.isWaypoints(object)
         else { return nil }
         return object
     }
+
+    private static let waypointBytes = Array("\"waypoint".utf8)
 
     /// Decodes one message: gpsd TPV or OwnTracks location, named as `naming` says.
     static func decode(topic: String, payload: [UInt8], naming: MQTTVehicleNaming) -> GPSDJSONReport {
