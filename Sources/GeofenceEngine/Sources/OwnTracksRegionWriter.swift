@@ -46,6 +46,22 @@ package final class OwnTracksRegionWriter: Sendable {
         return .success(VisibleName.normalized(name))
     }
 
+    /// How long a message waits for the store's write lock (held by a large import, a million regions taking
+    /// 11-16 s) before it is given up, with an error line: the source's thread, and the messages behind it, wait.
+    static let lockWait = 60.0
+
+    /// `applyWaypoints`, tried again while the store is busy (each try waits out the store's own busy timeout).
+    private func applyWaiting(_ update: OwnTracksWaypoints.Update) throws -> WaypointChanges {
+        let deadline = Date().addingTimeInterval(Self.lockWait)
+        while true {
+            do {
+                return try store.regions.applyWaypoints(update)
+            } catch let error as DatabaseError where error.isBusy && Date() < deadline {
+                continue
+            }
+        }
+    }
+
     /// Applies one `waypoint` or `waypoints` message received on `topic`; says what it changed, or why it
     /// changed nothing, in one line.
     package func apply(_ object: JSONValue, topic: String, naming: MQTTVehicleNaming, label: String) {
@@ -53,7 +69,7 @@ package final class OwnTracksRegionWriter: Sendable {
         do {
             let subject = try Self.subject(topic: topic, naming: naming).get()
             let update = try OwnTracksWaypoints.decodeMessage(object, subject: subject, now: Date())
-            let changes = try store.regions.applyWaypoints(update)
+            let changes = try applyWaiting(update)
             logger?.info(
                 "\(label): OwnTracks waypoints of \(JSONValue.string(subject).serialized()): \(changes.summary)")
         } catch let error as RegionValidationError {
