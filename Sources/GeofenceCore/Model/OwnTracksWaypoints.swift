@@ -15,6 +15,9 @@ import Foundation
 /// commands delete one, and a waypoint of `rad` 0 is no geofence; both remove the region of that `tst`
 /// (`Entry.remove`). A `waypoints` list is the device's whole set: its regions not in it are removed.
 package enum OwnTracksWaypoints {
+    /// A region's fields as a waypoint spells them, for problems.
+    package static let fieldNames = ["radius": "rad", "name": "desc", "subjects[0]": "(vehicle)"]
+
     /// The start of every waypoint region's id.
     package static let prefix = "owntracks/"
 
@@ -115,8 +118,6 @@ package enum OwnTracksWaypoints {
     package static func regionObject(fromFileEntry value: JSONValue) throws(RegionValidationError) -> JSONValue {
         let fields = try waypointFields(value, subject: nil)
         if let removal = fields.removal { throw RegionValidationError(field: removal.field, message: removal.message) }
-        // Checked here too, so that a problem is named as the waypoint spells it (`rad`, not `radius`).
-        _ = try region(fields.region, now: Date(timeIntervalSince1970: 0))
         return .object(fields.region)
     }
 
@@ -134,9 +135,7 @@ package enum OwnTracksWaypoints {
         do {
             return try RegionJSON.decode(.object(object), now: now)
         } catch {
-            let field =
-                ["radius": "rad", "name": "desc", "subjects[0]": "(vehicle)"][error.field] ?? error.field
-            throw RegionValidationError(field: field, message: error.message)
+            throw RegionValidationError(field: fieldNames[error.field] ?? error.field, message: error.message)
         }
     }
 

@@ -189,6 +189,7 @@ package enum RegionJSON {
             }
             var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
             decoder.label = "waypoints"
+            decoder.fieldNames = OwnTracksWaypoints.fieldNames
             decoder.add(items, converting: OwnTracksWaypoints.regionObject(fromFileEntry:))
             return decoder.result
         case .object(let object):
@@ -268,6 +269,8 @@ package struct RegionEntryDecoder: Sendable {
     private var seen: [String: Int] = [:]
     /// What problems call the list: `regions` (a regions file) or `features` (a GeoJSON FeatureCollection).
     package var label = "regions"
+    /// Fields a problem names as its entry spells them (an OwnTracks waypoint's `rad` for `radius`).
+    package var fieldNames: [String: String] = [:]
 
     package init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
         self.now = now
@@ -303,7 +306,7 @@ package struct RegionEntryDecoder: Sendable {
                 let object = entry.objectValue
                 let id = object?["id"]?.stringValue ?? object?["properties"]?.objectValue?["id"]?.stringValue
                 let idHint = id.map { " (id \"\($0)\")" } ?? ""
-                problems.append("\(label)[\(i)].\(error.field)\(idHint): \(error.message)")
+                problems.append("\(label)[\(i)].\(fieldNames[error.field] ?? error.field)\(idHint): \(error.message)")
             }
         }
     }
