@@ -80,6 +80,10 @@ struct DocExamplesTests {
         "geofence show depot": depot,
         "geofence hook remove journal": "geofence hook add --id journal --on all --command true",
         "geofence sink remove local": "geofence sink add --id local --mqtt mqtt://localhost",
+        "geofence import phone.otrw": """
+        echo '{"_type":"waypoints","waypoints":[{"_type":"waypoint","desc":"Home","lat":51.5007,\
+        "lon":-0.1246,"rad":150,"tst":1700000000}]}' > phone.otrw
+        """,
     ]
 
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -89,10 +89,35 @@ struct MQTTSinkPlanTests {
         #expect(
             String(decoding: plan[0].message.payload, as: UTF8.self)
                 == #"{"_type":"transition","event":"enter","desc":"depot","rid":"depot","t":"c","tst":1795000000,"#
-                + #""wtst":1795000000,"id":"01J0000000000000000000000A","lat":51.5001,"lon":-0.1201,"acc":4.2}"#)
+                + #""wtst":1795000000,"id":"01J0000000000000000000000A","tid":"ne","lat":51.5001,"lon":-0.1201,"#
+                + #""acc":4.2}"#)
         #expect(plan[1].message.payload == Array("inside".utf8) && plan[1].message.retain)
         let asStored = SinkFormat.plan([stored], format: .event, topic: Self.topic, stateTopic: nil)
         #expect(asStored.map(\.message.payload) == [Array(stored.body.utf8)])
+    }
+
+    @Test("a transition of an OwnTracks waypoint's region: wtst is the waypoint's tst, field by field")
+    func ownTracksWaypointTransition() throws {
+        let event = RegionEvent(
+            id: "01J0000000000000000000000B", type: .exit, region: "owntracks/alice/phone/1700000000",
+            subject: "alice/phone", time: Date(timeIntervalSince1970: 1_795_000_100.2), state: .outside,
+            previous: .inside, inferred: false, distance: 180, radius: 100,
+            fix: EventFix(latitude: 51.5, longitude: -0.12, accuracy: 12, mode: .twoD, speed: nil, course: nil))
+        let stored = StoredEvent(
+            seq: 8, id: event.id, type: "exit", region: event.region, subject: "alice/phone", time: event.time,
+            createdAt: event.time, body: JSONValue.object(event.json).serialized())
+        let plan = SinkFormat.plan(
+            [stored], format: .owntracks, topic: TopicTemplate("owntracks/{subject-levels}/event"), stateTopic: nil)
+        #expect(plan.map(\.message.topic) == ["owntracks/alice/phone/event"])
+        #expect(plan.first?.message.retain == false)
+        let transition = try JSON.parse(try #require(plan.first).message.payload)
+        let expected: JSONObject = [
+            "_type": "transition", "event": "leave", "desc": "owntracks/alice/phone/1700000000",
+            "rid": "owntracks/alice/phone/1700000000", "t": "c", "tid": "ne", "tst": 1_795_000_100,
+            "wtst": 1_700_000_000, "lat": 51.5, "lon": -0.12, "acc": 12, "id": "01J0000000000000000000000B",
+        ]
+        #expect(transition.objectValue?.keys.sorted() == expected.keys.sorted())
+        for (key, value) in expected { #expect(transition[key] == value, "\(key)") }
     }
 
     @Test("a PUBACK that comes before its id was recorded is matched when it is")

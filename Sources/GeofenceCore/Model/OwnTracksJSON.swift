@@ -21,6 +21,13 @@ package enum OwnTracksJSON {
         return levels[1] + "/" + levels[2]
     }
 
+    /// A tracker id (`tid`) for a vehicle, as the OwnTracks apps make a device's default one: the last two
+    /// characters of its device name (`alice/phone`: `ne`; `truck-7`: `-7`).
+    package static func trackerID(subject: String) -> String {
+        let device = subject.split(separator: "/").last.map(String.init) ?? subject
+        return String(device.suffix(2))
+    }
+
     /// - Parameters:
     ///   - object: the parsed payload.
     ///   - subject: the vehicle (from the topic, see `subject(topic:)`).

@@ -256,7 +256,7 @@ public struct Region: Sendable, Equatable {
         subjects?.contains(subject) ?? true
     }
 
-    private static func show(_ value: Double) -> String {
+    package static func show(_ value: Double) -> String {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value > 0 ? "inf" : "-inf" }
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }

@@ -160,7 +160,8 @@ package enum RegionJSON {
         return text.hasSuffix(".000Z") ? String(text.dropLast(5)) + "Z" : text
     }
 
-    /// Parses a whole regions file: either `{"regions": [...]}` or a bare array. Every entry is checked;
+    /// Parses a whole regions file: either `{"regions": [...]}` or a bare array (or a GeoJSON
+    /// FeatureCollection, or an OwnTracks `.otrw` waypoints file). Every entry is checked;
     /// all problems are returned (not just the first), each with its position, and nothing is half-done.
     package static func decodeFile(
         _ bytes: [UInt8], now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default
@@ -180,6 +181,16 @@ package enum RegionJSON {
             var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
             decoder.label = "features"
             decoder.add(features, converting: RegionGeoJSON.regionObject(fromFeature:))
+            return decoder.result
+        case .object(let object) where object["_type"]?.stringValue == "waypoints":
+            // An OwnTracks `.otrw` file: each waypoint is a region (`OwnTracksWaypoints`).
+            guard case .array(let items)? = object["waypoints"] else {
+                return .failure(RegionFileError(problems: ["the OwnTracks waypoints file has no \"waypoints\" array"]))
+            }
+            var decoder = RegionEntryDecoder(now: now, createdBy: createdBy, limits: limits)
+            decoder.label = "waypoints"
+            decoder.fieldNames = OwnTracksWaypoints.fieldNames
+            decoder.add(items, converting: OwnTracksWaypoints.regionObject(fromFileEntry:))
             return decoder.result
         case .object(let object):
             guard let list = object["regions"] else {
@@ -258,6 +269,8 @@ package struct RegionEntryDecoder: Sendable {
     private var seen: [String: Int] = [:]
     /// What problems call the list: `regions` (a regions file) or `features` (a GeoJSON FeatureCollection).
     package var label = "regions"
+    /// Fields a problem names as its entry spells them (an OwnTracks waypoint's `rad` for `radius`).
+    package var fieldNames: [String: String] = [:]
 
     package init(now: Date, createdBy: UInt32? = nil, limits: RegionLimits = .default) {
         self.now = now
@@ -293,7 +306,7 @@ package struct RegionEntryDecoder: Sendable {
                 let object = entry.objectValue
                 let id = object?["id"]?.stringValue ?? object?["properties"]?.objectValue?["id"]?.stringValue
                 let idHint = id.map { " (id \"\($0)\")" } ?? ""
-                problems.append("\(label)[\(i)].\(error.field)\(idHint): \(error.message)")
+                problems.append("\(label)[\(i)].\(fieldNames[error.field] ?? error.field)\(idHint): \(error.message)")
             }
         }
     }

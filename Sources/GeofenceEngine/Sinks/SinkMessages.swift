@@ -183,8 +183,11 @@ package enum SinkFormat: String, Sendable, CaseIterable {
     }
 
     /// OwnTracks' `transition` (https://owntracks.org/booklet/tech/json/): `event` `enter` or `leave`, `desc`
-    /// and `rid` the region, `t` `c` (a circular region), `tst` the fix time, `wtst` the same (geofence has no
-    /// waypoint creation time to give), the fix's `lat`, `lon`, `acc`; and geofence's `id`, to de-duplicate.
+    /// and `rid` the region, `t` `c` (a circular region), `tid` the tracker id (`OwnTracksJSON.trackerID`:
+    /// the last two characters of the vehicle's name, as the apps make a default one), `tst` the fix time,
+    /// `wtst` the time the region was created when it is an OwnTracks waypoint's (`owntracks/USER/DEVICE/TST`:
+    /// TST, the waypoint's key), else the fix time as well; the fix's `lat`, `lon`, `acc`; and geofence's
+    /// `id`, to de-duplicate.
     static func ownTracksTransition(_ event: StoredEvent) -> [UInt8]? {
         guard let region = event.region else { return nil }
         let word: String
@@ -194,10 +197,12 @@ package enum SinkFormat: String, Sendable, CaseIterable {
         default: return nil
         }
         let tst = JSONValue.number(event.time.timeIntervalSince1970.rounded(.down))
+        let wtst = OwnTracksWaypoints.creationTime(regionID: region).map { JSONValue.number(Double($0)) } ?? tst
         var o: JSONObject = [
             "_type": "transition", "event": .string(word), "desc": .string(region), "rid": .string(region),
-            "t": "c", "tst": tst, "wtst": tst, "id": .string(event.id),
+            "t": "c", "tst": tst, "wtst": wtst, "id": .string(event.id),
         ]
+        if let subject = event.subject { o["tid"] = .string(OwnTracksJSON.trackerID(subject: subject)) }
         if let fix = event.fields.fix {
             o["lat"] = .number(fix.latitude)
             o["lon"] = .number(fix.longitude)

@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceStore
 
 #if canImport(Glibc)
     import Glibc
@@ -17,6 +18,8 @@ package struct MQTTSourceKind: SourceKind {
     /// When a message is acknowledged to the broker (`--mqtt-ack`): once its fix is committed (the default,
     /// nothing lost at a kill), or on receipt.
     package var acknowledgement = MQTTAcknowledgement.commit
+    /// What OwnTracks waypoints do (`--mqtt-waypoints`): nothing (the default), or become regions.
+    package var waypoints = MQTTWaypoints.off
 
     package static let form = "mqtt://HOST[:PORT]/TOPIC"
     package static let prefix = "mqtt://"
@@ -51,6 +54,14 @@ package struct MQTTSourceKind: SourceKind {
                 loses the fixes taken and not yet committed). With mqtts:// (libmosquitto), on receipt \
                 whatever this says. Docs/mqtt.md: the broker's in-flight window this needs.
                 """, default: "commit"),
+        SourceOption(
+            "--mqtt-waypoints", valueName: "off|regions",
+            help: """
+                What OwnTracks waypoints (_type waypoint and waypoints, on owntracks/USER/DEVICE/waypoint[s]) \
+                do: nothing, or become regions of that phone, owntracks/USER/DEVICE/TST (added, changed, \
+                and removed when the phone's list leaves them out), checked as any region. Subscribe to \
+                owntracks/# to receive them. Docs/mqtt.md: OwnTracks phones.
+                """, default: "off"),
         SourceOption(
             "--mqtt-password-file", valueName: "file",
             help: """
@@ -141,12 +152,22 @@ package struct MQTTSourceKind: SourceKind {
         // A wrong value is refused by `check`, which `run` calls after its engine settings (their errors first).
         kind.naming = (try? naming(arguments)) ?? .payload
         kind.acknowledgement = (try? acknowledgement(arguments)) ?? .commit
+        kind.waypoints = (try? waypoints(arguments)) ?? .off
         return kind
     }
 
     package static func check(_ arguments: SourceArguments) throws {
         _ = try naming(arguments)
         _ = try acknowledgement(arguments)
+        _ = try waypoints(arguments)
+    }
+
+    static func waypoints(_ arguments: SourceArguments) throws -> MQTTWaypoints {
+        guard let text = arguments.value("--mqtt-waypoints") else { return .off }
+        guard let mode = MQTTWaypoints(rawValue: text) else {
+            throw SourceOptionError.invalid(option: "--mqtt-waypoints", reason: "\"\(text)\" is not off or regions")
+        }
+        return mode
     }
 
     static func naming(_ arguments: SourceArguments) throws -> MQTTVehicleNaming {
@@ -205,6 +226,10 @@ package struct MQTTSourceKind: SourceKind {
             address: address, clientID: clientID ?? MQTTAddress.clientID(stateDirectory: c.stateDirectory),
             liveness: c.liveness, filter: c.filter, logger: logger, naming: naming,
             acknowledgement: acknowledgement)
+        if waypoints == .regions {
+            mqtt.waypointWriter = OwnTracksRegionWriter(
+                store: try StateStore(directory: c.stateDirectory), logger: logger)
+        }
         try mqtt.connect()
         let ack =
             mqtt.acknowledgesAfterCommit
@@ -212,7 +237,9 @@ package struct MQTTSourceKind: SourceKind {
             : acknowledgement == .commit
                 ? "acknowledged on receipt: libmosquitto, for TLS, cannot wait for the commit"
                 : "acknowledged on receipt"
-        logger.info("subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack))")
+        let waypointsSaid = waypoints == .regions ? "; OwnTracks waypoints become regions" : ""
+        logger.info(
+            "subscribed to \(address) as client \(mqtt.clientID) (QoS 1, persistent session; \(ack)\(waypointsSaid))")
         return mqtt
     }
 }

@@ -88,6 +88,11 @@ final class FleetIntake: @unchecked Sendable {
     /// Counts one decoded line or message; returns the fix to pass on, if it is one (usable or not: the
     /// filter counts its own refusals; only one from the future is held back). `context` goes into the log
     /// line after the unit (` on "topic"`); it is made only for that line, not for every message.
+    /// Counts a message that is handled elsewhere (an OwnTracks waypoint made a region): received, no fix.
+    func countMessage() {
+        lock.withLock { counts.lines += 1 }
+    }
+
     func take(_ report: GPSDJSONReport, context: @autoclosure () -> String = "") -> Fix? {
         let unusable: (kind: String, why: String)?
         var fix: Fix?

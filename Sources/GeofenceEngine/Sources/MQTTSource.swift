@@ -126,6 +126,13 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     static let maximumNamesTracked = 100_000
     /// How long the sender waits for a batch to fill once a fix is queued: the latency a fix may gain.
     static let gathering = 0.002
+    /// Where OwnTracks `waypoint` and `waypoints` messages become regions (`--mqtt-waypoints regions`); nil:
+    /// they are ignored, as any message that is no fix. Set before `connect`.
+    package var waypointWriter: OwnTracksRegionWriter? {
+        get { lock.withLock { writer } }
+        set { lock.withLock { writer = newValue } }
+    }
+    private var writer: OwnTracksRegionWriter?
 
     /// A subscription to `address` as `clientID`; nothing is connected before `connect(timeout:)`. Vehicles
     /// are named as `naming` says (by the payload by default), messages acknowledged on receipt by default,
@@ -318,6 +325,13 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
         case .published:
             break
         case .message(let topic, let payload, let receipt):
+            if let writer = waypointWriter, let object = Self.waypoints(payload) {
+                intake.countMessage()
+                writer.apply(object, topic: topic, naming: naming, label: label)
+                // Acknowledged once stored (or refused), as a fix once committed.
+                received(receipt, queuedFix: false)
+                return
+            }
             if let fix = intake.take(
                 Self.decode(topic: topic, payload: payload, naming: naming),
                 context: " on " + JSONValue.string(topic).serialized())
@@ -352,6 +366,17 @@ public final class MQTTSource: LocationSource, @unchecked Sendable {
     }
 
     static func tooLong(_ bytes: Int) -> GPSDJSONReport { FleetPayload.tooLong(bytes) }
+
+    /// The payload when it is an OwnTracks `waypoint` or `waypoints` message: parsed only when its bytes say
+    /// `waypoint`, so that a location is not parsed twice (a `_type` spelt with escapes is not looked for).
+    static func waypoints(_ payload: [UInt8]) -> JSONValue? {
+        guard payload.count <= GPSDJSON.maximumLineLength, payload.firstRange(of: waypointBytes) != nil,
+            let object = try? JSON.parse(payload), OwnTracksWaypoints.isWaypoints(object)
+        else { return nil }
+        return object
+    }
+
+    private static let waypointBytes = Array("\"waypoint".utf8)
 
     /// Decodes one message: gpsd TPV or OwnTracks location, named as `naming` says.
     static func decode(topic: String, payload: [UInt8], naming: MQTTVehicleNaming) -> GPSDJSONReport {

@@ -11,11 +11,12 @@ import GeofenceStore
 struct ImportCommand: GeofenceSubcommand {
     static let spec = CommandSpec(
         name: "import",
-        abstract: "Add regions from a regions file (JSON) or a GeoJSON FeatureCollection.",
+        abstract: "Add regions from a regions file (JSON), a GeoJSON FeatureCollection or an OwnTracks .otrw.",
         discussion: """
             The file holds {"regions": [ ... ]} (see Docs/regions-format.md and regions.example.json), or \
             is a GeoJSON FeatureCollection of Polygon and MultiPolygon features whose properties carry \
-            id, name, notify, dwell, expires and hooks (what export --format geojson writes). \
+            id, name, notify, dwell, expires and hooks (what export --format geojson writes), or an \
+            OwnTracks waypoints file (.otrw, a phone's regions: each waypoint the region owntracks/TST). \
             Import is all or nothing: every entry is checked first, each problem is reported with its \
             position and field, and nothing is stored unless every entry is good. Ids already in the \
             store are an error unless --replace is given. \
@@ -34,6 +35,7 @@ struct ImportCommand: GeofenceSubcommand {
             Example("The example file:", "geofence import regions.example.json"),
             Example("Check a file only:", "geofence import --dry-run regions.json"),
             Example("Districts drawn in a GIS:", "geofence import districts.geojson"),
+            Example("The regions of an OwnTracks phone (its exported waypoints):", "geofence import phone.otrw"),
         ])
 
     let file: String
