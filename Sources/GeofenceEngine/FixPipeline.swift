@@ -26,6 +26,8 @@ package final class FixPipeline {
     /// Followed region changes forgotten per sync, at most.
     package var pruneBatch = 50_000
     private var recordedTakenSeq: Int64 = 0
+    /// The decisions waiting for a commit (events, region states, regions' status), in order, without the
+    /// vehicles' rows (`rows`).
     private var pending: [MonitorOutput] = []
     private var urgent = false
     private var lastCommit: Date
@@ -38,14 +40,16 @@ package final class FixPipeline {
     /// The engine's one event id generator: the monitor's events take their ids from it, and so do the
     /// events the engine makes around the pipeline (`MonitorService`, the control handler).
     package let ids: EventIDs
-    /// ... and every this many fixes queued. Large: a vehicle's row is written once a commit however many of
-    /// its fixes the commit covers (`queue`), so that a fast stream (a replay, a backlog) writes a row per
-    /// vehicle a second instead of one a fix; what the queue holds grows with the vehicles, not the fixes.
+    /// ... and every this many fixes queued. Large: a vehicle's row is written once a commit of bookkeeping
+    /// however many of its fixes it covers (`rows`), so that a fast stream (a replay, a backlog) writes a row
+    /// a vehicle a second instead of one a fix; what waits grows with the vehicles, not the fixes.
     package var batchSize = 65_536
-    /// Fixes whose outputs were queued since the last commit.
+    /// Fixes whose outputs were queued since the last commit of bookkeeping.
     private var pendingFixes = 0
-    /// Where in `pending` each vehicle's row (`MonitorOutput.subjectUpdate`) waits: one a vehicle.
-    private var pendingRows: [String: Int] = [:]
+    /// Each vehicle's row (its last fix, for a restart) as its last queued fix left it: one a vehicle.
+    private var rows: [String: MonitorOutput.SubjectUpdate] = [:]
+    /// The vehicles whose decisions wait in `pending`: a commit of decisions writes their rows with them.
+    private var deciding: Set<String> = []
 
     package init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
@@ -368,38 +372,77 @@ package final class FixPipeline {
         return verdict
     }
 
-    /// Queues a fix's outputs for the next commit. A vehicle's row is written once a commit: the commit
-    /// writes what the last fix left, so an earlier row waiting for the same commit is dropped (replaced in
-    /// place when it was all that output held and the new one holds nothing else: nothing else moves, so
-    /// events keep their order).
+    /// Queues a fix's outputs for the next commit: its decisions in order (`pending`), its vehicle's row
+    /// in place of the one before (`rows`).
     private func queue(_ out: MonitorOutput) {
         guard !out.isEmpty else { return }
         pendingFixes += 1
         pendingEvents += out.events.count
         if !out.statusChanges.isEmpty { urgent = true }
+        var decisions = out
         if let row = out.subjectUpdate {
-            let onlyRow = out.events.isEmpty && out.pairUpdates.isEmpty && out.statusChanges.isEmpty
-            if let index = pendingRows[row.subject] {
-                let earlier = pending[index]
-                if onlyRow, earlier.events.isEmpty, earlier.pairUpdates.isEmpty, earlier.statusChanges.isEmpty {
-                    pending[index] = out
-                    return
-                }
-                pending[index].subjectUpdate = nil
-            }
-            pendingRows[row.subject] = pending.count
+            rows[row.subject] = row
+            decisions.subjectUpdate = nil
         }
-        pending.append(out)
+        guard !decisions.isEmpty else { return }
+        for event in decisions.events { if let subject = event.subject { deciding.insert(subject) } }
+        for update in decisions.pairUpdates { deciding.insert(update.subject) }
+        pending.append(decisions)
     }
 
-    /// Commits at once when events or status changes wait; bookkeeping goes in batches.
+    /// Commits at once when events or status changes wait (with the rows of their vehicles: a vehicle's row
+    /// and its regions' states stay of one time); bookkeeping goes in batches.
     private func commitIfDue() throws -> [RegionEvent] {
-        if pendingEvents > 0 || urgent || pendingFixes >= batchSize
-            || (!pending.isEmpty && clock().timeIntervalSince(lastCommit) >= batchInterval)
+        if pendingFixes >= batchSize
+            || (!(pending.isEmpty && rows.isEmpty) && clock().timeIntervalSince(lastCommit) >= batchInterval)
         {
             return try flush()
         }
+        if pendingEvents > 0 || urgent { return try commitDecisions() }
         return []
+    }
+
+    /// Commits the decisions waiting and their vehicles' rows; the rows of vehicles that only moved wait for
+    /// the next commit of bookkeeping (within `batchInterval`).
+    private func commitDecisions() throws -> [RegionEvent] {
+        var outputs = pending
+        var written: [String] = []
+        for subject in deciding {
+            guard let row = rows[subject] else { continue }
+            var output = MonitorOutput()
+            output.subjectUpdate = row
+            outputs.append(output)
+            written.append(subject)
+        }
+        // On failure nothing was written: the queue stays, and the next commit carries it.
+        try store.monitorState.apply(outputs, taken: nil, now: clock())
+        commits += 1
+        for subject in written { rows[subject] = nil }
+        // Their fixes are all in the store now: a stop on a full disk need not ask for them again.
+        for subject in deciding { uncommitted.remove(subject: subject) }
+        let events = pending.flatMap(\.events)
+        pending.removeAll(keepingCapacity: true)
+        deciding.removeAll(keepingCapacity: true)
+        pendingEvents = 0
+        urgent = false
+        observeReceipts(at: clock())
+        if rows.isEmpty { allCommitted() }
+        return events
+    }
+
+    /// Nothing waits any more: every fix judged is in the store.
+    private func allCommitted() {
+        pendingFixes = 0
+        lowestPending = nil
+        uncommitted = UncommittedFixes()
+        lastCommit = clock()
+    }
+
+    /// The fixes waiting are committed (their decisions, or all they changed): their latency is observed.
+    private func observeReceipts(at time: Date) {
+        guard !pendingReceipts.isEmpty else { return }
+        for received in pendingReceipts { commitLatency.observe(time.timeIntervalSince(received)) }
+        pendingReceipts.removeAll(keepingCapacity: true)
     }
 
     /// Expires regions by the wall clock (the daemon calls this now and then). Returns committed events.
@@ -433,24 +476,30 @@ package final class FixPipeline {
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
         if let extra { queue(extra) }
         let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
-        guard !pending.isEmpty || taken != nil else { return [] }
+        guard !pending.isEmpty || !rows.isEmpty || taken != nil else {
+            // A commit of decisions may have written the last of it.
+            allCommitted()
+            return []
+        }
+        var outputs = pending
+        outputs.reserveCapacity(pending.count + rows.count)
+        for row in rows.values {
+            var output = MonitorOutput()
+            output.subjectUpdate = row
+            outputs.append(output)
+        }
         // On failure nothing was written: the queue stays, and the next commit carries it.
-        try store.monitorState.apply(pending, taken: taken, now: clock())
+        try store.monitorState.apply(outputs, taken: taken, now: clock())
         commits += 1
         if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
-        pendingRows.removeAll(keepingCapacity: true)
-        pendingFixes = 0
+        rows.removeAll(keepingCapacity: true)
+        deciding.removeAll(keepingCapacity: true)
         pendingEvents = 0
-        lowestPending = nil
-        uncommitted = UncommittedFixes()
         urgent = false
-        lastCommit = clock()
-        if !pendingReceipts.isEmpty {
-            for received in pendingReceipts { commitLatency.observe(lastCommit.timeIntervalSince(received)) }
-            pendingReceipts.removeAll(keepingCapacity: true)
-        }
+        allCommitted()
+        observeReceipts(at: lastCommit)
         return events
     }
 }
@@ -463,6 +512,12 @@ package struct UncommittedFixes: Sendable {
     package private(set) var count = 0
 
     package var isEmpty: Bool { count == 0 }
+
+    /// The vehicle's fixes are committed.
+    mutating func remove(subject: String) {
+        guard let known = vehicles.removeValue(forKey: subject) else { return }
+        count -= known.count
+    }
 
     mutating func add(subject: String, time: Date) {
         count += 1

@@ -91,17 +91,33 @@ import Testing
         defer { dir.remove() }
         let (p, store) = try pipeline(dir, "state", batchSize: nil)
         let fixes = fleet(vehicles: 10, seconds: 100, from: 5_000)
-        let beforeFirst = try rowWrites(store)
+        let before = try rowWrites(store)
         for fix in fixes { _ = try p.processForEvents(fix) }
-        // The first fix of each vehicle makes `determined` events (committed at once, with their rows); the
-        // 99 fixes after them, of bookkeeping only, wait for one commit.
-        let afterFirst = try rowWrites(store)
+        // 5 km from the depot: no region is near enough to be judged, no event; every row waits for the
+        // commit of bookkeeping.
+        #expect(try rowWrites(store) == before, "nothing written before the commit of bookkeeping")
         try p.flush()
-        #expect(try rowWrites(store) - afterFirst == 10, "one row for each of 10 vehicles, 990 fixes waiting")
-        #expect(afterFirst - beforeFirst <= 10 * 10, "the determined events' commits: at most 10 rows each")
+        #expect(try rowWrites(store) - before == 10, "one row for each of 10 vehicles, 1,000 fixes")
         #expect(p.committedThrough == Int64(fixes.count))
         let last = try store.monitorState.subject(named: "van-3")
         #expect(last?.record.lastFixTime == start.addingTimeInterval(99), "the row holds the last fix")
+    }
+
+    @Test("a commit of decisions that writes every row waiting moves the mark (an MQTT source acknowledges then)")
+    func decisionsThatWriteEveryRowMoveTheMark() throws {
+        let dir = try TemporaryDirectory("geofence-rows")
+        defer { dir.remove() }
+        let (p, _) = try pipeline(dir, "state", batchSize: nil)
+        // The first fix of each of 10 vehicles: a `determined` event each, so every row waiting is a deciding
+        // vehicle's, written with the events.
+        let first = Array(fleet(vehicles: 10, seconds: 1, from: -600))
+        let made = try p.processForEvents(batch: first)
+        #expect(made.count == 10, "\(made.map(\.type)) \(p.filter.statistics)")
+        #expect(!p.holdsMark, "nothing waits")
+        #expect(p.committedThrough == 10)
+        // The MQTT intake's flush after a batch: nothing to write, and the mark stays where it is.
+        #expect(try p.flush().isEmpty)
+        #expect(p.committedThrough == 10)
     }
 
     @Test("through a region: a commit a fix, a row a vehicle a commit, a commit a source's batch: the same store")
