@@ -36,7 +36,7 @@ package final class HomeAssistantTrackers: @unchecked Sendable {
 
     /// What a sync publishes: retained messages, the vehicles to record as announced first, and the vehicles
     /// to forget once the messages are acknowledged.
-    struct Plan {
+    struct Plan: Sendable {
         var messages: [SinkMessage] = []
         var announce: [String] = []
         var forget: [String] = []

@@ -61,6 +61,8 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
     /// One tracker sync at a time (a batch's vehicles, or all of them), so an older reading of the store is
     /// never published after a newer one.
     private let syncing = AsyncLock()
+    /// Where the trackers' SQLite reads and writes run: a thread of its own, not the cooperative pool.
+    private let trackerWorker = StoreWorker(name: "geofence.sink-ha")
     /// Per group of tracker messages handed to the client, how many are not yet acknowledged.
     private var pendingExtra: [Int: Int] = [:]
     private var extraGroups = 0
@@ -240,15 +242,18 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
         guard let client = lock.withLock({ self.client }) else { return false }
         let plan: HomeAssistantTrackers.Plan
         do {
-            plan = try trackers.plan(subjects)
-            try trackers.willPublish(plan)
+            plan = try await trackerWorker.run {
+                let plan = try trackers.plan(subjects)
+                try trackers.willPublish(plan)
+                return plan
+            }
         } catch {
             logger.warning("sink \(id): cannot read the vehicles for Home Assistant: \(error)")
             return false
         }
         guard await publishAndWait(plan.messages, client: client) else { return false }
         do {
-            try trackers.didPublish(plan)
+            try await trackerWorker.run { try trackers.didPublish(plan) }
         } catch {
             logger.warning("sink \(id): cannot record the Home Assistant trackers: \(error)")
             return false
@@ -264,13 +269,14 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
     private func keepTrackers() async {
         guard let trackers, lock.withLock({ connected }) else { return }
         await syncing.lock()
-        if lock.withLock({
+        let again = lock.withLock {
             defer { resync = false }
             return resync
-        }) {
-            trackers.forgetPublished()
         }
-        let due = trackers.fingerprint == nil || (try? trackers.currentFingerprint()) != trackers.fingerprint
+        let due = await trackerWorker.run { () -> Bool in
+            if again { trackers.forgetPublished() }
+            return trackers.fingerprint == nil || (try? trackers.currentFingerprint()) != trackers.fingerprint
+        }
         syncing.unlock()
         if due { _ = await sync(nil) }
     }
@@ -367,6 +373,7 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
         if let task = lock.withLock({ housekeeping }) {
             task.cancel()
             await task.value
+            trackerWorker.finish()
         }
         guard let client = lock.withLock({ self.client }) else { return }
         if lock.withLock({ connected }) {
