@@ -220,4 +220,47 @@ struct HomeAssistantDiscoveryTests {
         #expect(try StateStore(directory: cli.stateDir).sinks.trackers(sink: "ha") == ["alice/phone+1", "truck-1"])
         #expect(await third.stop() != nil)
     }
+
+    @Test("a broker that lost its retained messages gets every tracker back when the sink reconnects")
+    func brokerLoss() async throws {
+        let cli = try CLI()
+        defer { cli.dir.remove() }
+        let broker = try cli.broker()
+        #expect(try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+        let url = "mqtt://127.0.0.1:\(broker.port)"
+        #expect(try cli.run("sink", "add", "--id", "ha", "--mqtt", url, "--format", "homeassistant").status == 0)
+        let (daemon, feed) = try MQTTSinkTests.fifoDaemon(cli)
+        defer { feed.close() }
+        #expect(await daemon.waitForLog("running:", timeout: 10), "\(daemon.log)")
+        feed.send((0...8).map { Self.tpv("truck-1", east: 400 - 50 * Double($0), at: Double(5 * $0)) })
+        let state = "geofence/truck-1/tracker/state"
+        var seen: [String: String] = [:]
+        #expect(
+            try await Wait.until(timeout: 20, every: .milliseconds(200)) {
+                seen = try Self.retained(broker, "#")
+                return seen[state] == "depot"
+            }, "\(seen)")
+        let config = seen.filter { $0.key.hasPrefix("homeassistant/") }
+        #expect(config.count == 1)
+
+        // The broker stops and comes back without its persistence file: no retained message is left.
+        broker.stop()
+        try FileManager.default.removeItem(atPath: cli.dir.file("broker") + "/mosquitto.db")
+        try broker.start()
+        #expect(await daemon.waitForLog("sink ha: connected again", timeout: 20), "\(daemon.log)")
+        #expect(
+            try await Wait.until(timeout: 20, every: .milliseconds(200)) {
+                seen = try Self.retained(broker, "#")
+                return seen[state] == "depot" && config.allSatisfy { seen[$0.key] == $0.value }
+            }, "\(seen)")
+
+        // And it goes on: the truck drives out.
+        feed.send((9...16).map { Self.tpv("truck-1", east: 400 - 50 * Double($0), at: Double(5 * $0)) })
+        #expect(
+            try await Wait.until(timeout: 20, every: .milliseconds(200)) {
+                seen = try Self.retained(broker, state)
+                return seen[state] == "not_home"
+            }, "\(seen)")
+        #expect(await daemon.stop() != nil)
+    }
 }
