@@ -49,5 +49,19 @@ extension Schema {
             try db.execute("ALTER TABLE sinks ADD COLUMN timeout REAL")
             try db.execute("ALTER TABLE sinks ADD COLUMN batch INTEGER")
         }
+        // Home Assistant discovery (`sink add --format homeassistant`): the discovery prefix of the sink (NULL for
+        // the other formats), and the vehicles whose retained discovery config it has published and not yet
+        // cleared, so that one pruned while the engine was stopped is cleared at the next start.
+        m.registerMigration("035-sink-homeassistant") { db in
+            try db.execute("ALTER TABLE sinks ADD COLUMN discovery_prefix TEXT")
+            try db.execute(
+                """
+                CREATE TABLE sink_trackers (
+                    sink    TEXT NOT NULL REFERENCES sinks(id) ON DELETE CASCADE,
+                    subject TEXT NOT NULL,
+                    PRIMARY KEY (sink, subject)
+                ) WITHOUT ROWID
+                """)
+        }
     }
 }

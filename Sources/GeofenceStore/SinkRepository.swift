@@ -38,6 +38,8 @@ package struct SinkDefinition: Sendable, Equatable {
     package var timeout: Double?
     /// A webhook's events per request: nil, one (the body is the event's JSON); more, a JSON array of them.
     package var batch: Int?
+    /// With the `homeassistant` format, the prefix of its discovery topics (`homeassistant`); nil otherwise.
+    package var discoveryPrefix: String?
     package var createdBy: UInt32?
     package var createdAt: Date
 
@@ -46,7 +48,7 @@ package struct SinkDefinition: Sendable, Equatable {
         statusTopic: String? = nil, format: String = "event", events: [String] = [], passwordFile: String? = nil,
         passwordEnvironment: String? = nil, caFile: String? = nil, certificateFile: String? = nil,
         keyFile: String? = nil, secretFile: String? = nil, headers: [String] = [], timeout: Double? = nil,
-        batch: Int? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
+        batch: Int? = nil, discoveryPrefix: String? = nil, createdBy: UInt32? = nil, createdAt: Date = Date()
     ) {
         self.id = id
         self.kind = kind
@@ -65,6 +67,7 @@ package struct SinkDefinition: Sendable, Equatable {
         self.headers = headers
         self.timeout = timeout
         self.batch = batch
+        self.discoveryPrefix = discoveryPrefix
         self.createdBy = createdBy
         self.createdAt = createdAt
     }
@@ -111,15 +114,15 @@ package struct SinkRepository: Sendable {
                 """
                 INSERT INTO sinks (id, kind, url, topic, state_topic, status_topic, format, events, password_file,
                                    password_env, ca_file, cert_file, key_file, secret_file, headers, timeout,
-                                   batch, created_by, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   batch, discovery_prefix, created_by, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     sink.id, sink.kind, sink.url, sink.topic, sink.stateTopic, sink.statusTopic, sink.format,
                     sink.events.isEmpty ? "*" : sink.events.joined(separator: ","), sink.passwordFile,
                     sink.passwordEnvironment, sink.caFile, sink.certificateFile, sink.keyFile, sink.secretFile,
                     sink.headers.isEmpty ? nil : JSONValue.array(sink.headers.map { .string($0) }).serialized(),
-                    sink.timeout, sink.batch.map { Int64($0) }, sink.createdBy.map { Int64($0) },
+                    sink.timeout, sink.batch.map { Int64($0) }, sink.discoveryPrefix, sink.createdBy.map { Int64($0) },
                     sink.createdAt.timeIntervalSince1970,
                 ])
         } catch let error as DatabaseError where error.isUniqueConstraintViolation {
@@ -140,8 +143,8 @@ package struct SinkRepository: Sendable {
             try db.forEachRow(
                 """
                 SELECT id, kind, url, topic, state_topic, status_topic, format, events, password_file, password_env,
-                       ca_file, cert_file, key_file, secret_file, headers, timeout, batch, created_by,
-                       created_at
+                       ca_file, cert_file, key_file, secret_file, headers, timeout, batch, discovery_prefix,
+                       created_by, created_at
                 FROM sinks ORDER BY created_at, id
                 """
             ) { s in
@@ -160,6 +163,7 @@ package struct SinkRepository: Sendable {
                         secretFile: try s.optionalString("secret_file"), headers: headers.compactMap(\.stringValue),
                         timeout: try s.optionalDouble("timeout"),
                         batch: try s.optionalInt64("batch").map { Int(clamping: $0) },
+                        discoveryPrefix: try s.optionalString("discovery_prefix"),
                         createdBy: try s.optionalInt64("created_by").map { UInt32(truncatingIfNeeded: $0) },
                         createdAt: try s.date("created_at")))
             }
@@ -201,6 +205,7 @@ package struct SinkRepository: Sendable {
             try db.execute("DELETE FROM sinks WHERE id = ?", [id])
             guard db.changes > 0 else { throw SinkStoreError.sinkNotFound(id) }
             try db.execute("DELETE FROM sink_cursors WHERE sink = ?", [id])
+            try db.execute("DELETE FROM sink_trackers WHERE sink = ?", [id])
             removed.append(id)
         }
         return removed

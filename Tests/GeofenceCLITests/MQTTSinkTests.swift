@@ -154,7 +154,22 @@ struct MQTTSinkTests {
                 (["--mqtt", "mqtt://127.0.0.1/fleet"], 64, "it has a path"),
                 (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/#"], 64, "contains + or #"),
                 (["--mqtt", "mqtt://127.0.0.1", "--topic", "fleet/{vehicle}"], 64, "has {vehicle}"),
-                (["--mqtt", "mqtt://127.0.0.1", "--format", "xml"], 64, "\"xml\" is not event or owntracks"),
+                (
+                    ["--mqtt", "mqtt://127.0.0.1", "--format", "xml"], 64,
+                    "\"xml\" is not event, owntracks or homeassistant"
+                ),
+                (
+                    ["--mqtt", "mqtt://127.0.0.1", "--discovery-prefix", "ha"], 64,
+                    "--discovery-prefix is for --format homeassistant"
+                ),
+                (
+                    ["--mqtt", "mqtt://127.0.0.1", "--format", "homeassistant", "--discovery-prefix", "ha/"], 64,
+                    "invalid value for --discovery-prefix: has an empty topic level"
+                ),
+                (
+                    ["--mqtt", "mqtt://127.0.0.1", "--format", "homeassistant", "--topic", "fleet/{region}"], 65,
+                    "a Home Assistant tracker's topic is per vehicle"
+                ),
                 (["--mqtt", "mqtt://127.0.0.1", "--on", "enter,arrive"], 64, "\"arrive\" is not an event type"),
                 (
                     ["--mqtt", "mqtt://u@127.0.0.1", "--password-file", "/no/such/file"], 65,

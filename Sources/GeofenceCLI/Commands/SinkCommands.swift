@@ -31,19 +31,26 @@ struct SinkAddCommand: GeofenceSubcommand {
             .value("--mqtt", valueName: "url", help: "The broker: mqtt://[USER@]HOST[:PORT] or mqtts://..."),
             .value("--http", valueName: "url", help: "The webhook: http://HOST[:PORT]/PATH or https://..."),
             .value(
-                "--topic", valueName: "template", help: "MQTT: where each event goes.",
-                default: "geofence/{subject}/{region}/event"),
+                "--topic", valueName: "template",
+                help: "MQTT: where each event goes (homeassistant: where each vehicle's tracker state goes).",
+                defaultDescription: "geofence/{subject}/{region}/event; homeassistant: geofence/{subject}/tracker"),
             .value(
-                "--format", valueName: "event|owntracks",
+                "--format", valueName: "event|owntracks|homeassistant",
                 help: """
                     MQTT: event: the event's JSON (Docs/events.md); owntracks: an OwnTracks transition for enter \
-                    and exit (other events are not published, the state topic still is).
+                    and exit (other events are not published, the state topic still is); homeassistant: one \
+                    Home Assistant device tracker per vehicle by MQTT discovery, its state the region it is in \
+                    (Docs/mqtt.md).
                     """, default: "event"),
+            .value(
+                "--discovery-prefix", valueName: "prefix",
+                help: "MQTT, --format homeassistant: Home Assistant's discovery prefix.",
+                defaultDescription: "homeassistant"),
             .value("--on", valueName: "types", help: "Comma-separated event types, or all.", default: "all"),
             .value(
                 "--state-topic", valueName: "template",
                 help: "MQTT: retained inside/outside per vehicle and region; none for no state topic.",
-                default: "geofence/{subject}/{region}/state"),
+                defaultDescription: "geofence/{subject}/{region}/state; homeassistant: none"),
             .value(
                 "--status-topic", valueName: "topic",
                 help: "MQTT: retained online/offline (the last will) of the engine; none for no status topic.",
@@ -93,6 +100,9 @@ struct SinkAddCommand: GeofenceSubcommand {
                 "geofence sink add --mqtt mqtt://localhost --format owntracks --on enter,exit,determined --topic 'owntracks/{subject}/event'"
             ),
             Example(
+                "One Home Assistant device tracker per vehicle, found by MQTT discovery:",
+                "geofence sink add --id ha --mqtt mqtt://localhost --format homeassistant"),
+            Example(
                 "Crossings POSTed to a backend, signed:",
                 "geofence sink add --id backend --http https://fleet.example/geofence --secret-file /etc/geofence/webhook.secret --on enter,exit"
             ),
@@ -100,7 +110,7 @@ struct SinkAddCommand: GeofenceSubcommand {
 
     static let mqttOnly = [
         "--topic", "--format", "--state-topic", "--status-topic", "--password-file", "--password-env", "--ca", "--cert",
-        "--key",
+        "--key", "--discovery-prefix",
     ]
     static let httpOnly = ["--secret-file", "--header", "--http-ca", "--timeout", "--batch"]
 
@@ -150,7 +160,7 @@ struct SinkAddCommand: GeofenceSubcommand {
         for (option, key) in [
             ("--topic", "topic"), ("--format", "format"), ("--state-topic", "stateTopic"),
             ("--status-topic", "statusTopic"), ("--password-file", "passwordFile"), ("--password-env", "passwordEnv"),
-            ("--ca", "caFile"), ("--cert", "certFile"), ("--key", "keyFile"),
+            ("--ca", "caFile"), ("--cert", "certFile"), ("--key", "keyFile"), ("--discovery-prefix", "discoveryPrefix"),
         ] {
             if let value = a.value(option) { params[key] = .string(value) }
         }
@@ -163,7 +173,16 @@ struct SinkAddCommand: GeofenceSubcommand {
             }
         }
         if let format = a.value("--format"), SinkFormat(rawValue: format) == nil {
-            throw c.usage("invalid value for --format: \(RegionCommands.quoted(format)) is not event or owntracks")
+            throw c.usage(
+                "invalid value for --format: \(RegionCommands.quoted(format)) is not event, owntracks or homeassistant")
+        }
+        if let prefix = a.value("--discovery-prefix") {
+            guard a.value("--format") == SinkFormat.homeassistant.rawValue else {
+                throw c.usage("--discovery-prefix is for --format homeassistant")
+            }
+            if let problem = HomeAssistantDiscovery.prefixProblem(prefix) {
+                throw c.usage("invalid value for --discovery-prefix: \(problem)")
+            }
         }
         for option in ["--password-file", "--cert", "--key"] {
             if let file = a.value(option), !file.hasPrefix("/") {

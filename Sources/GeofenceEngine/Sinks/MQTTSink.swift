@@ -56,10 +56,25 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
     private var ids = MessageIDs()
     private var statusAcknowledged = false
     private var waiter: CheckedContinuation<Void, Never>?
+    /// With `--format homeassistant`: the vehicles' trackers, kept in step with the store by `sync`.
+    private let trackers: HomeAssistantTrackers?
+    /// One tracker sync at a time (a batch's vehicles, or all of them), so an older reading of the store is
+    /// never published after a newer one.
+    private let syncing = AsyncLock()
+    /// Where the trackers' SQLite reads and writes run: a thread of its own, not the cooperative pool.
+    private let trackerWorker = StoreWorker(name: "geofence.sink-ha")
+    /// Per group of tracker messages handed to the client, how many are not yet acknowledged.
+    private var pendingExtra: [Int: Int] = [:]
+    private var extraGroups = 0
+    /// The connection came back: publish every tracker again (a broker without persistence lost them).
+    private var resync = false
+    /// Every second: a full tracker sync when regions or vehicles changed (`HomeAssistantTrackers`).
+    private var housekeeping: Task<Void, Never>?
 
     package init(
         id: String, address: MQTTAddress, clientID: String, events: [String], format: SinkFormat,
-        topic: TopicTemplate, stateTopic: TopicTemplate?, statusTopic: String?, logger: Logger
+        topic: TopicTemplate, stateTopic: TopicTemplate?, statusTopic: String?, logger: Logger,
+        trackers: HomeAssistantTrackers? = nil
     ) {
         self.id = id
         self.address = address
@@ -70,6 +85,7 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
         self.stateTopic = stateTopic
         self.statusTopic = statusTopic
         self.logger = logger
+        self.trackers = trackers
     }
 
     package func accepts(eventType: String) -> Bool { events.isEmpty || events.contains(eventType) }
@@ -143,6 +159,16 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
         }
         publishStatus("online", client: made)
         logger.info("sink \(id): connected to \(address.broker) as client \(clientID)")
+        if trackers != nil {
+            let task = Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    await self.keepTrackers()
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            lock.withLock { housekeeping = task }
+        }
     }
 
     package func deliver(_ batch: [StoredEvent]) async throws -> Int {
@@ -183,7 +209,7 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
             }
             await waitForAcknowledgements(seconds: 1)
         }
-        return publishing.withLock {
+        let delivered = publishing.withLock {
             lock.withLock {
                 let acknowledged = remaining.firstIndex { $0 > 0 } ?? remaining.count
                 let published = refusedAt ?? batch.count
@@ -194,6 +220,115 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
                 return min(acknowledged, published)
             }
         }
+        // The trackers of the vehicles these events moved: acknowledged too before the events count as
+        // delivered, so the cursor never passes an event whose vehicle's tracker is not on the broker.
+        if trackers != nil, delivered > 0 {
+            var seen: Set<String> = []
+            let subjects = batch[..<delivered].compactMap { e -> String? in
+                guard e.region != nil, let subject = e.subject, seen.insert(subject).inserted else { return nil }
+                return subject
+            }
+            if !subjects.isEmpty, !(await sync(subjects)) { return 0 }
+        }
+        return delivered
+    }
+
+    /// Publishes the trackers of `subjects` (nil: of every vehicle, and clears those of vehicles gone) as the
+    /// store has them now, and waits for the broker's acknowledgements; false when they did not all come.
+    private func sync(_ subjects: [String]?) async -> Bool {
+        guard let trackers else { return true }
+        await syncing.lock()
+        defer { syncing.unlock() }
+        guard let client = lock.withLock({ self.client }) else { return false }
+        let plan: HomeAssistantTrackers.Plan
+        do {
+            plan = try await trackerWorker.run {
+                let plan = try trackers.plan(subjects)
+                try trackers.willPublish(plan)
+                return plan
+            }
+        } catch {
+            logger.warning("sink \(id): cannot read the vehicles for Home Assistant: \(error)")
+            return false
+        }
+        guard await publishAndWait(plan.messages, client: client) else { return false }
+        do {
+            try await trackerWorker.run { try trackers.didPublish(plan) }
+        } catch {
+            logger.warning("sink \(id): cannot record the Home Assistant trackers: \(error)")
+            return false
+        }
+        if !plan.forget.isEmpty {
+            logger.info("sink \(id): cleared the Home Assistant trackers of \(plan.forget.count) vehicle(s) gone")
+        }
+        return true
+    }
+
+    /// Every second while connected: a full sync when the store's regions or vehicles changed since the last
+    /// one (or none succeeded yet, or the connection came back).
+    private func keepTrackers() async {
+        guard let trackers, lock.withLock({ connected }) else { return }
+        await syncing.lock()
+        let again = lock.withLock {
+            defer { resync = false }
+            return resync
+        }
+        let due = await trackerWorker.run { () -> Bool in
+            if again { trackers.forgetPublished() }
+            return trackers.fingerprint == nil || (try? trackers.currentFingerprint()) != trackers.fingerprint
+        }
+        syncing.unlock()
+        if due { _ = await sync(nil) }
+    }
+
+    /// Hands `messages` to the client, 256 at a time, each time waiting for all their PUBACKs; false when
+    /// one was refused, the task was cancelled, or acknowledgements stopped for `stallTimeout`.
+    private func publishAndWait(_ messages: [SinkMessage], client: any MQTTClient) async -> Bool {
+        for start in stride(from: 0, to: messages.count, by: 256) {
+            let chunk = messages[start..<min(start + 256, messages.count)]
+            let group = lock.withLock {
+                extraGroups += 1
+                pendingExtra[extraGroups] = 0
+                return extraGroups
+            }
+            defer {
+                lock.withLock {
+                    pendingExtra[group] = nil
+                    ids.dropExtra(group: group)
+                }
+            }
+            let handed = publishing.withLock { () -> Bool in
+                for message in chunk {
+                    do {
+                        let mid = try client.publish(
+                            topic: message.topic, payload: message.payload, retain: message.retain)
+                        lock.withLock {
+                            if !ids.publishedExtra(mid, group: group) { pendingExtra[group, default: 0] += 1 }
+                        }
+                    } catch {
+                        logger.error("sink \(id): \(error)")
+                        return false
+                    }
+                }
+                return true
+            }
+            guard handed else { return false }
+            var seen = -1
+            var lastProgress = Date()
+            while true {
+                if Task.isCancelled { return false }
+                let left = lock.withLock { pendingExtra[group] ?? 0 }
+                if left <= 0 { break }
+                if left != seen {
+                    seen = left
+                    lastProgress = Date()
+                } else if Date().timeIntervalSince(lastProgress) > stallTimeout {
+                    return false
+                }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        return true
     }
 
     /// Hands messages of the plan to the client while fewer than `window` are unacknowledged. Called by
@@ -235,6 +370,11 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     package func close() async {
+        if let task = lock.withLock({ housekeeping }) {
+            task.cancel()
+            await task.value
+            trackerWorker.finish()
+        }
         guard let client = lock.withLock({ self.client }) else { return }
         if lock.withLock({ connected }) {
             publishStatus("offline", client: client)
@@ -306,6 +446,7 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
                 switch ids.acknowledged(mid) {
                 case .event(let index): acknowledge(index)
                 case .status: statusAcknowledged = true
+                case .extra(let group): if let n = pendingExtra[group] { pendingExtra[group] = n - 1 }
                 case nil: break
                 }
                 guard let client, next < plan.count, inFlight < window ?? client.preferredWindow else { return nil }
@@ -324,6 +465,7 @@ package final class MQTTSink: EventSink, @unchecked Sendable {
             if wasDown, let client {
                 logger.notice("sink \(id): connected again to \(address.broker)")
                 publishStatus("online", client: client)
+                lock.withLock { resync = true }
             }
         case .disconnected(let why), .refused(let why):
             let first = lock.withLock {
@@ -354,9 +496,12 @@ package struct MessageIDs {
     package enum Acknowledged: Equatable {
         case event(Int)
         case status
+        /// A message of a group handed over outside the batch (a Home Assistant tracker's).
+        case extra(Int)
     }
 
     private var events: [Int32: Int] = [:]
+    private var extra: [Int32: Int] = [:]
     private var early: Set<Int32> = []
     private var status: Int32?
 
@@ -384,13 +529,54 @@ package struct MessageIDs {
         return false
     }
 
+    /// `publish` returned `mid` for a message of group `group`; true: its PUBACK has already come.
+    package mutating func publishedExtra(_ mid: Int32, group: Int) -> Bool {
+        if early.remove(mid) != nil { return true }
+        extra[mid] = group
+        return false
+    }
+
+    /// The group is over (acknowledged, or given up): its PUBACKs still to come acknowledge nothing.
+    package mutating func dropExtra(group: Int) { extra = extra.filter { $0.value != group } }
+
     package mutating func acknowledged(_ mid: Int32) -> Acknowledged? {
         if let event = events.removeValue(forKey: mid) { return .event(event) }
         if mid == status {
             status = nil
             return .status
         }
+        if let group = extra.removeValue(forKey: mid) { return .extra(group) }
         early.insert(mid)
         return nil
+    }
+}
+
+/// A lock for async code: `lock()` waits (without blocking a thread) until the holder calls `unlock()`.
+final class AsyncLock: Sendable {
+    private let state = Mutex<(held: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func lock() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if !s.held {
+                    s.held = true
+                    return true
+                }
+                s.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    func unlock() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.waiting.isEmpty {
+                s.held = false
+                return nil
+            }
+            return s.waiting.removeFirst()
+        }
+        next?.resume()
     }
 }

@@ -63,8 +63,18 @@ package enum MQTTSinkKind: SinkKind {
             }
         }
         let formatName = try text("format") ?? SinkFormat.event.rawValue
-        guard SinkFormat(rawValue: formatName) != nil else {
-            throw ControlError(.invalid, "format: \"\(formatName.prefix(32))\" is not event or owntracks")
+        guard let format = SinkFormat(rawValue: formatName) else {
+            throw ControlError(
+                .invalid, "format: \"\(formatName.prefix(32))\" is not event, owntracks or homeassistant")
+        }
+        var discoveryPrefix = try text("discoveryPrefix")
+        if format == .homeassistant {
+            discoveryPrefix = discoveryPrefix ?? HomeAssistantDiscovery.defaultPrefix
+            if let problem = discoveryPrefix.flatMap(HomeAssistantDiscovery.prefixProblem) {
+                throw ControlError(.invalid, "discovery prefix: \(problem)")
+            }
+        } else if discoveryPrefix != nil {
+            throw ControlError(.invalid, "a discovery prefix is for --format homeassistant")
         }
         func template(_ key: String, _ fallback: String) throws -> String? {
             let value = try text(key) ?? fallback
@@ -72,8 +82,17 @@ package enum MQTTSinkKind: SinkKind {
             if let problem = TopicTemplate.problem(value) { throw ControlError(.invalid, "\(key): \(problem)") }
             return value
         }
-        let topic = try template("topic", TopicTemplate.eventDefault) ?? TopicTemplate.eventDefault
-        let stateTopic = try template("stateTopic", TopicTemplate.stateDefault)
+        let topicDefault =
+            format == .homeassistant ? HomeAssistantDiscovery.defaultBase : TopicTemplate.eventDefault
+        let topic = try template("topic", topicDefault) ?? topicDefault
+        if format == .homeassistant, topic.contains("{region}") || topic.contains("{type}") {
+            throw ControlError(
+                .invalid,
+                "topic: a Home Assistant tracker's topic is per vehicle: {subject} or {subject-levels}, no {region} "
+                    + "or {type}")
+        }
+        // A Home Assistant sink's trackers say where each vehicle is; per-pair states only when asked for.
+        let stateTopic = try template("stateTopic", format == .homeassistant ? "none" : TopicTemplate.stateDefault)
         let statusTopic = try template("statusTopic", TopicTemplate.statusDefault)
         if let statusTopic, statusTopic.contains("{") {
             throw ControlError(
@@ -83,7 +102,7 @@ package enum MQTTSinkKind: SinkKind {
         return SinkDefinition(
             id: "", kind: kind, url: address.broker, topic: topic, stateTopic: stateTopic, statusTopic: statusTopic,
             format: formatName, passwordFile: passwordFile, passwordEnvironment: passwordEnvironment, caFile: caFile,
-            certificateFile: certificateFile, keyFile: keyFile)
+            certificateFile: certificateFile, keyFile: keyFile, discoveryPrefix: discoveryPrefix)
     }
 
     /// The sink, its password read from where the definition says.
@@ -105,11 +124,20 @@ package enum MQTTSinkKind: SinkKind {
             }
             address.password = password
         }
+        var trackers: HomeAssistantTrackers?
+        if definition.format == SinkFormat.homeassistant.rawValue {
+            trackers = HomeAssistantTrackers(
+                sinkID: definition.id,
+                discovery: HomeAssistantDiscovery(
+                    prefix: definition.discoveryPrefix ?? HomeAssistantDiscovery.defaultPrefix,
+                    base: TopicTemplate(definition.topic), statusTopic: definition.statusTopic),
+                stateDirectory: context.stateDirectory)
+        }
         return MQTTSink(
             id: definition.id, address: address,
             clientID: MQTTAddress.clientID(stateDirectory: context.stateDirectory) + "-sink-" + definition.id,
             events: definition.events, format: SinkFormat(rawValue: definition.format) ?? .event,
             topic: TopicTemplate(definition.topic), stateTopic: definition.stateTopic.map(TopicTemplate.init),
-            statusTopic: definition.statusTopic, logger: context.logger)
+            statusTopic: definition.statusTopic, logger: context.logger, trackers: trackers)
     }
 }

@@ -107,6 +107,9 @@ package enum SinkFormat: String, Sendable, CaseIterable {
     /// `{"_type":"transition","event":"enter"|"leave",...}` for enter and exit (and `determined inside`, a
     /// first fix already inside, as an enter); other events are not published.
     case owntracks
+    /// Home Assistant's MQTT discovery: no message per event, but one retained device tracker per vehicle
+    /// (`HomeAssistantDiscovery`), kept by the sink from the store.
+    case homeassistant
 
     /// The messages of one event: its own (unless the format has none for it), then the retained state of
     /// its (subject, region) pair for events that set it.
@@ -122,6 +125,8 @@ package enum SinkFormat: String, Sendable, CaseIterable {
             if let payload = ownTracksTransition(event) {
                 out.append(SinkMessage(topic: at, payload: payload, retain: false))
             }
+        case .homeassistant:
+            break
         }
         if let stateTopic, let region = event.region, let subject = event.subject,
             event.type == "determined" || event.type == "enter" || event.type == "exit", let state = stateOf(event)

@@ -53,6 +53,7 @@ package enum SinkRequest {
         if let ca = sink.caFile { o["caFile"] = .string(ca) }
         if let file = sink.certificateFile { o["certFile"] = .string(file) }
         if let file = sink.keyFile { o["keyFile"] = .string(file) }
+        if let prefix = sink.discoveryPrefix { o["discoveryPrefix"] = .string(prefix) }
         if let uid = sink.createdBy { o["createdBy"] = .number(Double(uid)) }
         return o
     }
