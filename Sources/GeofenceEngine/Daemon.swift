@@ -37,6 +37,11 @@ package struct DaemonConfiguration: Sendable {
     package var subject: String?
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
+    /// Serve the HTTP API (`/v1/`, Docs/http.md) on the server of `metrics` too (`run --api`).
+    package var api = false
+    /// Serve HTTPS with this certificate and key (PEM files): `run --tls-cert --tls-key`.
+    package var tlsCertificateFile: String?
+    package var tlsKeyFile: String?
 
     package init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -112,6 +117,8 @@ package final class Daemon: Sendable {
         // The one event id generator: the pipeline's, shared with the control handler.
         let ids = pipeline.ids
         let metrics = EngineMetrics()
+        // Rung with every commit, for the HTTP API's event streams.
+        let apiBell = EventBell()
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -120,6 +127,7 @@ package final class Daemon: Sendable {
             onEvents: {
                 watchers.wake()
                 delivery.wake()
+                apiBell.ring()
             }, metrics: metrics, liveness: c.liveness, space: space,
             commitMark: MQTTSource.commitMark(for: source))
         let started = Date()
@@ -136,41 +144,26 @@ package final class Daemon: Sendable {
         try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
-        var metricsServer: MetricsServer?
-        if let address = c.metrics {
-            // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
-            // that hangs is what `/healthz` must be able to report), and cannot write.
-            let reader = try StateStore(
-                directory: c.stateDirectory, options: .init(readOnly: true, busyTimeout: .seconds(2)))
-            let s = MetricsServer(
-                address: address,
-                respond: MetricsEndpoints(
-                    store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
-                    started: started
-                ).respond)
-            try s.start()
-            metricsServer = s
-            logger.info("metrics at http://\(MetricsAddress(host: address.host, port: s.port))/metrics")
-        }
         var identity = EngineIdentity(
             stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
             version: version, started: started, source: source.label)
         identity.metrics = metrics
+        let handler = ControlHandler(
+            store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
+            changed: { change in
+                watchers.wake()
+                hooks.wake()
+                apiBell.ring()
+                if case .sinks = change {
+                    sinks.reload()
+                    return
+                }
+                Task { await service.apply(change) }
+            },
+            subscribe: { watchers.add($0) },
+            engine: identity, ids: ids)
         var server: ControlServer?
         if let path = c.socketPath {
-            let handler = ControlHandler(
-                store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
-                changed: { change in
-                    watchers.wake()
-                    hooks.wake()
-                    if case .sinks = change {
-                        sinks.reload()
-                        return
-                    }
-                    Task { await service.apply(change) }
-                },
-                subscribe: { watchers.add($0) },
-                engine: identity, ids: ids)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
@@ -178,6 +171,40 @@ package final class Daemon: Sendable {
             try s.start()
             server = s
             logger.info("control socket at \(path)")
+        }
+        var metricsServer: MetricsServer?
+        if let address = c.metrics {
+            // What fails here stops the control socket that was started above.
+            var startedServer = server
+            defer { startedServer?.stop() }
+            // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
+            // that hangs is what `/healthz` must be able to report), and cannot write.
+            let reader = try StateStore(
+                directory: c.stateDirectory, options: .init(readOnly: true, busyTimeout: .seconds(2)))
+            var tls: MetricsServer.TLSIdentity?
+            if let certificate = c.tlsCertificateFile, let key = c.tlsKeyFile {
+                tls = try MetricsServer.TLSIdentity(certificateFile: certificate, keyFile: key)
+            }
+            let s = MetricsServer(
+                address: address, api: c.api ? HTTPAPI(handler: handler, reader: reader, bell: apiBell) : nil,
+                tls: tls,
+                respond: MetricsEndpoints(
+                    store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
+                    started: started
+                ).respond)
+            try s.start()
+            metricsServer = s
+            startedServer = nil
+            let shown = MetricsAddress(host: address.host, port: s.port)
+            logger.info("metrics at \(s.scheme)://\(shown)/metrics")
+            if c.api {
+                logger.info("HTTP API at \(s.scheme)://\(shown)/v1/")
+                if tls == nil && !["127.0.0.1", "::1"].contains(address.host) {
+                    logger.warning(
+                        "the HTTP API listens on \(shown) without TLS: its tokens cross the network in clear "
+                            + "(give --tls-cert and --tls-key)")
+                }
+            }
         }
         // Said once everything that can fail at start has not: the socket answers from now on.
         logger.notice(
