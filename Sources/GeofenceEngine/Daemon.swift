@@ -162,21 +162,8 @@ package final class Daemon: Sendable {
             },
             subscribe: { watchers.add($0) },
             engine: identity, ids: ids)
-        var server: ControlServer?
-        if let path = c.socketPath {
-            let s = ControlServer(path: path, logger: logger) { request, connection in
-                handler.handle(request, peer: connection.peer, connection: connection)
-            }
-            s.trust = { handler.trust($0) }
-            try s.start()
-            server = s
-            logger.info("control socket at \(path)")
-        }
         var metricsServer: MetricsServer?
         if let address = c.metrics {
-            // What fails here stops the control socket that was started above.
-            var startedServer = server
-            defer { startedServer?.stop() }
             // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
             // that hangs is what `/healthz` must be able to report), and cannot write.
             let reader = try StateStore(
@@ -194,7 +181,6 @@ package final class Daemon: Sendable {
                 ).respond)
             try s.start()
             metricsServer = s
-            startedServer = nil
             let shown = MetricsAddress(host: address.host, port: s.port)
             logger.info("metrics at \(s.scheme)://\(shown)/metrics")
             if c.api {
@@ -205,6 +191,21 @@ package final class Daemon: Sendable {
                             + "(give --tls-cert and --tls-key)")
                 }
             }
+        }
+        var server: ControlServer?
+        if let path = c.socketPath {
+            let s = ControlServer(path: path, logger: logger) { request, connection in
+                handler.handle(request, peer: connection.peer, connection: connection)
+            }
+            s.trust = { handler.trust($0) }
+            do {
+                try s.start()
+            } catch {
+                metricsServer?.stop()
+                throw error
+            }
+            server = s
+            logger.info("control socket at \(path)")
         }
         // Said once everything that can fail at start has not: the socket answers from now on.
         logger.notice(
@@ -255,6 +256,7 @@ package final class Daemon: Sendable {
             // the last commit after it.
             deadline: .seconds(min(7, c.hooks.shutdownGrace * 2 + 5)))
         let control = server
+        let api = c.api ? metricsServer : nil
         let ending = await group.run { ending in
             let why: String
             switch ending.service {
@@ -269,6 +271,8 @@ package final class Daemon: Sendable {
             // No more requests, and no client keeps the store's write lock (an import in parts rolls back)
             // while the engine commits its last state.
             control?.stop()
+            // Nor through the HTTP API.
+            api?.stop()
         }
         if !ending.cancelled.isEmpty {
             logger.warning("did not stop in time, cancelled: \(ending.cancelled.joined(separator: ", "))")
