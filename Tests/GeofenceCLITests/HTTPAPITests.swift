@@ -123,12 +123,13 @@ final class SSEClient {
     /// Drops the connection (no goodbye).
     func drop() { shutdown(fd, Int32(SHUT_RDWR)) }
 
-    /// Reads until `count` events have come (id and data each), or `timeout` seconds; returns them.
+    /// Reads until the answer's head and `count` events have come (id and data each), or `timeout` seconds;
+    /// returns the events.
     func events(_ count: Int, timeout: Double) -> [(id: String, data: String)] {
         var found: [(id: String, data: String)] = []
         let deadline = Date().addingTimeInterval(timeout)
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while found.count < count && Date() < deadline {
+        while (found.count < count || !headerDone) && Date() < deadline {
             let n = recv(fd, &chunk, chunk.count, 0)
             if n == 0 { break }
             if n > 0 { buffer += chunk[0..<n] }
@@ -441,6 +442,38 @@ struct HTTPAPITests {
             _ = open.events(0, timeout: 0.3)
             let took = await daemon.stop()
             #expect(took != nil && (took ?? 99) < 4, "stopped in \(String(describing: took)) s")
+        }
+    }
+
+    @Test("connections: at most 16 from one address (a stream holds one); one dropped frees its place")
+    func connectionLimit() async throws {
+        try await withCLI { cli in
+            let token = try Self.token(cli, "dashboard", scope: "read")
+            let (daemon, feed, _, port) = try await Self.engine(cli)
+            defer { feed.close() }
+            var streams: [SSEClient] = []
+            for _ in 0..<16 {
+                let stream = try SSEClient(port: port, token: token)
+                _ = stream.events(0, timeout: 0.1)
+                streams.append(stream)
+            }
+            // The first comment says the stream is open: each of the 16 has its answer.
+            for stream in streams {
+                _ = stream.events(0, timeout: 2)
+                #expect(stream.status == 200)
+            }
+            let refused = try SSEClient(port: port, token: token)
+            _ = refused.events(1, timeout: 2)
+            #expect(refused.status == 0, "the 17th connection from one address is closed unanswered")
+            streams[0].drop()
+            // Noticed at the stream's next write (a comment every 5 s at most).
+            #expect(
+                await Wait.until(timeout: 10) {
+                    let next = try? SSEClient(port: port, token: token)
+                    _ = next?.events(0, timeout: 0.5)
+                    return next?.status == 200
+                })
+            #expect(await daemon.stop() != nil)
         }
     }
 
