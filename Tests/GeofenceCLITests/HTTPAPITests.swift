@@ -323,6 +323,21 @@ struct HTTPAPITests {
             let removed = try api.request("DELETE", "/v1/regions/office", token: writer)
             #expect(removed.status == 200 && removed.json?["removed"] == [.string("office")], "\(removed)")
             #expect(try cli.ids() == ["depot"])
+
+            // With an Idempotency-Key, a change sent again is answered from the record, not made again.
+            let yard = Array(#"{"lat": 48.86, "lon": 2.35, "radius": 50}"#.utf8)
+            let key = ["Idempotency-Key: yard-1"]
+            let made = try api.request("PUT", "/v1/regions/yard", token: writer, body: yard, headers: key)
+            #expect(made.status == 200, "\(made)")
+            #expect(try api.request("DELETE", "/v1/regions/yard", token: writer).status == 200)
+            let again = try api.request("PUT", "/v1/regions/yard", token: writer, body: yard, headers: key)
+            #expect(again.status == 200 && again.json?["id"]?.stringValue == "yard", "\(again)")
+            #expect(try cli.ids() == ["depot"], "the repeat was not made again")
+            let misused = try api.request("DELETE", "/v1/regions/depot", token: writer, headers: key)
+            #expect(misused.status == 422 && misused.errorCode == "invalid", "\(misused)")
+            let long = ["Idempotency-Key: " + String(repeating: "k", count: 121)]
+            #expect(try api.request("DELETE", "/v1/regions/depot", token: writer, headers: long).status == 400)
+            #expect(try cli.ids() == ["depot"])
             #expect(await daemon.stop() != nil)
         }
     }

@@ -181,7 +181,7 @@ package final class HTTPAPI: Sendable {
             return .response(put(id: id, request))
         case (.region(let id), _):
             var params: JSONObject = ["ids": [.string(id)]]
-            if let key = request.headers["Idempotency-Key"] { params["requestId"] = .string("http:" + key) }
+            if let refusal = Self.idempotency(request, into: &params) { return .response(refusal) }
             return .response(call(.remove, params))
         case (.importRegions, _):
             return .response(importRegions(request))
@@ -245,7 +245,7 @@ package final class HTTPAPI: Sendable {
             return Self.hooksRefused
         }
         var params: JSONObject = ["region": .object(region), "replace": true]
-        if let key = request.headers["Idempotency-Key"] { params["requestId"] = .string("http:" + key) }
+        if let refusal = Self.idempotency(request, into: &params) { return refusal }
         return call(.add, params)
     }
 
@@ -276,8 +276,18 @@ package final class HTTPAPI: Sendable {
             "replace": .bool(Self.flag(request.arguments["replace"])),
             "dryRun": .bool(Self.flag(request.arguments["dryRun"])), "final": true,
         ]
-        if let key = request.headers["Idempotency-Key"] { params["requestId"] = .string("http:" + key) }
+        if let refusal = Self.idempotency(request, into: &params) { return refusal }
         return call(.importRegions, params)
+    }
+
+    /// `Idempotency-Key: KEY` as the change's request id (`http:KEY`, apart from the CLI's ids), or why not.
+    private static func idempotency(_ request: HTTPRequest, into params: inout JSONObject) -> MetricsServer.Response? {
+        guard let key = request.headers["Idempotency-Key"] else { return nil }
+        guard !key.isEmpty, key.utf8.count <= 120 else {
+            return error(400, "bad-request", "Idempotency-Key must be 1 to 120 bytes")
+        }
+        params["requestId"] = .string("http:" + key)
+        return nil
     }
 
     private static func flag(_ text: String?) -> Bool { text == "true" || text == "1" || text == "" }
@@ -495,9 +505,13 @@ package final class HTTPEventStream: @unchecked Sendable {
             }
             if let last = events.last {
                 for event in events {
-                    pending += Array("id: \(event.id)\ndata: ".utf8)
-                    pending += Array(event.body.utf8)
-                    pending += [10, 10]
+                    pending += Array("id: \(event.id)\n".utf8)
+                    // One `data:` line per line of the body (the engine's own are one line; a received one
+                    // might not be), which the client joins again with newlines.
+                    for line in event.body.split(separator: "\n", omittingEmptySubsequences: false) {
+                        pending += Array("data: ".utf8) + Array(line.utf8) + [10]
+                    }
+                    pending.append(10)
                 }
                 seq = last.seq
                 continue
