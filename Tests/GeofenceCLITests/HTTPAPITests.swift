@@ -492,6 +492,38 @@ struct HTTPAPITests {
         }
     }
 
+    @Test("a connection that sends nothing is closed after the idle timeout (10 s)")
+    func idleTimeout() async throws {
+        try await withCLI { cli in
+            let (daemon, feed, _, port) = try await Self.engine(cli)
+            defer { feed.close() }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            #expect(connected)
+            // Half a request, then nothing.
+            let part = Array("GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
+            #expect(send(fd, part, part.count, Int32(MSG_NOSIGNAL)) == part.count)
+            let started = Date()
+            var byte: UInt8 = 0
+            let n = recv(fd, &byte, 1, 0)
+            let waited = Date().timeIntervalSince(started)
+            #expect(n == 0, "closed by the server, not timed out by the client")
+            #expect(waited > 8 && waited < 15, "closed after \(waited) s")
+            #expect(await daemon.stop() != nil)
+        }
+    }
+
     @Test("TLS: with --tls-cert and --tls-key the API (and /metrics) answer over HTTPS only")
     func tls() async throws {
         try await withCLI { cli in
