@@ -55,6 +55,11 @@ package struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
 /// thread of its own, at most `connectionLimit` connections, each closed after `timeout` seconds idle, only
 /// GET and HEAD. It never touches the monitor: what it answers comes from `respond`, which reads published
 /// values and the store.
+///
+/// With an `api` (`run --api on`) it also serves the HTTP API under `/v1/`, and then runs a thread per
+/// connection (an event stream's reader waits for events in it), at most `apiConnectionLimit` connections
+/// and `apiPerAddressLimit` from one address, reading bodies of up to `HTTPAPI.maximumBody`. With `tls` it
+/// speaks HTTPS only.
 package final class MetricsServer: @unchecked Sendable {
     // @unchecked: `daemon` is set in `start` and cleared in `stop`, both called by the one owner; libmicrohttpd
     // calls `respond` on its own thread, and `respond` is Sendable.
