@@ -169,7 +169,9 @@ struct APIFailure: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-@Suite("the HTTP API (run --api on)")
+/// One engine at a time: the suite starts nine, each with its curl processes, which would otherwise crowd
+/// out the timing of other suites' engines on a small machine.
+@Suite("the HTTP API (run --api on)", .serialized)
 struct HTTPAPITests {
     /// An engine with the API on a free port, fed JSON lines through a FIFO, watching the depot of
     /// `DiskFaultTests.trips`; and its API's base URL and port.
