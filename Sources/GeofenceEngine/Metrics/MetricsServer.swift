@@ -138,27 +138,11 @@ package final class MetricsServer: @unchecked Sendable {
         var started: OpaquePointer?
         if api != nil || tls != nil {
             started = withSocketAddress { startAPI($0, context: context.toOpaque()) }
-        } else if address.isIPv6 {
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = address.port.bigEndian
-            _ = inet_pton(AF_INET6, address.host, &sa.sin6_addr)
-            started = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    CMicroHTTPD_start(
-                        $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout, 1)
-                }
-            }
         } else {
-            var sa = sockaddr_in()
-            sa.sin_family = sa_family_t(AF_INET)
-            sa.sin_port = address.port.bigEndian
-            _ = inet_pton(AF_INET, address.host, &sa.sin_addr)
-            started = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    CMicroHTTPD_start(
-                        $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout, 0)
-                }
+            started = withSocketAddress {
+                CMicroHTTPD_start(
+                    $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout,
+                    address.isIPv6 ? 1 : 0)
             }
         }
         guard let started else {
