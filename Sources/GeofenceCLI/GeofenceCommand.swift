@@ -148,6 +148,11 @@ extension CommandFailure {
             case .duplicateHook, .nothingToRetry: return CommandFailure(e.description, exitCode: .dataError)
             case .hookNotFound, .deliveryNotFound: return CommandFailure(e.description, exitCode: .noInput)
             }
+        case let e as TokenStoreError:
+            switch e {
+            case .duplicateToken: return CommandFailure(e.description, exitCode: .dataError)
+            case .tokenNotFound: return CommandFailure(e.description, exitCode: .noInput)
+            }
         default:
             return CommandFailure("\(error)", exitCode: .software)
         }

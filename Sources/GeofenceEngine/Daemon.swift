@@ -37,6 +37,11 @@ package struct DaemonConfiguration: Sendable {
     package var subject: String?
     /// Where to serve `/metrics` and `/healthz` (nil: nowhere, the default).
     package var metrics: MetricsAddress?
+    /// Serve the HTTP API (`/v1/`, Docs/http.md) on the server of `metrics` too (`run --api`).
+    package var api = false
+    /// Serve HTTPS with this certificate and key (PEM files): `run --tls-cert --tls-key`.
+    package var tlsCertificateFile: String?
+    package var tlsKeyFile: String?
 
     package init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -112,6 +117,8 @@ package final class Daemon: Sendable {
         // The one event id generator: the pipeline's, shared with the control handler.
         let ids = pipeline.ids
         let metrics = EngineMetrics()
+        // Rung with every commit, for the HTTP API's event streams.
+        let apiBell = EventBell()
         let service = MonitorService(
             store: store, pipeline: pipeline, logger: logger,
             executor: executor, sourceLabel: source.label, sourceStatus: { source.status },
@@ -120,6 +127,7 @@ package final class Daemon: Sendable {
             onEvents: {
                 watchers.wake()
                 delivery.wake()
+                apiBell.ring()
             }, metrics: metrics, liveness: c.liveness, space: space,
             commitMark: MQTTSource.commitMark(for: source))
         let started = Date()
@@ -136,46 +144,66 @@ package final class Daemon: Sendable {
         try store.settings.set(
             DaemonSettings.sourceStatus, source.status.map { JSONValue.object($0.json).serialized() } ?? "")
 
+        var identity = EngineIdentity(
+            stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
+            version: version, started: started, source: source.label)
+        identity.metrics = metrics
+        let handler = ControlHandler(
+            store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
+            changed: { change in
+                watchers.wake()
+                hooks.wake()
+                apiBell.ring()
+                if case .sinks = change {
+                    sinks.reload()
+                    return
+                }
+                Task { await service.apply(change) }
+            },
+            subscribe: { watchers.add($0) },
+            engine: identity, ids: ids)
         var metricsServer: MetricsServer?
         if let address = c.metrics {
             // A connection of its own, read-only: a scrape never waits behind the monitor's writes (a store
             // that hangs is what `/healthz` must be able to report), and cannot write.
             let reader = try StateStore(
                 directory: c.stateDirectory, options: .init(readOnly: true, busyTimeout: .seconds(2)))
+            var tls: MetricsServer.TLSIdentity?
+            if let certificate = c.tlsCertificateFile, let key = c.tlsKeyFile {
+                tls = try MetricsServer.TLSIdentity(certificateFile: certificate, keyFile: key)
+            }
             let s = MetricsServer(
-                address: address,
+                address: address, api: c.api ? HTTPAPI(handler: handler, reader: reader, bell: apiBell) : nil,
+                tls: tls,
                 respond: MetricsEndpoints(
                     store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
                     started: started
                 ).respond)
             try s.start()
             metricsServer = s
-            logger.info("metrics at http://\(MetricsAddress(host: address.host, port: s.port))/metrics")
+            let shown = MetricsAddress(host: address.host, port: s.port)
+            logger.info("metrics at \(s.scheme)://\(shown)/metrics")
+            if c.api {
+                logger.info("HTTP API at \(s.scheme)://\(shown)/v1/")
+                if tls == nil && !["127.0.0.1", "::1"].contains(address.host) {
+                    logger.warning(
+                        "the HTTP API listens on \(shown) without TLS: its tokens cross the network in clear "
+                            + "(give --tls-cert and --tls-key)")
+                }
+            }
         }
-        var identity = EngineIdentity(
-            stateDirectory: canonicalDirectory(c.stateDirectory) ?? c.stateDirectory, pid: getpid(),
-            version: version, started: started, source: source.label)
-        identity.metrics = metrics
         var server: ControlServer?
         if let path = c.socketPath {
-            let handler = ControlHandler(
-                store: store, policy: AccessPolicy(daemonUID: getuid(), restricted: c.restricted),
-                changed: { change in
-                    watchers.wake()
-                    hooks.wake()
-                    if case .sinks = change {
-                        sinks.reload()
-                        return
-                    }
-                    Task { await service.apply(change) }
-                },
-                subscribe: { watchers.add($0) },
-                engine: identity, ids: ids)
             let s = ControlServer(path: path, logger: logger) { request, connection in
                 handler.handle(request, peer: connection.peer, connection: connection)
             }
             s.trust = { handler.trust($0) }
-            try s.start()
+            do {
+                try s.start()
+            } catch {
+                metricsServer?.stop()
+                throw error
+            }
             server = s
             logger.info("control socket at \(path)")
         }
@@ -228,6 +256,7 @@ package final class Daemon: Sendable {
             // the last commit after it.
             deadline: .seconds(min(7, c.hooks.shutdownGrace * 2 + 5)))
         let control = server
+        let api = c.api ? metricsServer : nil
         let ending = await group.run { ending in
             let why: String
             switch ending.service {
@@ -242,6 +271,8 @@ package final class Daemon: Sendable {
             // No more requests, and no client keeps the store's write lock (an import in parts rolls back)
             // while the engine commits its last state.
             control?.stop()
+            // Nor through the HTTP API.
+            api?.stop()
         }
         if !ending.cancelled.isEmpty {
             logger.warning("did not stop in time, cancelled: \(ending.cancelled.joined(separator: ", "))")

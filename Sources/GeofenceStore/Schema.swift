@@ -8,6 +8,7 @@ enum Schema {
         registerControl(&m)
         registerRequests(&m)
         registerSinks(&m)
+        registerTokens(&m)
         return m
     }
 

@@ -101,6 +101,8 @@ package final class StateStore: Sendable {
     package var permissions: PermissionRepository { PermissionRepository(queue: queue) }
     /// Recorded answers to clients' requests.
     package var requests: RequestRepository { RequestRepository(queue: queue) }
+    /// The HTTP API's bearer tokens, by hash.
+    package var tokens: TokenRepository { TokenRepository(queue: queue) }
 
     /// `PRAGMA integrity_check`: empty when the database is sound.
     package func integrityCheck() throws -> [String] {

@@ -16,6 +16,10 @@ import Testing
 /// user's own file) and `drive.json` (a recorded drive). An example that acts on something an earlier one
 /// made gets it made first (`givens`).
 ///
+/// An example that talks to the HTTP API at `http://127.0.0.1:9464/v1/` (Docs/http.md) gets an engine of its
+/// own serving it (`run --api on`, fed nothing, on the sandbox's store), its real address put in place of
+/// `127.0.0.1:9464`.
+///
 /// An example that needs what a test cannot have (gpsd, a running engine, root, systemd, Kafka, MQTT, a
 /// network, the build itself, or one that runs until stopped) is skipped with its reason printed: in a
 /// hand-written doc, by a `<!-- skip-example: REASON -->` line just before its block; in `Docs/cli.md`,
@@ -40,6 +44,8 @@ struct DocExamplesTests {
         "geofence run --gpsd 10.0.0.7:2947:/dev/ttyACM0": "the engine: needs a remote gpsd, runs until stopped",
         "geofence run --subject truck-7": "the engine: needs gpsd, runs until stopped",
         "geofence run --metrics 127.0.0.1:9464": "the engine: needs gpsd, runs until stopped (and a fixed port)",
+        "geofence run --metrics 0.0.0.0:8443 --api on --tls-cert /etc/geofence/cert.pem --tls-key /etc/geofence/key.pem":
+            "the engine: needs gpsd and the certificate files, runs until stopped (on a fixed port)",
         "kcat -C -b kafka:9092 -t fixes -u | geofence run --source json:-": "needs Kafka (kcat), runs until stopped",
         "sudo systemctl enable --now geofence": "needs root and systemd",
         "geofence run --source 'mqtt://engine@broker/fleet/#' --mqtt-password-file /etc/geofence/mqtt.pw":
@@ -72,6 +78,9 @@ struct DocExamplesTests {
         "geofence events retry 0193a4c2-7f1e-7c3a-9d2b-5e8f0a1b2c3d": "needs that event: an engine that ran hooks",
     ]
 
+    /// The address the docs give the HTTP API.
+    static let apiAddress = "127.0.0.1:9464"
+
     static let depot = "geofence add --id depot --lat 51.5007 --lon -0.1246 --radius 200"
 
     /// What an example acts on that another example made: run first, in the example's own state.
@@ -84,6 +93,7 @@ struct DocExamplesTests {
         echo '{"_type":"waypoints","waypoints":[{"_type":"waypoint","desc":"Home","lat":51.5007,\
         "lon":-0.1246,"rad":150,"tst":1700000000}]}' > phone.otrw
         """,
+        "geofence token remove dashboard": "geofence token add dashboard > /dev/null",
     ]
 
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -204,6 +214,24 @@ struct DocExamplesTests {
             return env
         }
 
+        /// An engine serving the HTTP API on a free port, on this sandbox's store, fed nothing (through a FIFO
+        /// it holds open): the engine, the feed to close, and the address it serves.
+        func apiEngine(gpsd: String) async throws -> (DaemonProcess, FleetFeed, String) {
+            let fifo = dir.file("fixes.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let daemon = try DaemonProcess(
+                ["run", "--source", "json:" + fifo, "--metrics", "127.0.0.1:0", "--api", "on"],
+                logPath: dir.file("engine.log"), environment: environment(gpsd: gpsd))
+            let feed = try FleetFeed(fifo: fifo)
+            guard await daemon.waitForLog("HTTP API at", timeout: 10),
+                let range = daemon.log.range(of: #"127\.0\.0\.1:[0-9]+/v1/"#, options: .regularExpression)
+            else {
+                feed.close()
+                throw DocExampleFailure(description: "the engine did not start its API:\n\(daemon.log)")
+            }
+            return (daemon, feed, String(daemon.log[range].dropLast(4)))
+        }
+
         /// Runs `script` in bash, killed (with all it started) after `timeout` seconds.
         func run(_ script: String, gpsd: String, timeout: Int = 10) throws -> (
             status: Int32, stdout: String, stderr: String
@@ -239,8 +267,12 @@ struct DocExamplesTests {
         }.joined(separator: "\n") + "\n"
     }
 
+    struct DocExampleFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
     @Test("every shell example in README.md and Docs/*.md runs, or says why it cannot")
-    func examplesRun() throws {
+    func examplesRun() async throws {
         let (examples, stray) = try Self.allExamples()
         #expect(stray.isEmpty, "skip markers not just before a shell block: \(stray)")
         // The lists name real examples: an entry left behind when a doc changed is an error, not dead weight.
@@ -267,8 +299,17 @@ struct DocExamplesTests {
             }
             let sandbox = try Sandbox(drive: Self.drive)
             defer { sandbox.dir.remove() }
-            let script = (Self.givens[example.script].map { $0 + "\n" } ?? "") + example.script
+            var script = (Self.givens[example.script].map { $0 + "\n" } ?? "") + example.script
+            var engine: (DaemonProcess, FleetFeed, String)?
+            if script.contains(Self.apiAddress) {
+                engine = try await sandbox.apiEngine(gpsd: gpsd)
+                script = script.replacingOccurrences(of: Self.apiAddress, with: engine?.2 ?? Self.apiAddress)
+            }
             let result = try sandbox.run(script, gpsd: gpsd)
+            if let (daemon, feed, _) = engine {
+                feed.close()
+                #expect(await daemon.stop() != nil, "the API's engine did not stop:\n\(daemon.log)")
+            }
             ran += 1
             #expect(
                 result.status == 0,

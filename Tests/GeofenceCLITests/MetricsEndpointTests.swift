@@ -53,12 +53,14 @@ struct MetricsEndpointTests {
 
     /// An engine with metrics on a free port, fed JSON lines through a FIFO, watching one region (the depot
     /// of `DiskFaultTests.trips`).
-    static func fleetEngine(_ cli: CLI, environment: [String: String] = [:]) throws -> (DaemonProcess, FleetFeed) {
+    static func fleetEngine(_ cli: CLI, environment: [String: String] = [:], arguments: [String] = []) throws -> (
+        DaemonProcess, FleetFeed
+    ) {
         try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
         let fifo = cli.dir.file("fleet.fifo")
         #expect(mkfifo(fifo, 0o600) == 0)
         let daemon = try DaemonProcess(
-            ["run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:0"],
+            ["run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:0"] + arguments,
             logPath: cli.dir.file("run.log"), environment: cli.environment.merging(environment) { $1 })
         return (daemon, try FleetFeed(fifo: fifo))
     }

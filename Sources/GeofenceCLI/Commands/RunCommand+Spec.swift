@@ -123,6 +123,16 @@ extension RunCommand {
                             trusted network.
                             """),
                     .value(
+                        "--api", valueName: "on|off",
+                        help: """
+                            on: serve the HTTP API (/v1/: regions, status, events and their live stream, vehicles; \
+                            Docs/http.md) on the server of --metrics, to clients with a token of `geofence token add`.
+                            """, default: "off"),
+                    .value(
+                        "--tls-cert", valueName: "file",
+                        help: "Serve --metrics (and the API) over HTTPS with this certificate (PEM); with --tls-key."),
+                    .value("--tls-key", valueName: "file", help: "The private key (PEM) of --tls-cert."),
+                    .value(
                         "--log-level", valueName: "level", help: "error, warning, notice, info or debug.",
                         default: "info"),
                     .flag(
@@ -145,6 +155,10 @@ extension RunCommand {
                 "Settings from the environment, checked before a restart:",
                 "GEOFENCE_STALE_AFTER=30s geofence run --print-config"),
             Example("With metrics for Prometheus on loopback:", "geofence run --metrics 127.0.0.1:9464"),
+            Example(
+                "With the HTTP API over HTTPS on every address:",
+                "geofence run --metrics 0.0.0.0:8443 --api on --tls-cert /etc/geofence/cert.pem --tls-key /etc/geofence/key.pem"
+            ),
             Example("As a service:", "sudo systemctl enable --now geofence"),
         ])
 

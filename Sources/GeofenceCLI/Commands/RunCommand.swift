@@ -117,6 +117,25 @@ struct RunCommand: GeofenceSubcommand {
                 throw c.usage("invalid value for --metrics: \(error)")
             }
         }
+        switch c.arguments.value("--api") ?? "off" {
+        case "on":
+            guard configuration.metrics != nil else {
+                throw c.usage("--api on serves the API on the server of --metrics: give --metrics ADDRESS too")
+            }
+            configuration.api = true
+        case "off": configuration.api = false
+        case let other: throw c.invalid("--api", "\"\(other)\" is not on or off")
+        }
+        let certificate = c.arguments.value("--tls-cert")
+        let key = c.arguments.value("--tls-key")
+        if certificate != nil || key != nil {
+            guard let certificate, let key else { throw c.usage("--tls-cert and --tls-key go together") }
+            guard configuration.metrics != nil else {
+                throw c.usage("--tls-cert and --tls-key are for the server of --metrics: give --metrics ADDRESS too")
+            }
+            configuration.tlsCertificateFile = certificate
+            configuration.tlsKeyFile = key
+        }
         let levelText = c.arguments.value("--log-level") ?? "info"
         guard let level = LogLevel(name: levelText) else {
             throw c.invalid("--log-level", "\"\(levelText)\" is not error, warning, notice, info or debug")

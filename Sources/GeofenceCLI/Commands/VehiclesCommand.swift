@@ -1,5 +1,6 @@
 import Foundation
 import GeofenceCore
+import GeofenceEngine
 import GeofenceStore
 
 /// `geofence vehicles`: the subjects the store knows, and `--prune` of the ones gone quiet.
@@ -79,10 +80,5 @@ struct VehiclesCommand: GeofenceSubcommand {
         c.console.write(table.render())
     }
 
-    static func json(_ v: VehicleSummary) -> JSONObject {
-        var o: JSONObject = ["subject": .string(v.subject), "inside": .array(v.inside.map { .string($0) })]
-        if let time = v.lastFixTime { o["lastFixTime"] = .string(TimestampParser.format(time)) }
-        if let fix = v.lastFix { o["lastFix"] = .object(fix.json) }
-        return o
-    }
+    static func json(_ v: VehicleSummary) -> JSONObject { VehicleReport.json(v) }
 }

@@ -22,7 +22,7 @@ package final class ControlHandler: Sendable {
     /// The engine's one event id generator (its pipeline's), for the events the handler makes.
     let ids: EventIDs
     /// Changes per uid through the socket, for users other than root and the engine's own.
-    let changeLimit = ChangeRateLimit()
+    let changeLimit = ChangeRateLimit<UInt32>()
 
     /// Changes the engine reacts to.
     package enum Change: Sendable {
@@ -153,7 +153,7 @@ package final class ControlHandler: Sendable {
     private func limit(_ request: ControlRequest, peer: ControlPeer, connection: ControlConnection?) -> ControlError? {
         guard let connection, request.method.canWrite, !policy.isPrivileged(peer.uid) else { return nil }
         if request.method == .importRegions, connection[ImportInProgress.key] != nil { return nil }
-        guard let wait = changeLimit.take(uid: peer.uid, now: MonotonicClock.seconds()) else { return nil }
+        guard let wait = changeLimit.take(peer.uid, now: MonotonicClock.seconds()) else { return nil }
         let refusal = ControlError(
             .busy,
             "too many changes from \(ControlHandler.userName(peer.uid)): at most \(changeLimit.burst) at once and "

@@ -55,20 +55,45 @@ package struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
 /// thread of its own, at most `connectionLimit` connections, each closed after `timeout` seconds idle, only
 /// GET and HEAD. It never touches the monitor: what it answers comes from `respond`, which reads published
 /// values and the store.
+///
+/// With an `api` (`run --api on`) it also serves the HTTP API under `/v1/`, and then runs a thread per
+/// connection (an event stream's reader waits for events in it), at most `apiConnectionLimit` connections
+/// and `apiPerAddressLimit` from one address, reading bodies of up to `HTTPAPI.maximumBody`. With `tls` it
+/// speaks HTTPS only.
 package final class MetricsServer: @unchecked Sendable {
     // @unchecked: `daemon` is set in `start` and cleared in `stop`, both called by the one owner; libmicrohttpd
     // calls `respond` on its own thread, and `respond` is Sendable.
 
-    /// An answer: HTTP status, content type, body.
+    /// An answer: HTTP status, content type, body, and at most one more header.
     package struct Response: Sendable {
         package var status: UInt32
         package var contentType: String
         package var body: String
+        package var header: (name: String, value: String)?
 
         package init(status: UInt32, contentType: String, body: String) {
             self.status = status
             self.contentType = contentType
             self.body = body
+        }
+    }
+
+    /// A certificate and its private key (PEM text) to serve HTTPS with.
+    package struct TLSIdentity: Sendable {
+        package var certificate: String
+        package var key: String
+
+        /// Reads both files; an error says which cannot be read.
+        package init(certificateFile: String, keyFile: String) throws(StartError) {
+            func read(_ path: String, _ what: String) throws(StartError) -> String {
+                guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
+                    throw StartError(
+                        description: "cannot read the TLS \(what) \(path): \(String(cString: strerror(errno)))")
+                }
+                return String(decoding: data, as: UTF8.self)
+            }
+            certificate = try read(certificateFile, "certificate")
+            key = try read(keyFile, "key")
         }
     }
 
@@ -78,6 +103,9 @@ package final class MetricsServer: @unchecked Sendable {
 
     package let address: MetricsAddress
     private let respond: @Sendable (_ path: String) -> Response
+    /// The HTTP API under `/v1/` (`run --api`); nil: only the probes.
+    let api: HTTPAPI?
+    let tls: TLSIdentity?
     private var daemon: OpaquePointer?
     private var retained: Unmanaged<MetricsServer>?
     /// The port it listens on (the kernel's choice for port 0), once started.
@@ -85,36 +113,36 @@ package final class MetricsServer: @unchecked Sendable {
 
     package static let connectionLimit: UInt32 = 16
     package static let timeout: UInt32 = 10
+    /// With the API: connections in all (each has a thread), and from one address.
+    package static let apiConnectionLimit: UInt32 = 64
+    package static let apiPerAddressLimit: UInt32 = 16
 
-    package init(address: MetricsAddress, respond: @escaping @Sendable (_ path: String) -> Response) {
+    package init(
+        address: MetricsAddress, api: HTTPAPI? = nil, tls: TLSIdentity? = nil,
+        respond: @escaping @Sendable (_ path: String) -> Response
+    ) {
         self.address = address
         self.respond = respond
+        self.api = api
+        self.tls = tls
     }
 
+    /// `http` or `https`.
+    package var scheme: String { tls == nil ? "http" : "https" }
+
     package func start() throws(StartError) {
+        if tls != nil && CMicroHTTPD_hasTLS() == 0 {
+            throw StartError(description: "this libmicrohttpd was built without TLS: cannot serve HTTPS")
+        }
         let context = Unmanaged.passRetained(self)
         var started: OpaquePointer?
-        if address.isIPv6 {
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = address.port.bigEndian
-            _ = inet_pton(AF_INET6, address.host, &sa.sin6_addr)
-            started = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    CMicroHTTPD_start(
-                        $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout, 1)
-                }
-            }
+        if api != nil || tls != nil {
+            started = withSocketAddress { startAPI($0, context: context.toOpaque()) }
         } else {
-            var sa = sockaddr_in()
-            sa.sin_family = sa_family_t(AF_INET)
-            sa.sin_port = address.port.bigEndian
-            _ = inet_pton(AF_INET, address.host, &sa.sin_addr)
-            started = withUnsafePointer(to: &sa) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    CMicroHTTPD_start(
-                        $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout, 0)
-                }
+            started = withSocketAddress {
+                CMicroHTTPD_start(
+                    $0, address.port, metricsHandler, context.toOpaque(), Self.connectionLimit, Self.timeout,
+                    address.isIPv6 ? 1 : 0)
             }
         }
         guard let started else {
@@ -127,8 +155,38 @@ package final class MetricsServer: @unchecked Sendable {
         port = CMicroHTTPD_port(started)
     }
 
+    private func withSocketAddress<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
+        if address.isIPv6 {
+            var sa = sockaddr_in6()
+            sa.sin6_family = sa_family_t(AF_INET6)
+            sa.sin6_port = address.port.bigEndian
+            _ = inet_pton(AF_INET6, address.host, &sa.sin6_addr)
+            return withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
+        }
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = address.port.bigEndian
+        _ = inet_pton(AF_INET, address.host, &sa.sin_addr)
+        return withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
+    }
+
+    /// The server with the API (and TLS): a thread per connection, a callback when a request ends.
+    private func startAPI(_ sa: UnsafePointer<sockaddr>, context: UnsafeMutableRawPointer) -> OpaquePointer? {
+        let limit = api == nil ? Self.connectionLimit : Self.apiConnectionLimit
+        let perAddress = api == nil ? Self.connectionLimit : Self.apiPerAddressLimit
+        let v6: UInt32 = address.isIPv6 ? 1 : 0
+        guard let tls else {
+            return CMicroHTTPD_startAPI(
+                sa, address.port, apiHandler, context, requestCompleted, limit, perAddress, Self.timeout, v6, nil, nil)
+        }
+        return CMicroHTTPD_startAPI(
+            sa, address.port, apiHandler, context, requestCompleted, limit, perAddress, Self.timeout, v6,
+            tls.certificate, tls.key)
+    }
+
     /// Stops listening and waits for the server's thread to end (a request being answered finishes first).
     package func stop() {
+        api?.stop()
         if let daemon { MHD_stop_daemon(daemon) }
         daemon = nil
         retained?.release()
@@ -143,10 +201,123 @@ package final class MetricsServer: @unchecked Sendable {
             response = respond(path)
         }
         let body = method == "HEAD" ? "" : response.body
-        return body.utf8CString.withUnsafeBufferPointer { bytes in
-            CMicroHTTPD_respond(connection, response.status, response.contentType, bytes.baseAddress, bytes.count - 1)
+        return Self.queue(response, body: body, on: connection)
+    }
+
+    fileprivate static func queue(_ response: Response, body: String, on connection: OpaquePointer?) -> MHD_Result {
+        body.utf8CString.withUnsafeBufferPointer { bytes in
+            if let header = response.header {
+                return CMicroHTTPD_respondWith(
+                    connection, response.status, response.contentType, bytes.baseAddress, bytes.count - 1,
+                    header.name, header.value)
+            }
+            return CMicroHTTPD_respond(
+                connection, response.status, response.contentType, bytes.baseAddress, bytes.count - 1)
         }
     }
+
+    /// The first call for a request, its headers in: answers what needs no body (the probes, a refusal),
+    /// or returns nil to read the body first.
+    fileprivate func begin(_ exchange: HTTPExchange, connection: OpaquePointer?) -> MHD_Result? {
+        guard let api, exchange.request.path.hasPrefix("/v1/") else {
+            exchange.answered = true
+            return answer(connection: connection, path: exchange.request.path, method: exchange.request.method)
+        }
+        for name in HTTPRequest.headerNames {
+            if let value = CMicroHTTPD_header(connection, name) {
+                exchange.request.headers[name] = String(cString: value)
+            }
+        }
+        for name in HTTPRequest.argumentNames {
+            if let value = CMicroHTTPD_argument(connection, name) {
+                exchange.request.arguments[name] = String(cString: value)
+            }
+        }
+        if let refusal = api.check(&exchange.request) {
+            exchange.answered = true
+            return Self.queue(refusal, body: refusal.body, on: connection)
+        }
+        let method = exchange.request.method
+        guard method == "PUT" || method == "POST" else { return finish(exchange, connection: connection) }
+        return nil
+    }
+
+    /// The last call for a request, its body read: the API's answer.
+    fileprivate func finish(_ exchange: HTTPExchange, connection: OpaquePointer?) -> MHD_Result {
+        exchange.answered = true
+        guard let api else { return MHD_Result(rawValue: 0)! }
+        switch api.handle(exchange.request) {
+        case .response(let response):
+            return Self.queue(response, body: response.body, on: connection)
+        case .stream(let stream):
+            let context = Unmanaged.passRetained(stream).toOpaque()
+            return CMicroHTTPD_respondStream(connection, "text/event-stream", streamReader, context, streamReleased)
+        }
+    }
+}
+
+/// One request between its calls: what was asked, the body so far, whether it was answered.
+final class HTTPExchange {
+    var request: HTTPRequest
+    var answered = false
+
+    init(method: String, path: String) {
+        request = HTTPRequest(method: method, path: path)
+    }
+
+    /// Takes a piece of the body, keeping none past the limit.
+    func receive(_ bytes: UnsafeRawBufferPointer) {
+        guard !request.bodyTooLarge else { return }
+        if request.body.count + bytes.count > HTTPAPI.maximumBody {
+            request.bodyTooLarge = true
+            request.body = []
+            return
+        }
+        request.body += bytes
+    }
+}
+
+/// libmicrohttpd's request callback of the server with the API: called when the headers are in, then with
+/// each piece of the body, then once more with none.
+private let apiHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, uploadData, uploadSize, requestState in
+    guard let context, let requestState else { return MHD_Result(rawValue: 0)! }
+    let server = Unmanaged<MetricsServer>.fromOpaque(context).takeUnretainedValue()
+    guard let state = requestState.pointee else {
+        let exchange = HTTPExchange(
+            method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/")
+        requestState.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        return server.begin(exchange, connection: connection) ?? MHD_Result(rawValue: 1)!
+    }
+    let exchange = Unmanaged<HTTPExchange>.fromOpaque(state).takeUnretainedValue()
+    if let uploadSize, uploadSize.pointee > 0 {
+        if !exchange.answered, let uploadData {
+            exchange.receive(UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee))
+        }
+        uploadSize.pointee = 0
+        return MHD_Result(rawValue: 1)!
+    }
+    if exchange.answered { return MHD_Result(rawValue: 1)! }
+    return server.finish(exchange, connection: connection)
+}
+
+/// A request has ended (answered, or the client went away): its state is released.
+private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestState, _ in
+    guard let requestState, let state = requestState.pointee else { return }
+    Unmanaged<HTTPExchange>.fromOpaque(state).release()
+    requestState.pointee = nil
+}
+
+/// An event stream's reader, on its connection's thread.
+private let streamReader: MHD_ContentReaderCallback = { context, _, buffer, capacity in
+    guard let context, let buffer, capacity > 0 else { return CMicroHTTPD_endOfStream }
+    let stream = Unmanaged<HTTPEventStream>.fromOpaque(context).takeUnretainedValue()
+    return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) ?? CMicroHTTPD_endOfStream
+}
+
+private let streamReleased: MHD_ContentReaderFreeCallback = { context in
+    guard let context else { return }
+    Unmanaged<HTTPEventStream>.fromOpaque(context).release()
 }
 
 /// libmicrohttpd's request callback: a C function, so the server comes back through its context pointer.
