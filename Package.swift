@@ -23,7 +23,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .target(name: "GeofenceStore", dependencies: ["GeofenceCore", "CSQLite"]),
+        .target(name: "GeofenceStore", dependencies: ["GeofenceCore", "GeofenceSystem", "CSQLite"]),
 
         // gpsd through Debian's libgps-dev (gpsd 3.22, API 11).
         .systemLibrary(

@@ -31,6 +31,12 @@ func runHookLatency(events n: Int, rate: Double, report: Report) throws {
     let directory = TemporaryDirectory("hooks")
     defer { directory.remove() }
     let store = try StateStore(directory: directory.path)
+    // As `geofence run` opens it: checkpoints on a thread of their own (`WALCheckpointer`), unless
+    // GEOFENCE_BENCH_INLINE_CHECKPOINTS is set (SQLite's own, in whichever commit crosses 1,000 pages: before).
+    let checkpoints =
+        ProcessInfo.processInfo.environment["GEOFENCE_BENCH_INLINE_CHECKPOINTS"] == nil
+        ? try store.checkpointOnThread() : nil
+    defer { checkpoints?.stop() }
     _ = try store.deliveries.addHook(GlobalHook(id: "trivial", events: [], command: "true", createdAt: Date()))
     let runner = HookRunner(store: store, logger: Logger(minimum: .info))
     let finished = DispatchSemaphore(value: 0)

@@ -101,7 +101,10 @@ package final class Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         // Room for the store on a small disk: a reserve file to give back, a WAL kept small (`StoreSpace`).
         let space = StoreSpace(store: store)
-        space.fitWAL()
+        // Checkpoints on a thread of their own, so that no commit of the engine, its hooks or its sinks waits for
+        // one (`WALCheckpointer`); on a small file system the engine's own commits keep the WAL small instead.
+        let checkpoints = space.fitWAL() ? nil : try? store.checkpointOnThread()
+        defer { checkpoints?.stop() }
         space.makeReserve()
 
         let source = try given ?? c.source.makeSource(configuration: c, logger: logger)

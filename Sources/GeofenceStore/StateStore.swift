@@ -44,6 +44,8 @@ package final class StateStore: Sendable {
     package static let fileName = "geofence.db"
     package let directory: String
     package let queue: DatabaseQueue
+    /// The database file (`directory/geofence.db`).
+    package var path: String { (directory as NSString).appendingPathComponent(StateStore.fileName) }
 
     /// Opens (creating if needed, mode 0700) the state directory and its database, and migrates it.
     package init(directory: String, options: DatabaseConnection.Options = .init()) throws {

@@ -64,11 +64,14 @@ package final class StoreSpace: Sendable {
     }
 
     /// On a file system under 64 MiB, checkpoints the WAL once it holds a sixteenth of the file system, and
-    /// truncates it to that after each checkpoint, rather than letting it grow to 4 MiB.
-    package func fitWAL() {
-        guard let size = Self.filesystemBytes(store.directory), size < 64 << 20 else { return }
+    /// truncates it to that after each checkpoint, rather than letting it grow to 4 MiB. Returns whether it did
+    /// (then the engine's own connection checkpoints, in its commits, rather than a `WALCheckpointer`).
+    @discardableResult
+    package func fitWAL() -> Bool {
+        guard let size = Self.filesystemBytes(store.directory), size < 64 << 20 else { return false }
         let bytes = max(64 * 1024, size / 16)
         try? store.limitWAL(pages: max(16, bytes / 4096), bytes: bytes)
+        return true
     }
 
     static func filesystemBytes(_ directory: String) -> Int? {
@@ -97,6 +100,15 @@ extension StateStore {
     }
 
     /// Checkpoints the WAL at `pages` pages and truncates it to `bytes` after each checkpoint.
+    /// Moves the WAL's checkpoints off every read-write connection of this process to a thread of their own
+    /// (`WALCheckpointer`): this store's connection, and every one opened to its file from now on. Stop the
+    /// checkpointer when the engine stops.
+    package func checkpointOnThread() throws -> WALCheckpointer {
+        let checkpointer = try WALCheckpointer.install(path: path)
+        try queue.writeWithoutTransaction { db in db.attach(checkpointer) }
+        return checkpointer
+    }
+
     func limitWAL(pages: Int, bytes: Int) throws {
         try queue.writeWithoutTransaction { db in
             try db.execute("PRAGMA wal_autocheckpoint = \(pages)")

@@ -74,6 +74,8 @@ package final class DatabaseConnection {
     private var statementCache: [String: Statement] = [:]
     var savepointDepth = 0
     var readDepth = 0
+    /// The checkpointer this connection hands its WAL's growth to (`WALCheckpointer`), kept alive with it.
+    var attachedCheckpointer: WALCheckpointer?
 
     /// Opens (creating if needed, unless read-only) the database at `path` and configures it.
     ///
@@ -115,6 +117,7 @@ package final class DatabaseConnection {
         }
         try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         try execute("PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")")
+        if isFile && !options.readOnly, let checkpointer = WALCheckpointer.installed(for: path) { attach(checkpointer) }
     }
 
     private static func createFileIfNeeded(path: String, mode: mode_t) throws {
