@@ -147,7 +147,9 @@ package enum SparseScenarios {
     package static func all(interval: Int) -> [DecisionScenario] {
         var out: [DecisionScenario] = []
         for (k, speed) in [10.0, 15, 28].enumerated() {
-            for seed in UInt64(1)...3 { out.append(drive(interval: interval, speed: speed, seed: seed * 10 + UInt64(k))) }
+            for seed in UInt64(1)...3 {
+                out.append(drive(interval: interval, speed: speed, seed: seed * 10 + UInt64(k)))
+            }
         }
         for radius in [50.0, 200, 500] {
             out.append(curvingRoad(interval: interval, radius: radius, speed: 14, seed: 5))

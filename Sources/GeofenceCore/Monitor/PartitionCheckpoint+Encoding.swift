@@ -355,7 +355,9 @@ private struct CheckpointReader {
         }
         let latitudeAt = offset
         let latitude = try finite("last fix latitude")
-        guard (-90...90).contains(latitude) else { throw invalid("last fix latitude", at: latitudeAt, "is out of range") }
+        guard (-90...90).contains(latitude) else {
+            throw invalid("last fix latitude", at: latitudeAt, "is out of range")
+        }
         let longitudeAt = offset
         let longitude = try finite("last fix longitude")
         guard (-180...180).contains(longitude) else {
