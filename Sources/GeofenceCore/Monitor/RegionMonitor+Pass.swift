@@ -23,7 +23,7 @@ extension RegionMonitor {
     /// Appends the `enter` and `exit` of every region the subject must have passed through between `from` (its
     /// previous accepted fix, at `previousTime`) and `fix`, in order of their estimated times.
     mutating func inferPasses(
-        from: EventFix, at previousTime: Date, to fix: WeightedFix, point: GeocentricPoint, track: Track, now: Date,
+        from: EventFix, fromPoint: GeocentricPoint?, at previousTime: Date, to fix: WeightedFix, point: GeocentricPoint, track: Track, now: Date,
         into out: inout MonitorOutput
     ) {
         let c = configuration
@@ -33,7 +33,7 @@ extension RegionMonitor {
             s1 >= 0, s2 >= 0
         else { return }
         let start = Coordinate(latitude: from.latitude, longitude: from.longitude)
-        let p1 = GeocentricPoint(start)
+        let p1 = fromPoint ?? GeocentricPoint(start)
         let chord = p1.chord(to: point)
         let a1 = from.accuracy
         let a2 = fix.accuracy

@@ -463,6 +463,8 @@ package struct RegionMonitor: Sendable {
         let previousFix = track.previous
         track.previous = EventFix(fix)
         let passFrom: EventFix? = verdict == .agrees && !track.gapPending ? previousFix : nil
+        // Where that fix was, as the candidate search left it (nil after a restore: computed again).
+        let passFromPoint = track.lastPoint
 
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
@@ -511,7 +513,9 @@ package struct RegionMonitor: Sendable {
 
         // Passes between the previous fix and this one come before this fix's own events: they are earlier.
         if c.inferPasses, let from = passFrom, let previousTime = track.lastFixTime {
-            inferPasses(from: from, at: previousTime, to: fix, point: point, track: track, now: now, into: &out)
+            inferPasses(
+                from: from, fromPoint: passFromPoint, at: previousTime, to: fix, point: point, track: track, now: now,
+                into: &out)
         }
 
         // Records from the neighbourhood when it is current (it was just used or taken), else scattered
