@@ -23,7 +23,8 @@ extension RegionMonitor {
     /// Appends the `enter` and `exit` of every region the subject must have passed through between `from` (its
     /// previous accepted fix, at `previousTime`) and `fix`, in order of their estimated times.
     mutating func inferPasses(
-        from: EventFix, fromPoint: GeocentricPoint?, at previousTime: Date, to fix: WeightedFix, point: GeocentricPoint, track: Track, now: Date,
+        from: EventFix, fromPoint: GeocentricPoint?, at previousTime: Date, to fix: WeightedFix, point: GeocentricPoint,
+        track: Track, now: Date,
         into out: inout MonitorOutput
     ) {
         let c = configuration
