@@ -8,10 +8,12 @@ import Testing
 @Suite("Inferred passes")
 struct InferredPassTests {
     private func run(
-        _ scenario: DecisionScenario, configuration: MonitorConfiguration = MonitorConfiguration()
+        _ scenario: DecisionScenario, configuration: MonitorConfiguration = MonitorConfiguration(),
+        search: CandidateSearch = .spatialIndex
     ) -> (events: [RegionEvent], monitor: RegionMonitor, accepted: [WeightedFix]) {
         var filter = FixFilter()
-        var monitor = RegionMonitor(configuration: configuration)
+        var monitor = RegionMonitor(
+            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)), candidateSearch: search)
         for (i, region) in scenario.regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
         var events: [RegionEvent] = []
         var accepted: [WeightedFix] = []
@@ -78,6 +80,8 @@ struct InferredPassTests {
                     reported: Dictionary(
                         uniqueKeysWithValues: scenario.regions.map { ($0.id, crossings(events, $0.id)) }))
                 #expect(score.extra == 0, "\(scenario.name): \(events.map { "\($0.type) \($0.region)" })")
+                // The index's segment query finds what testing every region finds, event for event.
+                #expect(run(scenario, search: .linearScan).events == events, "\(scenario.name)")
                 // The vehicle's events in order of time.
                 #expect(zip(events, events.dropFirst()).allSatisfy { $0.time <= $1.time }, "\(scenario.name)")
                 for region in scenario.regions {
@@ -108,8 +112,9 @@ struct InferredPassTests {
                 SparseScenarios.uTurn(interval: interval, radius: radius, speed: 14, seed: 6),
                 SparseScenarios.stopAndGo(interval: interval, radius: radius, seed: 7),
             ] {
-                let (events, _, _) = run(scenario)
+                let (events, monitor, _) = run(scenario)
                 #expect(crossings(events, scenario.regions[0].id) == [], "\(scenario.name)")
+                #expect(monitor.outliers == 0, "\(scenario.name): honest fixes, however far apart, are taken in")
             }
         }
     }

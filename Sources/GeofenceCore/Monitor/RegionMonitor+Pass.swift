@@ -49,11 +49,12 @@ extension RegionMonitor {
         guard sum.isFinite, sum >= chord, min(s1, s2) * dt >= Self.steadyShare * chord else { return }
         let m1 = c.band.margin(accuracy: a1)
         let m2 = c.band.margin(accuracy: a2)
-        // Cheapest test first (every dense fix makes it): from outside by `m1` to `depth` inside and out again
-        // by `m2` takes at least `m1 + 2·depth + m2`, the depth being at least the ellipse's narrowest possible
-        // half-width plus `minMargin`.
-        let halfWidthAtLeast = (sum * sum - chord * chord).squareRoot() / 2
-        guard chord >= m1 + m2 + 2 * (halfWidthAtLeast * 0.999 + c.minMargin) else { return }
+        // Cheapest test first (every dense fix makes it): a point `depth` inside the region is at least
+        // `m1 + depth` from the first fix and `depth + m2` from the second, so `depth ≤ (d − m1 − m2)/2`; and the
+        // depth needed is at least `minMargin` plus the ellipse's half-width at the segment's ends, `2b²/S`
+        // (`b² = (S² − d²)/4`), its narrowest over the segment.
+        let narrowest = (sum * sum - chord * chord) / (2 * sum)
+        guard chord >= m1 + m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
 
         let inverse = Geodesic.inverse(start, fix.coordinate)
         let d = inverse.distance
