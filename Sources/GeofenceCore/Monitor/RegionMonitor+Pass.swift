@@ -56,24 +56,29 @@ extension RegionMonitor {
         let narrowest = (sum * sum - chord * chord) / (2 * sum)
         guard chord >= m1 + m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
 
-        let inverse = Geodesic.inverse(start, fix.coordinate)
-        let d = inverse.distance
+        // The segment's length: the chord, which for the few kilometres between two fixes is the geodesic to
+        // a millimetre (shorter, so the ellipse below comes out wider: more cautious).
+        let d = chord
         guard d.isFinite, d > 0, sum > d else { return }
-        // A course that points away from the other fix: the subject was not heading along the segment.
-        func agrees(_ course: Double?, _ azimuth: Double) -> Bool {
+        var dLon = fix.coordinate.longitude - start.longitude
+        if dLon > 180 { dLon -= 360 }
+        if dLon < -180 { dLon += 360 }
+        // A course that points away from the other fix: the subject was not heading along the segment. The
+        // segment's direction on the local plane is good to far better than the 90° this asks.
+        let meanLatitude = (start.latitude + fix.coordinate.latitude) / 2 * .pi / 180
+        let azimuth =
+            atan2(dLon * cos(meanLatitude), fix.coordinate.latitude - start.latitude) * 180 / .pi
+        func agrees(_ course: Double?) -> Bool {
             guard let course, course.isFinite else { return true }
             let diff = abs((course - azimuth).truncatingRemainder(dividingBy: 360))
             return min(diff, 360 - diff) <= 90
         }
-        guard agrees(from.course, inverse.azimuth1), agrees(fix.fix.course, inverse.azimuth2) else { return }
+        guard agrees(from.course), agrees(fix.fix.course) else { return }
         let semiMajor = sum / 2
         let semiMinor = (sum * sum - d * d).squareRoot() / 2
         guard semiMinor.isFinite else { return }
 
         // The regions whose centre is within its radius of some point of the segment: a cap around its middle.
-        var dLon = fix.coordinate.longitude - start.longitude
-        if dLon > 180 { dLon -= 360 }
-        if dLon < -180 { dLon += 360 }
         func at(_ f: Double) -> Coordinate {
             var lon = start.longitude + dLon * f
             if lon > 180 { lon -= 360 }
@@ -81,15 +86,34 @@ extension RegionMonitor {
             return Coordinate(latitude: start.latitude + (fix.coordinate.latitude - start.latitude) * f, longitude: lon)
         }
         let middle = GeocentricPoint(at(0.5))
-        let reach = d / 2 + d * d / 8e6 + 1
-        var slots: [Int32] = []
+        // A region deep enough has its centre within `radius − narrowest − minMargin` of the segment (a chord
+        // `sag` below the surface), so within that plus `d/2` of the middle.
+        let reach = max(0, d / 2 + d * d / 6e6 + 1 - narrowest - c.minMargin)
+        var slots = passScratch
+        passScratch = []
+        defer { passScratch = slots }
+        slots.removeAll(keepingCapacity: true)
         switch candidateSearch {
-        case .spatialIndex: spatialIndex.candidates(near: middle, extra: reach, into: &slots)
+        case .spatialIndex:
+            // Only regions large enough to be deep enough (see the test on each below): most levels are skipped.
+            spatialIndex.candidates(
+                near: middle, extra: reach, minimumRadius: narrowest + c.minMargin - d * d / 6e6 - 0.02,
+                into: &slots)
         case .linearScan: linearIndex.candidates(near: middle, extra: reach, into: &slots)
         }
         guard !slots.isEmpty else { return }
         slots.sort()
 
+        // Distance from a point to the chord between the fixes, in space.
+        let (ex, ey, ez) = (point.x - p1.x, point.y - p1.y, point.z - p1.z)
+        let length2 = ex * ex + ey * ey + ez * ez
+        func segmentDistance(_ q: GeocentricPoint) -> Double {
+            let (qx, qy, qz) = (q.x - p1.x, q.y - p1.y, q.z - p1.z)
+            let t = min(1, max(0, (qx * ex + qy * ey + qz * ez) / length2))
+            let (dx, dy, dz) = (qx - t * ex, qy - t * ey, qz - t * ez)
+            return (dx * dx + dy * dy + dz * dz).squareRoot()
+        }
+        let sag = d * d / 6e6 + 0.01
         let samples = Int(min(64, max(8, d / 5)))
         var passes: [InferredPass] = []
         for (i, slot) in slots.enumerated() where i == 0 || slots[i - 1] != slot {
@@ -102,6 +126,10 @@ extension RegionMonitor {
             // Known to be outside before this fix (no pair is outside), and not changed by it.
             if let pair = track.pairs[slot], pair.record.state != .outside { continue }
             guard record.seq <= track.baselineSeq else { continue }
+            // Deep enough at all? The region lies within its cap (a circle is one), and no point of the segment
+            // is deeper in the cap than its radius less the centre's distance from the segment (the chord
+            // between the fixes runs below the surface by at most `sag`).
+            guard record.radius - (segmentDistance(record.center) - sag) >= narrowest + c.minMargin else { continue }
 
             let polygon = regions.polygon(record, slot: slot)
             let r = polygon == nil ? record.radius : 0

@@ -169,6 +169,8 @@ package struct RegionMonitor: Sendable {
     let ids: EventIDs
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
+    /// The candidates of a pass between two fixes (`inferPasses`), kept for the next.
+    var passScratch: [Int32] = []
     /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
     package internal(set) var fixesFromNeighbourhoods = 0
     /// Fixes that disagreed with their subject's motion and so changed no state.
