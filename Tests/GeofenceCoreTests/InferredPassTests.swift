@@ -132,6 +132,21 @@ struct InferredPassTests {
         #expect(accepted.contains { $0.fix.speed == 0 })
     }
 
+    @Test("a road bending around a square polygon 60 m clear of its corners: nothing", arguments: [10, 30, 60, 120])
+    func polygonBendNotInvented(interval: Int) throws {
+        // The bent road of `curvingRoad` around a circle of 283 m, and in it a square of 400 m (its corners on
+        // that circle): the straight segment between the fixes goes through the square's middle.
+        var scenario = SparseScenarios.curvingRoad(interval: interval, radius: 283, speed: 14, seed: 5)
+        let o = DecisionScenarios.origin
+        let ring = [(-200.0, -200.0), (-200, 200), (200, 200), (200, -200), (-200, -200)].map {
+            offset(o, north: $0.0, east: $0.1)
+        }
+        scenario.regions = [try Region(id: "park", polygon: RegionPolygon(parts: [[ring]]))]
+        let (events, monitor, _) = run(scenario)
+        #expect(crossings(events, "park") == [], "\(scenario.name)")
+        #expect(monitor.outliers == 0)
+    }
+
     /// A square polygon 600 m across, driven through between two fixes 40 s apart at 20 m/s.
     @Test("a polygon passed between two fixes: inferred enter and exit, at the estimated times")
     func polygonPass() throws {
