@@ -25,7 +25,7 @@ func makeFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
 /// driving at 8 to 30 m/s, turning a little each second, taking turns (one fix per vehicle per second).
 /// What a fleet server sees: each fix is near its vehicle's last one, and consecutive fixes are from
 /// vehicles far apart.
-func makeMovingFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
+func makeMovingFixes(count: Int, subjects: Int, seed: UInt64, withMotion: Bool = false) -> [WeightedFix] {
     var rng = BenchRandom(seed: seed)
     let names = (0..<subjects).map { "veh-\(String($0).leftPadded(to: 5))" }
     var positions = (0..<subjects).map { _ in Country.randomPoint(using: &rng) }
@@ -43,9 +43,43 @@ func makeMovingFixes(count: Int, subjects: Int, seed: UInt64) -> [WeightedFix] {
                 / (metresPerDegree * cos(here.latitude * .pi / 180)))
         let time = start.addingTimeInterval(Double(i / subjects))
         let accuracy = Double.random(in: 3...15, using: &rng)
+        var course = headings[v] * 180 / .pi
+        course -= 360 * (course / 360).rounded(.down)
         let fix = Fix(
             subject: names[v], time: time, mode: .threeD, latitude: positions[v].latitude,
-            longitude: positions[v].longitude, horizontalAccuracy: accuracy)
+            longitude: positions[v].longitude, horizontalAccuracy: accuracy, speed: withMotion ? speeds[v] : nil,
+            course: withMotion ? course : nil)
+        return WeightedFix(
+            fix: fix, time: time, coordinate: positions[v], accuracy: accuracy, accuracyEstimated: false)
+    }
+}
+
+/// Fixes of a sparse fleet (trackers that report every `interval` seconds while moving): as
+/// `makeMovingFixes`, each fix with the speed and course the vehicle had, so that the monitor looks for passes
+/// between a vehicle's fixes (`MonitorConfiguration.inferPasses`).
+func makeSparseFixes(count: Int, subjects: Int, interval: Double, seed: UInt64) -> [WeightedFix] {
+    var rng = BenchRandom(seed: seed)
+    let names = (0..<subjects).map { "veh-\(String($0).leftPadded(to: 5))" }
+    var positions = (0..<subjects).map { _ in Country.randomPoint(using: &rng) }
+    var headings = (0..<subjects).map { _ in Double.random(in: 0..<(2 * .pi), using: &rng) }
+    let speeds = (0..<subjects).map { _ in Double.random(in: 8...30, using: &rng) }
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    return (0..<count).map { i in
+        let v = i % subjects
+        headings[v] += Double.random(in: -0.05...0.05, using: &rng)
+        let here = positions[v]
+        let metresPerDegree = 111_320.0
+        let step = speeds[v] * interval
+        positions[v] = Coordinate(
+            latitude: here.latitude + step * cos(headings[v]) / metresPerDegree,
+            longitude: here.longitude + step * sin(headings[v]) / (metresPerDegree * cos(here.latitude * .pi / 180)))
+        let time = start.addingTimeInterval(Double(i / subjects) * interval)
+        let accuracy = Double.random(in: 3...15, using: &rng)
+        var course = headings[v] * 180 / .pi
+        course -= 360 * (course / 360).rounded(.down)
+        let fix = Fix(
+            subject: names[v], time: time, mode: .threeD, latitude: positions[v].latitude,
+            longitude: positions[v].longitude, horizontalAccuracy: accuracy, speed: speeds[v], course: course)
         return WeightedFix(
             fix: fix, time: time, coordinate: positions[v], accuracy: accuracy, accuracyEstimated: false)
     }
@@ -200,6 +234,9 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
     let subjects = 1000
     let fixes = makeFixes(count: 60_000, subjects: subjects, seed: 2)
     let movingFixes = makeMovingFixes(count: 60_000, subjects: subjects, seed: 3)
+    let sparseFixes = makeSparseFixes(count: 60_000, subjects: subjects, interval: 30, seed: 4)
+    // The same drive with speed and course, as receivers report them: every fix makes the pass rule's first tests.
+    let movingWithMotion = makeMovingFixes(count: 60_000, subjects: subjects, seed: 3, withMotion: true)
     for n in sizes {
         let name = sizeName(n)
         progress("fix evaluation, \(name) regions")
@@ -217,6 +254,25 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         let neighbourhoods = driving.neighbourhoods
         let fromNeighbourhoods = Double(driving.fixesFromNeighbourhoods) / Double(movingFixes.count)
         driving = RegionMonitor()
+
+        var withMotion = indexedMonitor(regions)
+        let movingSpeeds = monitorNanosecondsPerFix(
+            &withMotion, fixes: movingWithMotion, warmUp: 2 * subjects, rounds: 9,
+            perRound: (movingWithMotion.count - 2 * subjects) / 9)
+        withMotion = RegionMonitor()
+
+        // A sparse fleet, with the passes between fixes looked for, and without.
+        var sparse = indexedMonitor(regions)
+        let sparseOn = monitorNanosecondsPerFix(
+            &sparse, fixes: sparseFixes, warmUp: 2 * subjects, rounds: 9,
+            perRound: (sparseFixes.count - 2 * subjects) / 9)
+        sparse = RegionMonitor()
+        var sparsePlain = indexedMonitor(regions)
+        sparsePlain.configuration.inferPasses = false
+        let sparseOff = monitorNanosecondsPerFix(
+            &sparsePlain, fixes: sparseFixes, warmUp: 2 * subjects, rounds: 9,
+            perRound: (sparseFixes.count - 2 * subjects) / 9)
+        sparsePlain = RegionMonitor()
 
         var index = SpatialRegionIndex()
         for (i, region) in regions.enumerated() {
@@ -245,6 +301,24 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         report.add(
             section, "RegionMonitor.process, spatial index, a fleet driving", "\(grouped(moving)) ns/fix",
             "1000 vehicles at 8-30 m/s, taking turns")
+        report.add(
+            section, "RegionMonitor.process, spatial index, a fleet driving, with speed and course",
+            "\(grouped(movingSpeeds)) ns/fix",
+            "the same drive; each fix also makes the pass rule's first tests (\(grouped(100 * (movingSpeeds / moving - 1), decimals: 0)) %)"
+        )
+        report.add(
+            section, "RegionMonitor.process, spatial index, a sparse fleet (passes looked for)",
+            "\(grouped(sparseOn)) ns/fix", "1000 vehicles at 8-30 m/s, a fix every 30 s with speed and course")
+        report.add(
+            section, "RegionMonitor.process, spatial index, the sparse fleet, passes off",
+            "\(grouped(sparseOff)) ns/fix", "the same fixes, `inferPasses` off")
+        report.add(
+            section, "sparse fleet, passes on / passes off", "\(grouped(sparseOn / sparseOff, decimals: 2))×",
+            "issue 27: within 2× of the same fixes' evaluation without passes")
+        report.add(
+            section, "sparse fleet, passes on / a fleet driving (1 Hz)",
+            "\(grouped(sparseOn / moving, decimals: 2))×",
+            "sparse fixes are 240-900 m apart: no neighbourhood serves them")
         if n == sizes.first {
             report.add(
                 section, "the motion check alone (MotionConsistency.update), a fleet driving",

@@ -38,9 +38,10 @@ struct PartitionCheckpointEncodingTests {
             if case .accepted(let w) = filter.evaluate(receiver.fix(at: origin)) { _ = monitor.process(w, now: now) }
         }
         let bytes = PartitionCheckpoint(fixSequence: 20, monitor: monitor, filter: filter).encode()
-        // 36 header, 4 name, 170 state (flags, baseline, time, 153 of track, count) + 18 of one pair, 43 of
-        // filter memory, 4 checksum.
-        try #require(bytes.count == 279, "the layout the offsets below assume")
+        // 36 header, 4 name, 196 state (flags, baseline, time, 153 of track, 26 of the last fix, count) + 18 of
+        // one pair, 43 of filter memory, 4 checksum. (The last fix, 26 bytes from offset 210, came with issue 27's
+        // inferred passes: the offsets after it moved by 26.)
+        try #require(bytes.count == 305, "the layout the offsets below assume")
         return bytes
     }
 
@@ -201,12 +202,17 @@ struct PartitionCheckpointEncodingTests {
             (161, Self.little(Double(-1e20).bitPattern), "track time"),
             (169, [255], "run"),
             (169, [MotionConsistency.resyncRun], "run"),
-            (210, Self.little(UInt32.max), "pair count"),
-            (222, [3], "pair state"),
-            (223, [4], "pair flags"),
-            (232, [2], "filter flags"),
-            (265, Self.little((-1.0).bitPattern), "filter's last fix"),
-            (273, Self.little(UInt16.max), "candidate count"),
+            (210, [8], "last fix flags"),
+            (211, [4], "last fix mode"),
+            (212, Self.little(100.0.bitPattern), "last fix latitude"),
+            (220, nan, "last fix longitude"),
+            (228, Self.little((-1.0).bitPattern), "last fix accuracy"),
+            (236, Self.little(UInt32.max), "pair count"),
+            (248, [3], "pair state"),
+            (249, [4], "pair flags"),
+            (258, [2], "filter flags"),
+            (291, Self.little((-1.0).bitPattern), "filter's last fix"),
+            (299, Self.little(UInt16.max), "candidate count"),
             (6, [1, 0], "reserved"),
         ]
         for (offset, patch, field) in cases {
@@ -222,12 +228,12 @@ struct PartitionCheckpointEncodingTests {
             #expect(!error.description.contains("\n") && error.description.hasPrefix("checkpoint refused: "))
         }
         // Two vehicles in the wrong order, or the same one twice.
-        let body = Array(bytes[36..<275])
+        let body = Array(bytes[36..<301])
         var twice = Array(bytes[..<36]) + body + body
         twice.replaceSubrange(32..<36, with: Self.little(UInt32(2)))
         #expect(
             throws: PartitionCheckpointError.invalid(
-                field: "subject", offset: 275, reason: "is out of order or repeated")
+                field: "subject", offset: 301, reason: "is out of order or repeated")
         ) {
             try PartitionCheckpoint(decoding: Self.resealed(twice))
         }

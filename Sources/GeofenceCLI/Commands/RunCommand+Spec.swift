@@ -105,6 +105,14 @@ extension RunCommand {
                         help: "How hard a vehicle manoeuvres: a fix that needs more acceleration is an outlier.",
                         default: "4"),
                     .value(
+                        "--pass-acceleration", valueName: "m/s²",
+                        help: """
+                            Report a pass between two fixes outside a region when every path a vehicle could take \
+                            between them, going faster than their speeds by at most this much, crosses it; `off` \
+                            reports none (Docs/events.md, "Passes between fixes").
+                            """,
+                        default: "0.5"),
+                    .value(
                         "--idle-after", valueName: "duration",
                         help:
                             "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",

@@ -92,6 +92,12 @@ struct RunCommand: GeofenceSubcommand {
         configuration.monitor.minMargin = try c.positiveNumber("--min-margin", default: 5)
         configuration.monitor.acceleration = try c.positiveNumber(
             "--acceleration", default: MonitorConfiguration().acceleration)
+        if c.arguments.value("--pass-acceleration") == "off" {
+            configuration.monitor.inferPasses = false
+        } else {
+            configuration.monitor.passAcceleration = try c.positiveNumber(
+                "--pass-acceleration", default: MonitorConfiguration().passAcceleration)
+        }
         if c.arguments.value("--idle-after") == "never" {
             configuration.idleLimit = nil
         } else {

@@ -309,6 +309,18 @@ package struct SpatialRegionIndex: Sendable {
         result = sink.slots
     }
 
+    /// `candidates(near:extra:into:)` among regions of radius `minimumRadius` or more (a few may be smaller):
+    /// the levels of smaller regions are not read. What a pass between two fixes asks for (a cap over the
+    /// segment, and only regions deep enough to hold every path), so that most regions cost it nothing.
+    package func candidates(
+        near point: GeocentricPoint, extra: Double, minimumRadius: Double, into result: inout [Int32]
+    ) {
+        var sink = SlotSink(slots: result)
+        result = []
+        query(near: point, extra: extra, minimumRadius: minimumRadius, into: &sink)
+        result = sink.slots
+    }
+
     /// The same regions as `candidates(near:extra:into:)`, each with bounds on its centre's chord
     /// distance from `point` and on its radius, so that a caller can settle most of them without
     /// looking anything else up.
@@ -319,7 +331,9 @@ package struct SpatialRegionIndex: Sendable {
         result = sink.regions
     }
 
-    private func query<Sink: QuerySink>(near point: GeocentricPoint, extra: Double, into result: inout Sink) {
+    private func query<Sink: QuerySink>(
+        near point: GeocentricPoint, extra: Double, minimumRadius: Double = 0, into result: inout Sink
+    ) {
         guard count > 0, point.x.isFinite, point.y.isFinite, point.z.isFinite, !extra.isNaN else { return }
         let p = Vector(point.x, point.y, point.z)
         // The query in three passes over a batch of grid rows (from all levels and blocks): the rows'
@@ -330,6 +344,8 @@ package struct SpatialRegionIndex: Sendable {
                 var batch = Batch(runs: runs, probes: probes)
                 for l in activeLevels {
                     let level = levels[l]
+                    // No region of the level is as large as asked (its largest, with the rounding's slack).
+                    if level.maxRadius + level.slack + 0.01 < minimumRadius { continue }
                     let pad = extra + level.slack
                     // The box holds every centre a query can match (see `quantize` for the slack).
                     let rho = level.maxRadius + pad + level.slack + 0.01

@@ -7,10 +7,11 @@ import Foundation
 ///     header   magic "GFPC" · version u16 · reserved u16 (0) · total length u64 · fix sequence u64 ·
 ///              region seq i64 · vehicle count u32                                             (36 bytes)
 ///     vehicle  subject length u16 · subject (UTF-8) · parts u8 (+1: monitor state, +2: filter memory)
-///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track) · baseline i64 ·
-///                 [last fix time f64] · [track: position 3×f64 · velocity 3×f64 · steady pp pv vv ·
-///                 manoeuvre pp pv vv · steady weight · time · run u8 · run's last 3×f64 · run time ·
-///                 run accuracy] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
+///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix) ·
+///                 baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity 3×f64 · steady pp pv
+///                 vv · manoeuvre pp pv vv · steady weight · time · run u8 · run's last 3×f64 · run time ·
+///                 run accuracy] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
+///                 latitude · longitude · accuracy · [speed] · [course]] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
 ///                 u16 · candidates (as last)
@@ -127,7 +128,12 @@ private struct CheckpointWriter {
     }
 
     mutating func state(_ s: VehicleState) {
-        u8((s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 : 0))
+        // The last fix only with its time (a pass starts from both); 8 was added after version 1 was first
+        // written: an engine from before it refuses such a checkpoint ("has unknown bits"), and reads none other.
+        let lastFix = s.lastFixTime != nil ? s.lastFix : nil
+        u8(
+            (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 : 0)
+                | (lastFix != nil ? 8 : 0))
         u64(UInt64(bitPattern: s.baselineSeq))
         if let time = s.lastFixTime { date(time) }
         if let t = s.motion {
@@ -145,6 +151,15 @@ private struct CheckpointWriter {
             point(t.runLast)
             f64(t.runTime)
             f64(t.runAccuracy)
+        }
+        if let fix = lastFix {
+            u8((fix.speed != nil ? 1 : 0) | (fix.course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
+            u8(UInt8(clamping: fix.mode.rawValue))
+            f64(fix.latitude)
+            f64(fix.longitude)
+            f64(fix.accuracy)
+            if let speed = fix.speed { f64(speed) }
+            if let course = fix.course { f64(course) }
         }
         u32(UInt32(clamping: s.regions.count))
         // Sorted: one state, one encoding (most vehicles have none or one pair).
@@ -288,10 +303,14 @@ private struct CheckpointReader {
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
         let flagsAt = offset
         let flags = try u8("state flags")
-        guard flags & ~7 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & ~15 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & 8 == 0 || flags & 1 != 0 else {
+            throw invalid("state flags", at: flagsAt, "has a last fix without its time")
+        }
         let baseline = Int64(bitPattern: try u64("baseline seq"))
         let lastFixTime = flags & 1 != 0 ? try date("last fix time") : nil
         let motion = flags & 4 != 0 ? try track() : nil
+        let lastFix = flags & 8 != 0 ? try eventFix() : nil
         let count = try count(u32: "pair count", minimumSize: 10)
         var regions: [Int64: PairRecord] = [:]
         regions.reserveCapacity(count)
@@ -319,7 +338,37 @@ private struct CheckpointReader {
         }
         return VehicleState(
             subject: subject, lastFixTime: lastFixTime, baselineSeq: baseline, gapPending: flags & 2 != 0,
-            motion: motion, regions: regions)
+            motion: motion, lastFix: lastFix, regions: regions)
+    }
+
+    /// A vehicle's last fix: a position on the globe, an accuracy, and a speed and course if it had them.
+    mutating func eventFix() throws(PartitionCheckpointError) -> EventFix {
+        let flagsAt = offset
+        let flags = try u8("last fix flags")
+        guard flags & ~7 == 0 else { throw invalid("last fix flags", at: flagsAt, "has unknown bits") }
+        let modeAt = offset
+        let mode: FixMode
+        switch try u8("last fix mode") {
+        case 2: mode = .twoD
+        case 3: mode = .threeD
+        case let other: throw invalid("last fix mode", at: modeAt, "is \(other), not 2 or 3")
+        }
+        let latitudeAt = offset
+        let latitude = try finite("last fix latitude")
+        guard (-90...90).contains(latitude) else {
+            throw invalid("last fix latitude", at: latitudeAt, "is out of range")
+        }
+        let longitudeAt = offset
+        let longitude = try finite("last fix longitude")
+        guard (-180...180).contains(longitude) else {
+            throw invalid("last fix longitude", at: longitudeAt, "is out of range")
+        }
+        let stated = try accuracy("last fix accuracy")
+        let speed = flags & 1 != 0 ? try accuracy("last fix speed") : nil
+        let course = flags & 2 != 0 ? try finite("last fix course") : nil
+        return EventFix(
+            latitude: latitude, longitude: longitude, accuracy: stated, accuracyEstimated: flags & 4 != 0,
+            mode: mode, speed: speed, course: course)
     }
 
     mutating func track() throws(PartitionCheckpointError) -> MotionConsistency.Track {

@@ -15,6 +15,8 @@ extension RegionMonitor {
         var pairs = PairTable<Pair>()
         /// The next fix comes after an unseen stretch (see `beginGap`).
         var gapPending = false
+        /// The last accepted fix (its time is `lastFixTime`): where a pass to the next one starts.
+        var previous: EventFix?
         /// Where the last fix was, and the regions around the recent fixes when the subject moves slowly
         /// enough for one list to serve several fixes (see `findCandidates`).
         var lastPoint: GeocentricPoint?

@@ -21,6 +21,14 @@ public struct MonitorConfiguration: Sendable, Equatable {
     /// `determined outside` is reported only for regions whose boundary is within this many metres
     /// of the fix (beyond the band); every region farther away is silently outside.
     public var vicinity: Double = 1000
+    /// Report a pass between two fixes that are both conclusively outside a region when every plausible path
+    /// between them goes through it (`enter` then `exit`, both `inferred`, at their estimated times; the rule
+    /// is in Docs/events.md, "Passes between fixes").
+    public var inferPasses: Bool = true
+    /// For an inferred pass: how fast a subject may speed up, then slow down again, between two fixes beyond
+    /// the faster of their speeds (m/s², sustained over the gap): it bounds the length of any plausible path,
+    /// and so how far that path can stray from the straight line.
+    public var passAcceleration: Double = 0.5
 
     /// The defaults, `geofence run`'s: a 5 m band at least, as wide as the accuracy, and the values above.
     public init() {}
@@ -161,6 +169,8 @@ package struct RegionMonitor: Sendable {
     let ids: EventIDs
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
+    /// The candidates of a pass between two fixes (`inferPasses`), kept for the next.
+    var passScratch: [Int32] = []
     /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
     package internal(set) var fixesFromNeighbourhoods = 0
     /// Fixes that disagreed with their subject's motion and so changed no state.
@@ -440,9 +450,9 @@ package struct RegionMonitor: Sendable {
         // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
         // Services off), the motion starts over: what the subject did meanwhile is unknown.
         if track.gapPending { motions[trackIndex] = nil }
-        switch c.motion.update(
+        let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
-        {
+        switch verdict {
         case .outlier:
             outliers += 1
             tracks[trackIndex] = track
@@ -450,6 +460,13 @@ package struct RegionMonitor: Sendable {
         case .resynchronized: resynchronized += 1
         case .first, .agrees: break
         }
+        // The previous accepted fix, for a pass between it and this one: only when both agree with the motion
+        // and nothing unseen lies between them (a resynchronized track, a stretch the engine did not watch).
+        let previousFix = track.previous
+        track.previous = EventFix(fix)
+        let passFrom: EventFix? = verdict == .agrees && !track.gapPending ? previousFix : nil
+        // Where that fix was, as the candidate search left it (nil after a restore: computed again).
+        let passFromPoint = track.lastPoint
 
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
@@ -495,6 +512,13 @@ package struct RegionMonitor: Sendable {
 
         // Uses the loads above so they stay; reserving no capacity changes nothing.
         if touched == 0x5A5A { out.events.reserveCapacity(0) }
+
+        // Passes between the previous fix and this one come before this fix's own events: they are earlier.
+        if c.inferPasses, let from = passFrom, let previousTime = track.lastFixTime {
+            inferPasses(
+                from: from, fromPoint: passFromPoint, at: previousTime, to: fix, point: point, track: track, now: now,
+                into: &out)
+        }
 
         // Records from the neighbourhood when it is current (it was just used or taken), else scattered
         // over memory.

@@ -18,18 +18,21 @@ package struct VehicleState: Sendable, Equatable {
     package var gapPending: Bool
     /// The motion check's track (nil before the first fix).
     package var motion: MotionConsistency.Track?
+    /// The last accepted fix (at `lastFixTime`): where a pass to the next fix starts (Docs/events.md).
+    package var lastFix: EventFix?
     /// The vehicle's state in each region it is in or near, by region sequence number.
     package var regions: [Int64: PairRecord]
 
     package init(
         subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
-        motion: MotionConsistency.Track? = nil, regions: [Int64: PairRecord] = [:]
+        motion: MotionConsistency.Track? = nil, lastFix: EventFix? = nil, regions: [Int64: PairRecord] = [:]
     ) {
         self.subject = subject
         self.lastFixTime = lastFixTime
         self.baselineSeq = baselineSeq
         self.gapPending = gapPending
         self.motion = motion
+        self.lastFix = lastFix
         self.regions = regions
     }
 }
@@ -52,7 +55,7 @@ extension VehicleState {
         for (seq, pair) in pairs { regions[seq] = pair }
         self.init(
             subject: subject, lastFixTime: record.lastFixTime, baselineSeq: record.baselineSeq, motion: track,
-            regions: regions)
+            lastFix: record.lastFixTime == nil ? nil : record.lastFix, regions: regions)
     }
 }
 
@@ -68,7 +71,7 @@ extension RegionMonitor {
         }
         return VehicleState(
             subject: subject, lastFixTime: track.lastFixTime, baselineSeq: track.baselineSeq,
-            gapPending: track.gapPending, motion: motions[i], regions: regions)
+            gapPending: track.gapPending, motion: motions[i], lastFix: track.previous, regions: regions)
     }
 
     /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
@@ -83,6 +86,7 @@ extension RegionMonitor {
     package mutating func restore(_ state: VehicleState) {
         var track = Track(lastFixTime: state.lastFixTime, baselineSeq: state.baselineSeq)
         track.gapPending = state.gapPending
+        track.previous = state.lastFixTime == nil ? nil : state.lastFix
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
             track.pairs[slot] = Pair(record: record, stored: record)

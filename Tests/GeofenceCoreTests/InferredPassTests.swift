@@ -1,0 +1,402 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+/// Passes between two fixes that are both outside a region (Docs/events.md, "Passes between fixes"), on the
+/// sparse reporters of `SparseScenarios`.
+@Suite("Inferred passes")
+struct InferredPassTests {
+    private func run(
+        _ scenario: DecisionScenario, configuration: MonitorConfiguration = MonitorConfiguration(),
+        search: CandidateSearch = .spatialIndex
+    ) -> (events: [RegionEvent], monitor: RegionMonitor, accepted: [WeightedFix]) {
+        var filter = FixFilter()
+        var monitor = RegionMonitor(
+            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)), candidateSearch: search)
+        for (i, region) in scenario.regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+        var events: [RegionEvent] = []
+        var accepted: [WeightedFix] = []
+        for fix in scenario.fixes {
+            guard case .accepted(let weighted) = filter.evaluate(fix) else { continue }
+            accepted.append(weighted)
+            events += monitor.process(weighted, now: DecisionScenarios.start).events
+        }
+        return (events, monitor, accepted)
+    }
+
+    private func crossings(_ events: [RegionEvent], _ region: String) -> [RegionEventType] {
+        events.filter { $0.region == region && ($0.type == .enter || $0.type == .exit) }.map(\.type)
+    }
+
+    /// Whether the simplest conservative form of the rule says the pass between two fixes is certain: the
+    /// straight segment comes within `r − (b + minMargin)` of the centre, `b` being the ellipse's half minor
+    /// axis (the farthest any plausible path strays from the segment), plus 5 m for the implementation's
+    /// sampling of the segment. Both fixes must be conclusively outside.
+    private func deepPass(_ a: WeightedFix, _ b: WeightedFix, region: Region, c: MonitorConfiguration) -> Bool {
+        guard let s1 = a.fix.speed, let s2 = b.fix.speed else { return false }
+        let dt = b.time.timeIntervalSince(a.time)
+        let d = Geodesic.distance(a.coordinate, b.coordinate)
+        guard min(s1, s2) * dt >= 0.5 * d else { return false }
+        let sum = max(s1, s2) * dt + c.passAcceleration * dt * dt / 4 + a.accuracy + b.accuracy
+        let halfWidth = (sum * sum - d * d).squareRoot() / 2
+        let r = region.radius
+        let ma = c.margin(accuracy: a.accuracy)
+        let mb = c.margin(accuracy: b.accuracy)
+        guard Geodesic.distance(a.coordinate, region.center) >= r + ma + 0.01,
+            Geodesic.distance(b.coordinate, region.center) >= r + mb + 0.01
+        else { return false }
+        // The closest approach of the segment, sampled finely (a metre apart, at most 400 samples).
+        guard Geodesic.distance(a.coordinate, region.center) < r + d else { return false }
+        let n = max(2, min(400, Int(d)))
+        var closest = Double.infinity
+        for k in 0...n {
+            let f = Double(k) / Double(n)
+            let p = Coordinate(
+                latitude: a.coordinate.latitude + (b.coordinate.latitude - a.coordinate.latitude) * f,
+                longitude: a.coordinate.longitude + (b.coordinate.longitude - a.coordinate.longitude) * f)
+            closest = min(closest, Geodesic.distance(p, region.center))
+        }
+        return r - closest >= halfWidth + c.minMargin + 5
+    }
+
+    @Test(
+        "drives every 10, 30, 60 and 120 s through regions of 50-500 m: every deep pass once, inferred, in order; nothing invented",
+        arguments: [10, 30, 60, 120])
+    func sparseDrives(interval: Int) throws {
+        let c = MonitorConfiguration()
+        var deepPasses = 0
+        for speed in [10.0, 15, 28] {
+            for seed in UInt64(1)...3 {
+                let scenario = SparseScenarios.drive(interval: interval, speed: speed, seed: seed)
+                let (events, monitor, accepted) = run(scenario)
+                // The motion check refuses no honest fix, however far apart they are.
+                #expect(monitor.outliers == 0, "\(scenario.name): \(monitor.outliers) refused")
+                #expect(accepted.count == scenario.fixes.count)
+                // Nothing the true path does not do; each region's crossings in order.
+                var score = DecisionScore()
+                score.add(
+                    scenario,
+                    reported: Dictionary(
+                        uniqueKeysWithValues: scenario.regions.map { ($0.id, crossings(events, $0.id)) }))
+                #expect(score.extra == 0, "\(scenario.name): \(events.map { "\($0.type) \($0.region)" })")
+                // The index's segment query finds what testing every region finds, event for event.
+                #expect(run(scenario, search: .linearScan).events == events, "\(scenario.name)")
+                // The vehicle's events in order of time.
+                #expect(zip(events, events.dropFirst()).allSatisfy { $0.time <= $1.time }, "\(scenario.name)")
+                for region in scenario.regions {
+                    for (a, b) in zip(accepted, accepted.dropFirst()) where deepPass(a, b, region: region, c: c) {
+                        deepPasses += 1
+                        let got = events.filter { $0.region == region.id && $0.type != .determined }
+                        #expect(got.map(\.type) == [.enter, .exit], "\(scenario.name), \(region.id)")
+                        for event in got {
+                            #expect(event.inferred, "\(scenario.name), \(region.id)")
+                            #expect(event.time > a.time && event.time <= b.time, "\(scenario.name), \(region.id)")
+                            #expect(event.fix?.latitude == b.coordinate.latitude, "the fix that revealed it")
+                        }
+                        if got.count == 2 { #expect(got[0].time < got[1].time) }
+                    }
+                }
+            }
+        }
+        if interval <= 30 { #expect(deepPasses > 0, "the rule was exercised") }
+    }
+
+    @Test(
+        "a road bending around a region 60 m clear, a U-turn before one, stop and go round one: nothing",
+        arguments: [10, 30, 60, 120])
+    func nothingInvented(interval: Int) {
+        for radius in [50.0, 200, 500] {
+            for scenario in [
+                SparseScenarios.curvingRoad(interval: interval, radius: radius, speed: 14, seed: 5),
+                SparseScenarios.uTurn(interval: interval, radius: radius, speed: 14, seed: 6),
+                SparseScenarios.stopAndGo(interval: interval, radius: radius, seed: 7),
+            ] {
+                let (events, monitor, _) = run(scenario)
+                #expect(crossings(events, scenario.regions[0].id) == [], "\(scenario.name)")
+                #expect(monitor.outliers == 0, "\(scenario.name): honest fixes, however far apart, are taken in")
+            }
+        }
+    }
+
+    @Test(
+        "Traccar's segment rule reports the road bending around a region; the stop-and-go check is what holds it back")
+    func adversarialScenariosBite() {
+        // The straight segment goes through the region: a segment rule is fooled.
+        let bend = SparseScenarios.curvingRoad(interval: 60, radius: 200, speed: 14, seed: 5)
+        #expect(SparseRule.segment.run(bend)["park"] == [.enter, .exit])
+        // Without the steadiness condition the stop-and-go drive would be a pass: it is the case that needs it.
+        let stop = SparseScenarios.stopAndGo(interval: 30, radius: 50, seed: 7)
+        let (events, _, accepted) = run(stop)
+        #expect(crossings(events, "square") == [])
+        #expect(accepted.contains { $0.fix.speed == 0 })
+    }
+
+    @Test("a road bending around a square polygon 60 m clear of its corners: nothing", arguments: [10, 30, 60, 120])
+    func polygonBendNotInvented(interval: Int) throws {
+        // The bent road of `curvingRoad` around a circle of 283 m, and in it a square of 400 m (its corners on
+        // that circle): the straight segment between the fixes goes through the square's middle.
+        var scenario = SparseScenarios.curvingRoad(interval: interval, radius: 283, speed: 14, seed: 5)
+        let o = DecisionScenarios.origin
+        let ring = [(-200.0, -200.0), (-200, 200), (200, 200), (200, -200), (-200, -200)].map {
+            offset(o, north: $0.0, east: $0.1)
+        }
+        scenario.regions = [try Region(id: "park", polygon: RegionPolygon(parts: [[ring]]))]
+        let (events, monitor, _) = run(scenario)
+        #expect(crossings(events, "park") == [], "\(scenario.name)")
+        #expect(monitor.outliers == 0)
+    }
+
+    /// A square polygon 600 m across, driven through between two fixes 40 s apart at 20 m/s.
+    @Test("a polygon passed between two fixes: inferred enter and exit, at the estimated times")
+    func polygonPass() throws {
+        let o = DecisionScenarios.origin
+        let ring = [(-300.0, -300.0), (-300, 300), (300, 300), (300, -300), (-300, -300)].map {
+            offset(o, north: $0.0, east: $0.1)
+        }
+        let region = try Region(id: "yard", polygon: RegionPolygon(parts: [[ring]]))
+        // At 28 m/s, fixes every 30 s 420 m either side of the middle (120 m outside), 20 m north of it.
+        let path = TruePath.profile(
+            from: o, start: (20, -1400), bearing: 90, speeds: Array(repeating: 28, count: 100))
+        var scenario = DecisionScenario(
+            name: "polygon", regions: [region],
+            fixes: SparseScenarios.fixes(along: path, interval: 30, phase: 5, seed: 3), required: [:])
+        scenario.required["yard"] = [.enter, .exit]
+        let (events, _, accepted) = run(scenario)
+        let got = events.filter { $0.type == .enter || $0.type == .exit }
+        #expect(got.map(\.type) == [.enter, .exit])
+        #expect(got.allSatisfy { $0.inferred })
+        #expect(got.allSatisfy { $0.radius == 0 })
+        // Enters at 1100 m along (39.3 s), leaves at 1700 m (60.7 s); the fixes say so to a second.
+        let enter = try #require(got.first).time.timeIntervalSince(DecisionScenarios.start)
+        let exit = try #require(got.last).time.timeIntervalSince(DecisionScenarios.start)
+        #expect(abs(enter - 39.3) < 1, "\(enter)")
+        #expect(abs(exit - 60.7) < 1, "\(exit)")
+        #expect(accepted.count == scenario.fixes.count)
+    }
+
+    @Test("an inferred enter and exit have distinct ids derived from what they say, the same on every run")
+    func identities() throws {
+        let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)
+        let first = run(scenario).events.filter(\.inferred)
+        let second = run(scenario).events.filter(\.inferred)
+        #expect(first.count >= 2)
+        let ids = first.map { EventIdentity.id(of: $0) }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids == second.map { EventIdentity.id(of: $0) })
+        // Whole milliseconds: the time survives event JSON, and with it the identity.
+        for event in first {
+            let ms = event.time.timeIntervalSince1970 * 1000
+            #expect(abs(ms - ms.rounded()) < 1e-3)
+            let json = event.json
+            let back = try #require(RegionEvent(json: json))
+            #expect(back.inferred && back.time == event.time)
+            #expect(EventIdentity.id(of: back) == EventIdentity.id(of: event))
+        }
+    }
+
+    @Test("off: no pass is inferred")
+    func configurable() {
+        var c = MonitorConfiguration()
+        c.inferPasses = false
+        let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)
+        #expect(run(scenario).events.contains { $0.inferred })
+        #expect(!run(scenario, configuration: c).events.contains { $0.inferred })
+    }
+
+    @Test("a take-over from a checkpoint, or a restart from the store, infers the same passes")
+    func takeOver() throws {
+        let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)
+        let (all, _, accepted) = run(scenario)
+        let inferred = all.filter(\.inferred)
+        try #require(!inferred.isEmpty)
+        // Stop just before the fix that revealed the first pass; hand the vehicle over; go on.
+        let reveal = try #require(accepted.firstIndex { $0.time >= inferred[0].time })
+        var owner = RegionMonitor()
+        for (i, region) in scenario.regions.enumerated() { owner.insert(region, seq: Int64(i + 1)) }
+        var before: [RegionEvent] = []
+        for fix in accepted[..<reveal] { before += owner.process(fix, now: DecisionScenarios.start).events }
+        let state = try #require(owner.vehicleState(of: "van-7"))
+        #expect(state.lastFix != nil)
+        let checkpoint = PartitionCheckpoint(
+            fixSequence: 1, regionSeq: Int64(scenario.regions.count),
+            vehicles: ["van-7": .init(state: state, filter: nil)])
+        let decoded = try PartitionCheckpoint(decoding: checkpoint.encode())
+        #expect(decoded.vehicles["van-7"]?.state == state, "the last fix survives the encoding bit for bit")
+
+        func rest(_ monitor: inout RegionMonitor) -> [RegionEvent] {
+            var events: [RegionEvent] = []
+            for fix in accepted[reveal...] { events += monitor.process(fix, now: DecisionScenarios.start).events }
+            return events
+        }
+        var heir = RegionMonitor()
+        for (i, region) in scenario.regions.enumerated() { heir.insert(region, seq: Int64(i + 1)) }
+        heir.restore(try #require(decoded.vehicles["van-7"]?.state))
+        let after = rest(&heir)
+        let strip = { (events: [RegionEvent]) in events.map { "\($0.type) \($0.region) \($0.time) \($0.inferred)" } }
+        #expect(strip(before + after) == strip(all))
+
+        // The store keeps the last fix as a record: restoring from it infers the first pass too.
+        var restarted = RegionMonitor()
+        for (i, region) in scenario.regions.enumerated() { restarted.insert(region, seq: Int64(i + 1)) }
+        let record = SubjectRecord(
+            lastFixTime: accepted[reveal - 1].time, baselineSeq: Int64(scenario.regions.count),
+            lastFix: EventFix(accepted[reveal - 1]))
+        restarted.restore(subject: "van-7", record: record, pairs: [])
+        let fromStore = rest(&restarted)
+        #expect(fromStore.filter(\.inferred).first.map { strip([$0]) } == strip([inferred[0]]))
+    }
+
+    @Test("a hostile checkpoint's last fix is refused: out of range, not finite, of no mode, without its time")
+    func hostileLastFix() throws {
+        let fix = EventFix(latitude: 48.8, longitude: 2.3, accuracy: 5, mode: .threeD, speed: 10, course: 90)
+        let state = VehicleState(
+            subject: "v", lastFixTime: DecisionScenarios.start, baselineSeq: 1, lastFix: fix)
+        let bytes = PartitionCheckpoint(fixSequence: 1, regionSeq: 1, vehicles: ["v": .init(state: state, filter: nil)])
+            .encode()
+        #expect(try PartitionCheckpoint(decoding: bytes).vehicles["v"]?.state?.lastFix == fix)
+        // Re-encode with a latitude of 100: refused with the field's name.
+        var bad = state
+        bad.lastFix?.latitude = 100
+        let hostile = PartitionCheckpoint(fixSequence: 1, regionSeq: 1, vehicles: ["v": .init(state: bad, filter: nil)])
+            .encode()
+        #expect(throws: PartitionCheckpointError.self) { try PartitionCheckpoint(decoding: hostile) }
+        bad.lastFix?.latitude = .nan
+        let nan = PartitionCheckpoint(fixSequence: 1, regionSeq: 1, vehicles: ["v": .init(state: bad, filter: nil)])
+            .encode()
+        #expect(throws: PartitionCheckpointError.self) { try PartitionCheckpoint(decoding: nan) }
+        // A last fix without a time is not written (a pass starts from both).
+        var timeless = state
+        timeless.lastFixTime = nil
+        let written = PartitionCheckpoint(
+            fixSequence: 1, regionSeq: 1, vehicles: ["v": .init(state: timeless, filter: nil)])
+        #expect(try PartitionCheckpoint(decoding: written.encode()).vehicles["v"]?.state?.lastFix == nil)
+    }
+
+    @Test("every 60 s: dwell fires inside, expiry still ends a region, the gap rule marks changes across 120 s")
+    func sparseDwellAndExpiry() throws {
+        let o = DecisionScenarios.origin
+        let dwelling = try Region(id: "depot", center: o, radius: 300, dwell: .seconds(150))
+        let expiring = try Region(
+            id: "event", center: offset(o, north: 0, east: 5000), radius: 300,
+            expires: DecisionScenarios.start.addingTimeInterval(400))
+        // Parked in the depot for five minutes, reporting every 60 s.
+        let path = TruePath(points: Array(repeating: o, count: 600))
+        var scenario = DecisionScenario(
+            name: "parked", regions: [dwelling, expiring],
+            fixes: SparseScenarios.fixes(along: path, interval: 60, seed: 2), required: [:])
+        scenario.parked = true
+        let (events, monitor, _) = run(scenario)
+        #expect(events.map(\.type).contains(.dwell))
+        let dwell = try #require(events.first { $0.type == .dwell })
+        #expect(dwell.time.timeIntervalSince(DecisionScenarios.start) == 180, "the first fix 150 s after entering")
+        #expect(events.contains { $0.type == .expired && $0.region == "event" })
+        #expect(monitor.outliers == 0)
+    }
+}
+
+extension InferredPassTests {
+    @Test("Docs/events.md compares the rules on sparse reporters, as measured")
+    func sparseComparisonTable() throws {
+        let intervals = [10, 30, 60, 120]
+        let scenarios = intervals.map { SparseScenarios.all(interval: $0) }
+        var crossings: [Int] = []
+        for set in scenarios {
+            crossings.append(set.reduce(0) { sum, s in sum + s.required.values.reduce(0) { $0 + $1.count } })
+        }
+        var rows = [
+            "| rule | " + intervals.map { "every \($0) s: missed / invented" }.joined(separator: " | ") + " |",
+            "|---|" + intervals.map { _ in "---|" }.joined(),
+            "| real crossings (of them) | " + crossings.map(String.init).joined(separator: " | ") + " |",
+        ]
+        for rule in SparseRule.allCases {
+            var cells: [String] = []
+            for set in scenarios {
+                var score = DecisionScore()
+                for scenario in set { score.add(scenario, reported: rule.run(scenario)) }
+                cells.append("\(score.missed) / \(score.extra)")
+                if rule == .geofence || rule == .plain { #expect(score.extra == 0, "\(rule.rawValue) invents nothing") }
+            }
+            rows.append("| \(rule.rawValue) | " + cells.joined(separator: " | ") + " |")
+        }
+        let table = rows.joined(separator: "\n")
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = repo.appendingPathComponent("Docs/events.md").path
+        let doc = try String(contentsOfFile: path, encoding: .utf8)
+        let begin = "<!-- sparse comparison: generated by InferredPassTests -->\n"
+        let end = "\n<!-- end of sparse comparison -->"
+        let head = try #require(doc.range(of: begin), "Docs/events.md has no sparse comparison block")
+        let tail = try #require(doc.range(of: end, range: head.upperBound..<doc.endIndex))
+        let current = String(doc[head.upperBound..<tail.lowerBound])
+        if ProcessInfo.processInfo.environment["GEOFENCE_UPDATE_DOCS"] == "1" {
+            try (doc[..<head.upperBound] + table + doc[tail.lowerBound...]).write(
+                toFile: path, atomically: true, encoding: .utf8)
+        } else {
+            #expect(
+                current == table,
+                "Docs/events.md's sparse comparison is out of date: run GEOFENCE_UPDATE_DOCS=1 swift test --filter InferredPass"
+            )
+        }
+    }
+}
+
+/// The rules of the sparse comparison (Docs/events.md, "Passes between fixes").
+enum SparseRule: String, CaseIterable {
+    case segment = "Traccar segment crossing (`event.geofence.segmentCrossing`)"
+    case naive = "naive d ≤ r per fix (Tile38, Traccar)"
+    case plain = "geofence, passes off"
+    case geofence = "geofence, passes on (default)"
+
+    func run(_ scenario: DecisionScenario) -> [String: [RegionEventType]] {
+        switch self {
+        case .naive: return DecisionRule.naive.run(scenario)
+        case .plain, .geofence:
+            var c = MonitorConfiguration()
+            c.inferPasses = self == .geofence
+            var filter = FixFilter()
+            var monitor = RegionMonitor(configuration: c)
+            for (i, region) in scenario.regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+            var reported: [String: [RegionEventType]] = [:]
+            for region in scenario.regions { reported[region.id] = [] }
+            for fix in scenario.fixes {
+                guard case .accepted(let weighted) = filter.evaluate(fix) else { continue }
+                for event in monitor.process(weighted, now: DecisionScenarios.start).events
+                where event.type == .enter || event.type == .exit {
+                    reported[event.region, default: []].append(event.type)
+                }
+            }
+            return reported
+        case .segment:
+            // Traccar: a fix inside is inside (d ≤ r); a segment between two fixes outside that meets the
+            // circle is a crossing (reported as its enter and exit).
+            var reported: [String: [RegionEventType]] = [:]
+            for region in scenario.regions {
+                var got: [RegionEventType] = []
+                var inside: Bool?
+                var last: Coordinate?
+                for fix in scenario.fixes {
+                    guard let lat = fix.latitude, let lon = fix.longitude else { continue }
+                    let p = Coordinate(latitude: lat, longitude: lon)
+                    let now = Geodesic.distance(p, region.center) <= region.radius
+                    if let was = inside, was != now { got.append(now ? .enter : .exit) }
+                    if inside == false, !now, let last {
+                        let n = 200
+                        let hits = (1..<n).contains { k in
+                            let f = Double(k) / Double(n)
+                            let q = Coordinate(
+                                latitude: last.latitude + (p.latitude - last.latitude) * f,
+                                longitude: last.longitude + (p.longitude - last.longitude) * f)
+                            return Geodesic.distance(q, region.center) <= region.radius
+                        }
+                        if hits { got += [.enter, .exit] }
+                    }
+                    inside = now
+                    last = p
+                }
+                reported[region.id] = got
+            }
+            return reported
+        }
+    }
+}
