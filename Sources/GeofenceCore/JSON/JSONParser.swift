@@ -489,7 +489,7 @@ struct JSONParser {
     /// digits fit in 53 bits and the power of ten is at most 22 (both are then exact doubles, so
     /// one IEEE multiply or divide is correctly rounded: Clinger 1990) — true for all gpsd
     /// output. Anything else goes to the standard library's correctly rounded `Double(_:)`.
-    private mutating func parseNumber() throws(JSONParseError) -> Double {
+    mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = position
         var negative = false
         if bytes[position] == .minus {

@@ -47,6 +47,38 @@ package enum GPSDJSON {
     package static func decode(
         _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
     ) -> GPSDJSONReport {
+        if let early = notJSONLine(line) { return early }
+        // The common line (a flat object of plain ASCII strings, numbers and literals) is scanned in place; any
+        // other goes to the strict reader, which judges it as it always has (`decodeStrictly`).
+        if let fields = line.withContiguousStorageIfAvailable({ scanPlainObject($0) }) ?? nil {
+            return finish(fields, defaultSubject: defaultSubject, receivedAt: receivedAt)
+        }
+        return decodeStrictly(line, defaultSubject: defaultSubject, receivedAt: receivedAt)
+    }
+
+    /// What `decode` makes of a line, through the strict JSON reader alone (the reference for the scan).
+    package static func decodeStrictly(
+        _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
+    ) -> GPSDJSONReport {
+        if let early = notJSONLine(line) { return early }
+        var f = TPVFields()
+        do {
+            try JSON.forEachMember(in: line, matching: tpvFields) { key, value in
+                switch value {
+                case .string(let text): f.take(key, .string(text))
+                case .number(let n): f.take(key, .number(n))
+                case .null: f.take(key, .null)
+                default: f.take(key, .other)
+                }
+            }
+        } catch {
+            return .malformed(.init(.notJSON, "not a JSON object: \(error)"))
+        }
+        return finish(f, defaultSubject: defaultSubject, receivedAt: receivedAt)
+    }
+
+    /// A line refused before it is read (too long), or one that is not JSON at all (NMEA, a comment).
+    private static func notJSONLine(_ line: some Collection<UInt8>) -> GPSDJSONReport? {
         if line.count > maximumLineLength {
             return .malformed(.init(.tooLong, "line of \(line.count) bytes is too long"))
         }
@@ -56,8 +88,26 @@ package enum GPSDJSON {
         switch line.withContiguousStorageIfAvailable({ $0.first }) ?? line.first {
         case UInt8(ascii: "$"), UInt8(ascii: "!"): return .other("NMEA")
         case UInt8(ascii: "#"): return .other("comment")
-        default: break
+        default: return nil
         }
+    }
+
+    /// Whether `decode` reads `line` with its in-place scan (for tests: the scan must take the common lines).
+    package static func scansInPlace(_ line: [UInt8]) -> Bool {
+        line.withUnsafeBufferPointer { scanPlainObject($0) } != nil
+    }
+
+    /// A member's value as the TPV fields take it: what the strict reader and the scan both report.
+    enum FieldValue {
+        case string(String)
+        case number(Double)
+        case null
+        /// `true`, `false`, an array or an object.
+        case other
+    }
+
+    /// The TPV members read so far, and the first one of the wrong type.
+    struct TPVFields {
         var klass: String?
         var device: String?
         var mode: Double?
@@ -74,79 +124,201 @@ package enum GPSDJSON {
         var speed: Double?
         var track: Double?
         var badField: String?
-        do {
-            try JSON.forEachMember(in: line, matching: tpvFields) { key, value in
-                func number() -> Double? {
-                    switch value {
-                    case .number(let n): return n
-                    case .null: return nil
-                    default:
-                        badField = badField ?? key.rawValue
-                        return nil
-                    }
-                }
-                switch key {
-                case .class: klass = value.stringValue
-                case .device:
-                    // A vehicle named by a number (or anything but a string) is refused, not renamed `fleet`.
-                    if case .string(let s) = value {
-                        device = s
-                    } else if !value.isNull {
-                        badField = badField ?? key.rawValue
-                    }
-                case .mode: mode = number()
-                case .time:
-                    if case .string(let s) = value {
-                        time = s
-                    } else if !value.isNull {
-                        badField = badField ?? key.rawValue
-                    }
-                case .lat: lat = number()
-                case .lon: lon = number()
-                case .altHAE: altHAE = number()
-                case .altMSL: altMSL = number()
-                case .alt: alt = number()
-                case .eph: eph = number()
-                case .epx: epx = number()
-                case .epy: epy = number()
-                case .epv: epv = number()
-                case .speed: speed = number()
-                case .track: track = number()
+
+        mutating func take(_ key: TPVField, _ value: FieldValue) {
+            func number() -> Double? {
+                switch value {
+                case .number(let n): return n
+                case .null: return nil
+                default:
+                    badField = badField ?? key.rawValue
+                    return nil
                 }
             }
-        } catch {
-            return .malformed(.init(.notJSON, "not a JSON object: \(error)"))
+            func text() -> String? {
+                // A vehicle named by a number (or anything but a string) is refused, not renamed `fleet`.
+                switch value {
+                case .string(let s): return s
+                case .null: return nil
+                default:
+                    badField = badField ?? key.rawValue
+                    return nil
+                }
+            }
+            switch key {
+            case .class:
+                if case .string(let s) = value { klass = s } else { klass = nil }
+            case .device: device = text()
+            case .mode: mode = number()
+            case .time: time = text()
+            case .lat: lat = number()
+            case .lon: lon = number()
+            case .altHAE: altHAE = number()
+            case .altMSL: altMSL = number()
+            case .alt: alt = number()
+            case .eph: eph = number()
+            case .epx: epx = number()
+            case .epy: epy = number()
+            case .epv: epv = number()
+            case .speed: speed = number()
+            case .track: track = number()
+            }
         }
-        guard let klass else { return .malformed(.init(.noClass, "no \"class\" member")) }
+    }
+
+    private static func finish(_ f: TPVFields, defaultSubject: String, receivedAt: Date?) -> GPSDJSONReport {
+        guard let klass = f.klass else { return .malformed(.init(.noClass, "no \"class\" member")) }
         guard klass == "TPV" else { return .other(klass) }
-        if let badField { return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type")) }
-        if let device, let problem = SubjectName.problem(device) {
+        if let badField = f.badField {
+            return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type"))
+        }
+        if let device = f.device, let problem = SubjectName.problem(device) {
             return .malformed(.init(.badDevice, "TPV \"device\" \(problem)"))
         }
 
         var fixTime: Date?
-        if let time {
+        if let time = f.time {
             guard let parsed = try? TimestampParser.parse(time) else {
                 return .malformed(.init(.badTime, "TPV time \"\(time.prefix(40))\" is not a timestamp"))
             }
             fixTime = parsed
         }
-        let modeValue = mode.flatMap { $0.isFinite && $0 == $0.rounded() ? Int(exactly: $0) : nil }
+        let modeValue = f.mode.flatMap { $0.isFinite && $0 == $0.rounded() ? Int(exactly: $0) : nil }
         let fixMode = modeValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
         return .tpv(
             Fix(
-                subject: device.map(VisibleName.normalized) ?? defaultSubject, time: fixTime, receivedAt: receivedAt,
+                subject: f.device.map(VisibleName.normalized) ?? defaultSubject, time: fixTime, receivedAt: receivedAt,
                 mode: fixMode,
-                latitude: finite(lat), longitude: finite(lon), altitudeHAE: finite(altHAE),
-                altitudeMSL: finite(altMSL ?? alt),
-                horizontalAccuracy: Fix.horizontalAccuracy(eph: eph, epx: epx, epy: epy),
-                verticalAccuracy: finite(epv).flatMap { $0 >= 0 ? $0 : nil }, speed: finite(speed),
-                course: finite(track)))
+                latitude: finite(f.lat), longitude: finite(f.lon), altitudeHAE: finite(f.altHAE),
+                altitudeMSL: finite(f.altMSL ?? f.alt),
+                horizontalAccuracy: Fix.horizontalAccuracy(eph: f.eph, epx: f.epx, epy: f.epy),
+                verticalAccuracy: finite(f.epv).flatMap { $0 >= 0 ? $0 : nil }, speed: finite(f.speed),
+                course: finite(f.track)))
+    }
+
+    /// Reads the common line in place: one JSON object of members whose keys and string values are printable
+    /// ASCII without escapes, and whose values are strings, numbers (read by the strict reader's own number
+    /// reader) or `true`/`false`/`null`, each key once. Nil for anything else (an escape, a byte outside
+    /// printable ASCII, a nested value, a repeated key, any syntax error): the strict reader then reads the
+    /// line whole, so the scan only ever decides lines the strict reader would read the same way.
+    static func scanPlainObject(_ b: UnsafeBufferPointer<UInt8>) -> TPVFields? {
+        let n = b.count
+        var i = 0
+        func skipWhitespace() {
+            while i < n {
+                let c = b[i]
+                guard c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D else { return }
+                i += 1
+            }
+        }
+        /// The end of a plain string whose first byte is at `i` (its closing quote), or nil.
+        func plainStringEnd() -> Int? {
+            var k = i
+            while k < n {
+                let c = b[k]
+                if c == UInt8(ascii: "\"") { return k }
+                if c < 0x20 || c >= 0x7F || c == UInt8(ascii: "\\") { return nil }
+                k += 1
+            }
+            return nil
+        }
+        func literal(_ word: StaticString) -> Bool {
+            let count = word.utf8CodeUnitCount
+            guard n - i >= count else { return false }
+            let base = word.utf8Start
+            for k in 0..<count where b[i + k] != base[k] { return false }
+            i += count
+            return true
+        }
+        skipWhitespace()
+        guard i < n, b[i] == UInt8(ascii: "{") else { return nil }
+        i += 1
+        var f = TPVFields()
+        var seen: UInt32 = 0
+        var others: [(start: Int, count: Int)] = []
+        skipWhitespace()
+        if i < n, b[i] == UInt8(ascii: "}") {
+            i += 1
+        } else {
+            while true {
+                skipWhitespace()
+                guard i < n, b[i] == UInt8(ascii: "\"") else { return nil }
+                i += 1
+                guard let keyEnd = plainStringEnd() else { return nil }
+                let keyStart = i
+                let keyCount = keyEnd - keyStart
+                i = keyEnd + 1
+                skipWhitespace()
+                guard i < n, b[i] == UInt8(ascii: ":") else { return nil }
+                i += 1
+                skipWhitespace()
+                guard i < n else { return nil }
+                let value: FieldValue
+                let c = b[i]
+                if c == UInt8(ascii: "\"") {
+                    i += 1
+                    guard let end = plainStringEnd() else { return nil }
+                    value = .string(String(decoding: UnsafeBufferPointer(rebasing: b[i..<end]), as: UTF8.self))
+                    i = end + 1
+                } else if c == UInt8(ascii: "-") || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) {
+                    var parser = JSONParser(bytes: b)
+                    parser.position = i
+                    guard let number = try? parser.parseNumber() else { return nil }
+                    i = parser.position
+                    value = .number(number)
+                } else if literal("null") {
+                    value = .null
+                } else if literal("true") || literal("false") {
+                    value = .other
+                } else {
+                    return nil
+                }
+                if let (key, index) = TPVField.matching(b, start: keyStart, count: keyCount) {
+                    let bit: UInt32 = 1 << UInt32(index)
+                    guard seen & bit == 0 else { return nil }
+                    seen |= bit
+                    f.take(key, value)
+                } else {
+                    for other in others where other.count == keyCount {
+                        if memcmp(b.baseAddress! + other.start, b.baseAddress! + keyStart, keyCount) == 0 { return nil }
+                    }
+                    guard others.count < 64 else { return nil }
+                    others.append((keyStart, keyCount))
+                }
+                skipWhitespace()
+                guard i < n else { return nil }
+                if b[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                guard b[i] == UInt8(ascii: "}") else { return nil }
+                i += 1
+                break
+            }
+        }
+        skipWhitespace()
+        return i == n ? f : nil
     }
 
     /// The TPV members the decoder reads; a key table lets the parser match them without building strings.
-    private enum TPVField: String, CaseIterable, Sendable {
+    enum TPVField: String, CaseIterable, Sendable {
         case `class`, device, mode, time, lat, lon, altHAE, altMSL, alt, eph, epx, epy, epv, speed, track
+
+        private static let fields = allCases
+        private static let names: [[UInt8]] = allCases.map { Array($0.rawValue.utf8) }
+
+        /// The field whose name is the `count` bytes at `start`, and its place among them (for a bit of a set).
+        static func matching(_ b: UnsafeBufferPointer<UInt8>, start: Int, count: Int) -> (TPVField, Int)? {
+            for (index, name) in names.enumerated() where name.count == count {
+                var equal = true
+                for k in 0..<count where b[start + k] != name[k] {
+                    equal = false
+                    break
+                }
+                if equal { return (fields[index], index) }
+            }
+            return nil
+        }
     }
 
     private static let tpvFields = JSONKeyTable(TPVField.self)
