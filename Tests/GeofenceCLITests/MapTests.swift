@@ -1,0 +1,246 @@
+import Foundation
+import GeofenceCore
+import GeofenceTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Debian's chromium, which the map's tests need (with python3, for `Scripts/map-probe.py`).
+enum MapChromium {
+    static let path = "/usr/bin/chromium"
+    static var available: Bool {
+        FileManager.default.isExecutableFile(atPath: path)
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+    }
+}
+
+/// The map page (Docs/map.md) in Debian's headless Chromium: `geofence map`'s snapshot opened offline, and
+/// the live `/map` of an engine with the API on. The test places regions and vehicles at known coordinates,
+/// computes where the page's documented projection puts them, and reads the screenshot's pixels there.
+@Suite(
+    "the map (geofence map, /map) in headless Chromium", .serialized,
+    .enabled(
+        if: MapChromium.available,
+        "needs Debian's chromium and python3 (apt-get install chromium; make test installs it)"))
+struct MapTests {
+    static let chromium = MapChromium.path
+    static var probe: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Scripts/map-probe.py").path
+    }
+
+    /// The window, and the map in it (the events' panel takes 320 pixels on the right).
+    static let window = (width: 1000, height: 700)
+    static let map = (width: 1000 - 320, height: 700)
+
+    // What the test places: the depot of `MetricsEndpointTests.fleetEngine` (48.85, 2.35, 100 m), a square
+    // yard to its east, two vehicles outside both.
+    static let yard = [(48.849, 2.356), (48.849, 2.358), (48.851, 2.358), (48.851, 2.356)]
+    static let truck = (48.853, 2.345)
+    static let van = (48.847, 2.353)
+
+    // The page's colours (Docs/map.md): a region's fill is #2563eb at 25 % over the background #f5f3ee, a
+    // vehicle is #dc2626.
+    static let background = [245, 243, 238]
+    static let region = [193, 207, 237]
+    static let vehicle = [220, 38, 38]
+
+    /// The page's projection, as Docs/map.md gives it: equirectangular around the middle of the data's
+    /// latitudes and longitudes, fitted (circles with their radius) into the map less a 40-pixel margin.
+    static func project(_ lat: Double, _ lon: Double) -> (x: Double, y: Double) {
+        let points: [(Double, Double, Double)] =
+            [(48.85, 2.35, 100)] + yard.map { ($0.0, $0.1, 0) } + [(truck.0, truck.1, 0), (van.0, van.1, 0)]
+        let lats = points.map(\.0)
+        let lons = points.map(\.1)
+        let lat0 = (lats.min()! + lats.max()!) / 2
+        let lon0 = (lons.min()! + lons.max()!) / 2
+        let k = Double.pi / 180 * 6_371_008.8
+        let kx = k * cos(lat0 * Double.pi / 180)
+        func local(_ lat: Double, _ lon: Double) -> (Double, Double) { ((lon - lon0) * kx, (lat - lat0) * k) }
+        var x0 = Double.infinity
+        var x1 = -Double.infinity
+        var y0 = Double.infinity
+        var y1 = -Double.infinity
+        for p in points {
+            let (x, y) = local(p.0, p.1)
+            x0 = min(x0, x - p.2)
+            x1 = max(x1, x + p.2)
+            y0 = min(y0, y - p.2)
+            y1 = max(y1, y + p.2)
+        }
+        let w = Double(map.width)
+        let h = Double(map.height)
+        let s = min((w - 80) / (x1 - x0), (h - 80) / (y1 - y0))
+        let (x, y) = local(lat, lon)
+        return (w / 2 + (x - (x0 + x1) / 2) * s, h / 2 - (y - (y0 + y1) / 2) * s)
+    }
+
+    /// Where to look, and what colour must be there.
+    static let checks: [(what: String, at: (x: Double, y: Double), colour: [Int])] = [
+        ("the depot's centre", project(48.85, 2.35), region),
+        ("the yard's centre", project(48.85, 2.357), region),
+        ("truck-1", project(truck.0, truck.1), vehicle),
+        ("van-2", project(van.0, van.1), vehicle),
+        ("between the depot and the yard", project(48.85, 2.353), background),
+        ("south of the depot", project(48.8488, 2.35), background),
+    ]
+
+    /// The colours of the screenshot at `checks`' points, each checked (within 12 per channel: the
+    /// renderer's blending).
+    static func checkPixels(_ png: String, _ dir: TemporaryDirectory) throws {
+        let points = checks.map { String(format: "%.0f,%.0f", $0.at.x, $0.at.y) }
+        let out = try run("/usr/bin/python3", [probe, "pixels", png] + points, dir: dir)
+        let json = try JSON.parse(out)
+        #expect(json["size"]?.arrayValue?.compactMap(\.intValue) == [window.width, window.height], "\(out)")
+        let colours = json["colours"]?.arrayValue ?? []
+        #expect(colours.count == checks.count, "\(out)")
+        for (check, colour) in zip(checks, colours) {
+            let got = colour.arrayValue?.compactMap(\.intValue) ?? []
+            let close = got.count == 3 && zip(got, check.colour).allSatisfy { abs($0 - $1) <= 12 }
+            #expect(close, "\(check.what) at \(check.at): \(got), not \(check.colour) (screenshot \(png))")
+        }
+    }
+
+    static func run(_ tool: String, _ arguments: [String], dir: TemporaryDirectory) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let out = dir.file("tool.out")
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        process.standardError = FileHandle.nullDevice
+        try GPSDHarness.withUnblockedSignals { try process.run() }
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw APIFailure(
+                "\(tool) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(text)")
+        }
+        return text
+    }
+
+    static func fix(_ device: String, _ p: (Double, Double), at t: Date) -> String {
+        #"{"class":"TPV","device":"\#(device)","mode":3,"time":"\#(TimestampParser.format(t))","lat":\#(p.0),"lon":\#(p.1),"eph":5}"#
+    }
+
+    @Test("the snapshot and the live page draw the regions and vehicles where they are; a new event shows within 2 s")
+    func snapshotAndLive() async throws {
+        try await withCLI { cli in
+            let token = try HTTPAPITests.token(cli, "map", scope: "read")
+            let (daemon, feed, base, _) = try await HTTPAPITests.engine(cli)
+            defer { feed.close() }
+            let api = APIClient(base: base, dir: cli.dir)
+            let ring = (Self.yard + [Self.yard[0]]).map { "[\($0.1), \($0.0)]" }.joined(separator: ", ")
+            let regions = cli.dir.file("yard.json")
+            try Data(
+                #"{"regions": [{"id": "yard", "name": "Yard", "polygon": {"type": "Polygon", "coordinates": [[\#(ring)]]}}]}"#
+                    .utf8
+            ).write(to: URL(fileURLWithPath: regions))
+            let imported = try cli.run("import", regions)
+            #expect(imported.status == 0, "\(imported.stderr)")
+            let start = Date().addingTimeInterval(-600)
+            feed.send([Self.fix("truck-1", Self.truck, at: start), Self.fix("van-2", Self.van, at: start)])
+            let placed = await Wait.until(timeout: 10) {
+                let v = (try? api.get("/v1/vehicles", token: token))?.json?.arrayValue ?? []
+                return v.filter { $0["lastFix"] != nil }.count == 2
+            }
+            #expect(placed, "the engine has both vehicles")
+
+            // The snapshot, opened offline from a file.
+            let page = cli.dir.file("map.html")
+            let made = try cli.run("map", "-o", page, "--json")
+            #expect(made.status == 0, "\(made.stderr)")
+            #expect(try JSON.parse(made.stdout)["vehicles"]?.intValue == 2, "\(made.stdout)")
+            let html = try String(contentsOfFile: page, encoding: .utf8)
+            #expect(!html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+            let shot = cli.dir.file("snapshot.png")
+            _ = try Self.run(
+                Self.chromium,
+                [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
+                    "--user-data-dir=" + cli.dir.file("chromium-profile"), "--screenshot=" + shot,
+                    "--window-size=\(Self.window.width),\(Self.window.height)", "file://" + page,
+                ], dir: cli.dir)
+            try Self.checkPixels(shot, cli.dir)
+
+            // The live page: drawn from the API, then following the stream.
+            let live = cli.dir.file("live.png")
+            let watched = cli.dir.file("watch.out")
+            _ = FileManager.default.createFile(atPath: watched, contents: nil)
+            let watcher = Process()
+            watcher.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            watcher.arguments = [
+                Self.probe, "watch", "\(base)/map#token=\(token)", "--state", "live", "--screenshot", live,
+                "--events", "1", "--timeout", "30", "--size", "\(Self.window.width)x\(Self.window.height)",
+            ]
+            watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watched))
+            watcher.standardError = FileHandle.nullDevice
+            try GPSDHarness.withUnblockedSignals { try watcher.run() }
+            func lines() -> [JSONValue] {
+                ((try? String(contentsOfFile: watched, encoding: .utf8)) ?? "").split(separator: "\n")
+                    .compactMap { try? JSON.parse(String($0)) }
+            }
+            let ready = await Wait.until(timeout: 30) { !lines().isEmpty }
+            #expect(ready && lines().first?["ready"]?.stringValue == "live", "the page follows the stream: \(lines())")
+            try Self.checkPixels(live, cli.dir)
+
+            // truck-1 drives into the depot at 10 m/s: the page must show the event within 2 s of the fixes.
+            let before = Set(
+                try api.get("/v1/events?latest=1000", token: token).json?["events"]?.arrayValue?
+                    .compactMap { $0["id"]?.stringValue } ?? [])
+            var drive: [String] = []
+            var t = Date().addingTimeInterval(-300)
+            for step in 0...9 {
+                let f = Double(step) / 9
+                drive.append(
+                    Self.fix(
+                        "truck-1",
+                        (Self.truck.0 + (48.85 - Self.truck.0) * f, Self.truck.1 + (2.35 - Self.truck.1) * f),
+                        at: t))
+                t = t.addingTimeInterval(8)
+            }
+            drive.append(Self.fix("truck-1", (48.85, 2.35), at: t))
+            let sent = Date().timeIntervalSince1970
+            feed.send(drive)
+            watcher.waitUntilExit()
+            let shown = lines().dropFirst().first
+            let id = shown?["lastEvent"]?.stringValue ?? ""
+            let at = shown?["at"]?.doubleValue ?? .infinity
+            #expect(!id.isEmpty && !before.contains(id), "the page showed a new event: \(lines())")
+            let after = try api.get("/v1/events?latest=1000", token: token).json?["events"]?.arrayValue ?? []
+            let event = after.first { $0["id"]?.stringValue == id }
+            #expect(
+                event?["type"]?.stringValue == "enter" && event?["region"]?.stringValue == "depot"
+                    && event?["subject"]?.stringValue == "truck-1",
+                "the event shown is truck-1 entering the depot: \(event.map { $0.serialized() } ?? "none")")
+            #expect(at - sent < 2, "shown \(String(format: "%.3f", at - sent)) s after the fixes were sent")
+            print("map: a new event shown \(String(format: "%.3f", at - sent)) s after its fixes were sent")
+            #expect(await daemon.stop() != nil)
+        }
+    }
+
+    @Test("geofence map: bad input is one line and writes nothing; --json without --output is the data")
+    func badInput() throws {
+        try withCLI { cli in
+            for bad in [["--events", "-1"], ["--events", "1001"], ["--events", "x"]] {
+                let r = try cli.run(["map"] + bad)
+                #expect(r.status == 64, "\(bad): \(r.stderr)")
+                // One line that says what is wrong (then the usage, as every command's usage error).
+                #expect(
+                    r.stdout.isEmpty && r.stderr.hasPrefix("Error: invalid value for --events"), "\(bad): \(r.stderr)")
+            }
+            let unwritable = try cli.run("map", "-o", cli.dir.file("no/such/dir/map.html"))
+            #expect(unwritable.status == 73 && unwritable.stderr.split(separator: "\n").count == 1, "\(unwritable)")
+            _ = try cli.run(
+                "add", "--id", "depot", "--name", "</script><b>x", "--lat", "48.85", "--lon", "2.35", "--radius", "100")
+            let data = try cli.run("map", "--json")
+            #expect(data.status == 0, "\(data.stderr)")
+            #expect(try JSON.parse(data.stdout)["regions"]?.arrayValue?.count == 1, "\(data.stdout)")
+            // A region's name cannot end the page's script.
+            let page = try cli.run("map")
+            #expect(page.stdout.hasPrefix("<!DOCTYPE html>") && !page.stdout.contains("</script><b>"))
+        }
+    }
+}
