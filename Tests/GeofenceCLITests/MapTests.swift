@@ -132,6 +132,11 @@ struct MapTests {
             let (daemon, feed, base, _) = try await HTTPAPITests.engine(cli)
             defer { feed.close() }
             let api = APIClient(base: base, dir: cli.dir)
+            // The page is served without a token, and holds no data.
+            let served = try api.get("/map", token: nil)
+            #expect(served.status == 200 && served.headers.lowercased().contains("content-type: text/html"))
+            #expect(served.body.contains("<svg") && !served.body.contains("depot"), "the live page holds no data")
+            #expect(try api.request("POST", "/map", token: nil).status == 405)
             let ring = (Self.yard + [Self.yard[0]]).map { "[\($0.1), \($0.0)]" }.joined(separator: ", ")
             let regions = cli.dir.file("yard.json")
             try Data(
@@ -217,6 +222,16 @@ struct MapTests {
                 "the event shown is truck-1 entering the depot: \(event.map { $0.serialized() } ?? "none")")
             #expect(at - sent < 2, "shown \(String(format: "%.3f", at - sent)) s after the fixes were sent")
             print("map: a new event shown \(String(format: "%.3f", at - sent)) s after its fixes were sent")
+
+            // The newest events, where the page starts.
+            let ids = after.compactMap { $0["id"]?.stringValue }
+            let latest = try api.get("/v1/events?latest=3", token: token)
+            #expect(latest.json?["events"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(ids.suffix(3)))
+            #expect(latest.json?["last"]?.stringValue == ids.last, "\(latest)")
+            for bad in ["latest=0", "latest=1001", "latest=x", "latest=2&after=\(ids[0])"] {
+                let refused = try api.get("/v1/events?\(bad)", token: token)
+                #expect(refused.status == 400 && refused.errorCode == "bad-request", "\(bad): \(refused)")
+            }
             #expect(await daemon.stop() != nil)
         }
     }

@@ -162,10 +162,15 @@ package enum MapPage {
             let top;
             if (r.polygon) {
               let d = "";
-              top = [Infinity, Infinity];
+              let left = Infinity, right = -Infinity, high = Infinity;
               for (const ring of rings(r)) {
-                d += ring.map((p, i) => { const [x, y] = P.xy(p[1], p[0]); if (y < top[1]) top = [x, y]; return (i ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1); }).join("") + "Z";
+                d += ring.map((p, i) => {
+                  const [x, y] = P.xy(p[1], p[0]);
+                  left = Math.min(left, x); right = Math.max(right, x); high = Math.min(high, y);
+                  return (i ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1);
+                }).join("") + "Z";
               }
+              top = [(left + right) / 2, high];
               el("path", { class: cls, d, "fill-rule": "evenodd", "data-region": r.id }, svg);
             } else {
               const [x, y] = P.xy(r.lat, r.lon);
@@ -201,7 +206,7 @@ package enum MapPage {
             const what = document.createElement("span");
             what.className = e.type;
             what.textContent = `${e.type} ${e.region || ""}`;
-            li.append(what, ` ${e.subject || ""}`);
+            li.append(what, ` ${e.subject || ""}` + (e.state && e.type !== "enter" && e.type !== "exit" ? ` (${e.state})` : ""));
             const t = document.createElement("div");
             t.className = "t";
             t.textContent = e.time || "";
@@ -217,6 +222,10 @@ package enum MapPage {
           state.events.push(e);
           if (state.events.length > KEEP) state.events.splice(0, state.events.length - KEEP);
           state.last = e.id;
+          if (e.type === "region-status") {
+            const r = state.regions.find(r => r.id === e.region);
+            if (r) r.status = e.state;
+          }
           if (!e.subject) return;
           const v = state.vehicles.get(e.subject) || { subject: e.subject, inside: [] };
           if (e.fix) { v.lastFix = e.fix; v.lastFixTime = e.time; }
