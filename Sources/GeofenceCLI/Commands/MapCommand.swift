@@ -18,7 +18,8 @@ struct MapCommand: GeofenceSubcommand {
             For a live map, serve the HTTP API (geofence run --metrics ADDRESS --api on) and open \
             http://ADDRESS/map#token=TOKEN with a read token (geofence token add NAME --scope read): the same \
             page, which reads the API and follows its event stream. The token stays in the URL's fragment, \
-            which a browser never sends. With --json, the data the page would hold is printed instead.
+            which a browser never sends. With --json and no --output, the data the page would hold is printed \
+            instead of the page; with --output, what was written.
             """,
         options: [
             .value("--output", short: "-o", valueName: "file", help: "Write to this file instead of stdout."),

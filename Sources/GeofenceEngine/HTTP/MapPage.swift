@@ -311,7 +311,9 @@ package enum MapPage {
             if (err.status === 401) document.getElementById("login").hidden = false;
             return;
           }
-          setInterval(() => refresh().catch(err => { $status.textContent = "refresh failed: " + err.message; }), 5000);
+          if (!state.refreshing) {
+            state.refreshing = setInterval(() => refresh().catch(err => { $status.textContent = "refresh failed: " + err.message; }), 5000);
+          }
           follow();
         }
 
