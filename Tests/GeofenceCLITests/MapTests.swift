@@ -132,6 +132,7 @@ struct MapTests {
             let (daemon, feed, base, _) = try await HTTPAPITests.engine(cli)
             defer { feed.close() }
             let api = APIClient(base: base, dir: cli.dir)
+            #expect(daemon.log.contains("map at \(base)/map#token=TOKEN"), "the log says where the map is")
             // The page is served without a token, and holds no data.
             let served = try api.get("/map", token: nil)
             #expect(served.status == 200 && served.headers.lowercased().contains("content-type: text/html"))
