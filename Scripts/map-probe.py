@@ -9,12 +9,13 @@
       Opens URL in headless Chromium (driven through --remote-debugging-pipe: the DevTools protocol on
       file descriptors 3 and 4, no socket), waits until the page's body says data-state=STATE, saves a
       screenshot, prints {"ready": ...} and then one line {"lastEvent": ID, "events": N, "at": UNIX TIME}
-      each time the page shows a new latest event (it looks every 10 ms), until N lines or S seconds.
+      each time the page shows a new latest event (it looks every 10 ms), with the ids the page lists
+      (newest first), until N lines or S seconds, or a SIGTERM (Chromium is closed in every case).
 
 Only Python's standard library; the PNG decoder reads what Chromium writes (8-bit RGB or RGBA, not
 interlaced).
 """
-import base64, json, os, shutil, struct, subprocess, sys, tempfile, time, zlib
+import base64, json, os, shutil, signal, struct, subprocess, sys, tempfile, time, zlib
 
 
 def decode_png(data):
@@ -138,7 +139,8 @@ def watch(url, state, screenshot, events, timeout, width, height, chromium):
 
         deadline = time.time() + timeout
         look = "document.body ? [document.body.dataset.state, document.body.dataset.lastEvent || null, " \
-               "Number(document.body.dataset.events || 0), document.getElementById('status').textContent] : null"
+               "Number(document.body.dataset.events || 0), document.getElementById('status').textContent, " \
+               "Array.from(document.querySelectorAll('#events li')).map(li => li.dataset.id)] : null"
         seen = body(look)
         while not seen or seen[0] != state:
             if time.time() > deadline:
@@ -155,7 +157,7 @@ def watch(url, state, screenshot, events, timeout, width, height, chromium):
             now = body(look)
             if now and now[1] != last:
                 last = now[1]
-                print(json.dumps({"lastEvent": last, "events": now[2], "at": time.time()}), flush=True)
+                print(json.dumps({"lastEvent": last, "events": now[2], "at": time.time(), "ids": now[4]}), flush=True)
                 told += 1
             time.sleep(0.01)
         return 0
@@ -164,6 +166,7 @@ def watch(url, state, screenshot, events, timeout, width, height, chromium):
 
 
 def main(argv):
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if len(argv) >= 2 and argv[0] == "pixels":
         pixels(argv[1], argv[2:])
         return 0

@@ -237,6 +237,113 @@ struct MapTests {
         }
     }
 
+    /// A loopback port no one listens on now.
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw APIFailure("cannot find a free port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// An engine with the API on 127.0.0.1:`port`, fed JSON lines through a FIFO of its own. The FIFO is
+    /// opened once the engine reads it (an engine that did not start fails the test, and does not hang it).
+    static func engine(_ cli: CLI, port: UInt16, name: String) async throws -> (DaemonProcess, FileHandle) {
+        let fifo = cli.dir.file(name + ".fifo")
+        guard mkfifo(fifo, 0o600) == 0 else { throw APIFailure("cannot make \(fifo)") }
+        let daemon = try DaemonProcess(
+            [
+                "run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:\(port)",
+                "--api", "on",
+            ], logPath: cli.dir.file(name + ".log"), environment: cli.environment)
+        var fd: Int32 = -1
+        // Opening a FIFO for writing without blocking fails (ENXIO) until a reader has it open.
+        let opened = await Wait.until(timeout: 10) {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            return fd >= 0 || !daemon.process.isRunning
+        }
+        guard opened, fd >= 0 else { throw APIFailure("the engine did not start:\n\(daemon.log)") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        guard await daemon.waitForLog("HTTP API at", timeout: 10) else {
+            throw APIFailure("the engine did not serve its API:\n\(daemon.log)")
+        }
+        return (daemon, FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+    }
+
+    @Test("the live page follows an engine restarted on the same address, and misses no event")
+    func resumes() async throws {
+        try await withCLI { cli in
+            let token = try HTTPAPITests.token(cli, "map", scope: "read")
+            let port = try Self.freePort()
+            #expect(
+                try cli.run("add", "--id", "depot", "--lat", "48.85", "--lon", "2.35", "--radius", "100").status == 0)
+            let (first, feed) = try await Self.engine(cli, port: port, name: "first")
+            let base = "http://127.0.0.1:\(port)"
+            let api = APIClient(base: base, dir: cli.dir)
+            let start = Date().addingTimeInterval(-600)
+            feed.write(
+                Data(
+                    (Self.fix("truck-1", Self.truck, at: start) + "\n" + Self.fix("van-2", Self.van, at: start) + "\n")
+                        .utf8))
+            let placed = await Wait.until(timeout: 10) {
+                ((try? api.get("/v1/vehicles", token: token))?.json?.arrayValue ?? []).count == 2
+            }
+            #expect(placed, "the engine has both vehicles")
+
+            let watched = cli.dir.file("watch.out")
+            _ = FileManager.default.createFile(atPath: watched, contents: nil)
+            let watcher = Process()
+            watcher.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            watcher.arguments = [
+                Self.probe, "watch", "\(base)/map#token=\(token)", "--state", "live", "--screenshot",
+                cli.dir.file("live.png"), "--events", "1000", "--timeout", "60",
+            ]
+            watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watched))
+            watcher.standardError = FileHandle.nullDevice
+            try GPSDHarness.withUnblockedSignals { try watcher.run() }
+            defer {
+                watcher.terminate()
+                watcher.waitUntilExit()
+            }
+            func lines() -> [JSONValue] {
+                ((try? String(contentsOfFile: watched, encoding: .utf8)) ?? "").split(separator: "\n")
+                    .compactMap { try? JSON.parse(String($0)) }
+            }
+            #expect(await Wait.until(timeout: 30) { !lines().isEmpty }, "the page follows the stream")
+
+            // The engine goes away under the page's stream, and comes back on the same address; the fixes
+            // arrive while the page may still be reconnecting.
+            #expect(await first.stop() != nil)
+            try feed.close()
+            let (second, feed2) = try await Self.engine(cli, port: port, name: "second")
+            defer { try? feed2.close() }
+            feed2.write(Data((Self.fix("truck-1", (48.8505, 2.3495), at: start.addingTimeInterval(60)) + "\n").utf8))
+            feed2.write(Data((Self.fix("truck-1", (48.85, 2.35), at: start.addingTimeInterval(70)) + "\n").utf8))
+            func outbox() -> [JSONValue] {
+                (try? api.get("/v1/events?latest=50", token: token))?.json?["events"]?.arrayValue ?? []
+            }
+            let entered = await Wait.until(timeout: 10) {
+                outbox().contains { $0["type"]?.stringValue == "enter" && $0["subject"]?.stringValue == "truck-1" }
+            }
+            #expect(entered, "truck-1 entered the depot: \(outbox())")
+            // The page lists exactly the outbox's latest events: none missed across the restart, none twice.
+            let same = await Wait.until(timeout: 10) {
+                let listed = lines().last?["ids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                return listed == outbox().compactMap { $0["id"]?.stringValue }.reversed()
+            }
+            #expect(same, "the page lists \(lines().last.map { $0.serialized() } ?? "nothing"); the outbox \(outbox())")
+            #expect(await second.stop() != nil)
+        }
+    }
+
     @Test("geofence map: bad input is one line and writes nothing; --json without --output is the data")
     func badInput() throws {
         try withCLI { cli in
