@@ -39,6 +39,7 @@ enum CommandTree {
         .group(sink, [SinkAddCommand.self, SinkListCommand.self, SinkRemoveCommand.self]),
         .parent(EventsCommand.self, [EventsRetryCommand.self, EventsPruneCommand.self]),
         .command(VehiclesCommand.self),
+        .command(MapCommand.self),
         .group(token, [TokenAddCommand.self, TokenListCommand.self, TokenRemoveCommand.self]),
     ]
 

@@ -188,6 +188,7 @@ package final class Daemon: Sendable {
             logger.info("metrics at \(s.scheme)://\(shown)/metrics")
             if c.api {
                 logger.info("HTTP API at \(s.scheme)://\(shown)/v1/")
+                logger.info("map at \(s.scheme)://\(shown)/map#token=TOKEN (a read token: geofence token add NAME)")
                 if tls == nil && !["127.0.0.1", "::1"].contains(address.host) {
                     logger.warning(
                         "the HTTP API listens on \(shown) without TLS: its tokens cross the network in clear "

@@ -114,6 +114,19 @@ package struct OutboxRepository: Sendable {
         }
     }
 
+    /// The newest `limit` outbox events, oldest first.
+    package func latest(limit: Int) throws -> [StoredEvent] {
+        try queue.read { db in
+            var events: [StoredEvent] = []
+            try db.forEachRow(
+                "SELECT \(Self.eventColumns) FROM events ORDER BY seq DESC LIMIT ?", [limit]
+            ) { s in
+                events.append(try Self.decodeEvent(s))
+            }
+            return events.reversed()
+        }
+    }
+
     /// The sequence number of the newest event (0 when the outbox is empty).
     package func latestSeq() throws -> Int64 {
         try queue.read { db in try db.scalar("SELECT coalesce(max(seq), 0) FROM events", as: Int64.self) ?? 0 }

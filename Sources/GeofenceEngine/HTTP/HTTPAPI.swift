@@ -13,7 +13,7 @@ package struct HTTPRequest: Sendable {
     package var method: String
     /// The path, percent-decoded by the server, without the query.
     package var path: String
-    /// The query arguments the API reads (`after`, `limit`, `replace`, `dryRun`), decoded.
+    /// The query arguments the API reads (`after`, `limit`, `latest`, `replace`, `dryRun`), decoded.
     package var arguments: [String: String] = [:]
     /// `Authorization`, `Last-Event-ID`, `Idempotency-Key`, `Content-Length`: the headers the API reads.
     package var headers: [String: String] = [:]
@@ -30,7 +30,7 @@ package struct HTTPRequest: Sendable {
 
     /// The headers and query arguments the API reads.
     package static let headerNames = ["Authorization", "Last-Event-ID", "Idempotency-Key", "Content-Length"]
-    package static let argumentNames = ["after", "limit", "replace", "dryRun"]
+    package static let argumentNames = ["after", "limit", "latest", "replace", "dryRun"]
 }
 
 /// What the API answers: a response, or an event stream that the server's connection thread reads.
@@ -318,7 +318,7 @@ package final class HTTPAPI: Sendable {
     }
 
     /// `GET /v1/events?after=ID&limit=N`: the events after that one (from the oldest without it), oldest
-    /// first, and the id to ask after next.
+    /// first, and the id to ask after next. `?latest=N`: the newest N, oldest first.
     private func events(_ request: HTTPRequest) -> MetricsServer.Response {
         var limit = 100
         if let text = request.arguments["limit"] {
@@ -327,13 +327,24 @@ package final class HTTPAPI: Sendable {
             }
             limit = n
         }
+        var latest: Int?
+        if let text = request.arguments["latest"] {
+            guard let n = Int(text), (1...1000).contains(n) else {
+                return Self.error(400, "bad-request", "latest must be a whole number from 1 to 1000")
+            }
+            guard request.arguments["after"] == nil else {
+                return Self.error(400, "bad-request", "give after or latest, not both")
+            }
+            latest = n
+        }
         let seq: Int64
         switch position(after: request.arguments["after"]) {
         case .failure(let refusal): return refusal.response
         case .success(let found): seq = found ?? 0
         }
         do {
-            let events = try reader.outbox.events(after: seq, limit: limit)
+            let events =
+                try latest.map { try reader.outbox.latest(limit: $0) } ?? reader.outbox.events(after: seq, limit: limit)
             // The bodies are the events' JSON already: put together, not parsed and written again.
             var body = "{\"events\":[" + events.map(\.body).joined(separator: ",") + "]"
             let last =

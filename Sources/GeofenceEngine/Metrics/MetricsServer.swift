@@ -219,6 +219,18 @@ package final class MetricsServer: @unchecked Sendable {
     /// The first call for a request, its headers in: answers what needs no body (the probes, a refusal),
     /// or returns nil to read the body first.
     fileprivate func begin(_ exchange: HTTPExchange, connection: OpaquePointer?) -> MHD_Result? {
+        if api != nil, exchange.request.path == "/map" {
+            // The map's page holds no data (it asks /v1/ with the token of its URL's fragment): no token.
+            exchange.answered = true
+            let method = exchange.request.method
+            guard method == "GET" || method == "HEAD" else {
+                var refusal = HTTPAPI.error(405, "method-not-allowed", "\(method) is not allowed on /map: GET, HEAD")
+                refusal.header = ("Allow", "GET, HEAD")
+                return Self.queue(refusal, body: refusal.body, on: connection)
+            }
+            let page = Response(status: 200, contentType: "text/html; charset=utf-8", body: MapPage.live)
+            return Self.queue(page, body: method == "HEAD" ? "" : page.body, on: connection)
+        }
         guard let api, exchange.request.path.hasPrefix("/v1/") else {
             exchange.answered = true
             return answer(connection: connection, path: exchange.request.path, method: exchange.request.method)
