@@ -202,38 +202,93 @@ package enum GPSDJSON {
     /// printable ASCII, a nested value, a repeated key, any syntax error): the strict reader then reads the
     /// line whole, so the scan only ever decides lines the strict reader would read the same way.
     static func scanPlainObject(_ b: UnsafeBufferPointer<UInt8>) -> TPVFields? {
-        let n = b.count
-        var i = 0
-        func skipWhitespace() {
-            while i < n {
-                let c = b[i]
-                guard c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D else { return }
-                i += 1
+        var scanner = PlainObjectScanner(b)
+        return scanner.scan()
+    }
+
+    /// The TPV members the decoder reads; a key table lets the parser match them without building strings.
+    enum TPVField: String, CaseIterable, Sendable {
+        case `class`, device, mode, time, lat, lon, altHAE, altMSL, alt, eph, epx, epy, epv, speed, track
+
+        /// The field whose name is `packed` (its up to 8 ASCII bytes, the first lowest), and a bit of its own.
+        @inline(__always)
+        static func matching(packed: UInt64) -> (TPVField, UInt32)? {
+            switch packed {
+            case 0x73_7361_6c63: (.class, 1 << 0)
+            case 0x6563_6976_6564: (.device, 1 << 1)
+            case 0x6564_6f6d: (.mode, 1 << 2)
+            case 0x656d_6974: (.time, 1 << 3)
+            case 0x74_616c: (.lat, 1 << 4)
+            case 0x6e_6f6c: (.lon, 1 << 5)
+            case 0x4541_4874_6c61: (.altHAE, 1 << 6)
+            case 0x4c53_4d74_6c61: (.altMSL, 1 << 7)
+            case 0x74_6c61: (.alt, 1 << 8)
+            case 0x68_7065: (.eph, 1 << 9)
+            case 0x78_7065: (.epx, 1 << 10)
+            case 0x79_7065: (.epy, 1 << 11)
+            case 0x76_7065: (.epv, 1 << 12)
+            case 0x64_6565_7073: (.speed, 1 << 13)
+            case 0x6b_6361_7274: (.track, 1 << 14)
+            default: nil
             }
         }
-        /// The end of a plain string whose first byte is at `i` (its closing quote), or nil.
-        func plainStringEnd() -> Int? {
-            var k = i
-            while k < n {
-                let c = b[k]
-                if c == UInt8(ascii: "\"") { return k }
-                if c < 0x20 || c >= 0x7F || c == UInt8(ascii: "\\") { return nil }
-                k += 1
-            }
-            return nil
+    }
+
+    private static let tpvFields = JSONKeyTable(TPVField.self)
+
+    private static func finite(_ v: Double?) -> Double? {
+        guard let v, v.isFinite else { return nil }
+        return v
+    }
+}
+
+/// The scan behind `GPSDJSON.scanPlainObject`: a position in a line, and no allocation but the strings it
+/// keeps (the class, device and time) and, for a line with members the TPV does not read, their places.
+private struct PlainObjectScanner {
+    let b: UnsafeBufferPointer<UInt8>
+    let n: Int
+    var i = 0
+
+    init(_ b: UnsafeBufferPointer<UInt8>) {
+        self.b = b
+        n = b.count
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while i < n {
+            let c = b[i]
+            guard c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D else { return }
+            i += 1
         }
-        func literal(_ word: StaticString) -> Bool {
-            let count = word.utf8CodeUnitCount
-            guard n - i >= count else { return false }
-            let base = word.utf8Start
-            for k in 0..<count where b[i + k] != base[k] { return false }
-            i += count
-            return true
+    }
+
+    /// The closing quote of a plain string whose first byte is at `i`, or nil.
+    @inline(__always)
+    func plainStringEnd() -> Int? {
+        var k = i
+        while k < n {
+            let c = b[k]
+            if c == UInt8(ascii: "\"") { return k }
+            if c < 0x20 || c >= 0x7F || c == UInt8(ascii: "\\") { return nil }
+            k += 1
         }
+        return nil
+    }
+
+    /// Whether the four bytes at `i` are `word` (`null`, `true`, `fals`); moves past them if so.
+    @inline(__always)
+    mutating func four(_ a: UInt8, _ b1: UInt8, _ c: UInt8, _ d: UInt8) -> Bool {
+        guard n - i >= 4, b[i] == a, b[i + 1] == b1, b[i + 2] == c, b[i + 3] == d else { return false }
+        i += 4
+        return true
+    }
+
+    mutating func scan() -> GPSDJSON.TPVFields? {
         skipWhitespace()
         guard i < n, b[i] == UInt8(ascii: "{") else { return nil }
         i += 1
-        var f = TPVFields()
+        var f = GPSDJSON.TPVFields()
         var seen: UInt32 = 0
         var others: [(start: Int, count: Int)] = []
         skipWhitespace()
@@ -253,7 +308,7 @@ package enum GPSDJSON {
                 i += 1
                 skipWhitespace()
                 guard i < n else { return nil }
-                let value: FieldValue
+                let value: GPSDJSON.FieldValue
                 let c = b[i]
                 if c == UInt8(ascii: "\"") {
                     i += 1
@@ -266,15 +321,21 @@ package enum GPSDJSON {
                     guard let number = try? parser.parseNumber() else { return nil }
                     i = parser.position
                     value = .number(number)
-                } else if literal("null") {
+                } else if four(0x6E, 0x75, 0x6C, 0x6C) {  // null
                     value = .null
-                } else if literal("true") || literal("false") {
+                } else if four(0x74, 0x72, 0x75, 0x65) {  // true
+                    value = .other
+                } else if four(0x66, 0x61, 0x6C, 0x73), i < n, b[i] == 0x65 {  // false
+                    i += 1
                     value = .other
                 } else {
                     return nil
                 }
-                if let (key, index) = TPVField.matching(b, start: keyStart, count: keyCount) {
-                    let bit: UInt32 = 1 << UInt32(index)
+                var packed: UInt64 = 0
+                if keyCount <= 8 {
+                    for k in 0..<keyCount { packed |= UInt64(b[keyStart + k]) &<< UInt64(8 * k) }
+                }
+                if keyCount <= 8, let (key, bit) = GPSDJSON.TPVField.matching(packed: packed) {
                     guard seen & bit == 0 else { return nil }
                     seen |= bit
                     f.take(key, value)
@@ -298,33 +359,5 @@ package enum GPSDJSON {
         }
         skipWhitespace()
         return i == n ? f : nil
-    }
-
-    /// The TPV members the decoder reads; a key table lets the parser match them without building strings.
-    enum TPVField: String, CaseIterable, Sendable {
-        case `class`, device, mode, time, lat, lon, altHAE, altMSL, alt, eph, epx, epy, epv, speed, track
-
-        private static let fields = allCases
-        private static let names: [[UInt8]] = allCases.map { Array($0.rawValue.utf8) }
-
-        /// The field whose name is the `count` bytes at `start`, and its place among them (for a bit of a set).
-        static func matching(_ b: UnsafeBufferPointer<UInt8>, start: Int, count: Int) -> (TPVField, Int)? {
-            for (index, name) in names.enumerated() where name.count == count {
-                var equal = true
-                for k in 0..<count where b[start + k] != name[k] {
-                    equal = false
-                    break
-                }
-                if equal { return (fields[index], index) }
-            }
-            return nil
-        }
-    }
-
-    private static let tpvFields = JSONKeyTable(TPVField.self)
-
-    private static func finite(_ v: Double?) -> Double? {
-        guard let v, v.isFinite else { return nil }
-        return v
     }
 }
