@@ -201,10 +201,22 @@ package final class ClusterRegionStore: @unchecked Sendable {
         guard let info = try connection.streamInfo(name: ClusterRegionCodec.stream), info.messages > 0 else {
             return entries
         }
-        let consumer = try NATSOrderedConsumer(
-            connection: connection, stream: ClusterRegionCodec.stream, subject: ClusterRegionCodec.subjects,
-            lastPerSubject: ClusterRegionCodec.readLastPerSubject, headersOnly: !values,
-            headers: ["KV-Operation", ClusterRegionCodec.requestHeader])
+        // The consumer's creation asked again when it goes unanswered (a request lost while the stream's
+        // leader changes hung one for its whole minute in a CI run): two asks of 30 s, the minute as before.
+        var attempt = 0
+        let consumer: NATSOrderedConsumer
+        while true {
+            attempt += 1
+            do {
+                consumer = try NATSOrderedConsumer(
+                    connection: connection, stream: ClusterRegionCodec.stream, subject: ClusterRegionCodec.subjects,
+                    lastPerSubject: ClusterRegionCodec.readLastPerSubject, headersOnly: !values,
+                    headers: ["KV-Operation", ClusterRegionCodec.requestHeader], createTimeout: .seconds(30))
+                break
+            } catch let error as NATSError where error.kind == .timeout && attempt < 2 {
+                continue
+            }
+        }
         defer { consumer.stop() }
         var quiet = 0
         while true {
