@@ -91,14 +91,14 @@ struct MapTests {
         #"content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'">"#
 
     /// Where to look, and what colour must be there.
-    static let checks: [(what: String, at: (x: Double, y: Double), colour: [Int])] = [
-        ("the depot's centre", project(48.85, 2.35), region),
-        ("the yard's centre", project(48.85, 2.357), region),
-        ("truck-1", project(truck.0, truck.1), vehicle),
-        ("van-2", project(van.0, van.1), vehicle),
-        ("between the depot and the yard", project(48.85, 2.353), background),
-        ("south of the depot", project(48.8488, 2.35), background),
-    ]
+    static let checks: [(what: String, lat: Double, lon: Double, at: (x: Double, y: Double), colour: [Int])] = [
+        ("the depot's centre", 48.85, 2.35, region),
+        ("the yard's centre", 48.85, 2.357, region),
+        ("truck-1", truck.0, truck.1, vehicle),
+        ("van-2", van.0, van.1, vehicle),
+        ("between the depot and the yard", 48.85, 2.353, background),
+        ("south of the depot", 48.8488, 2.35, background),
+    ].map { (what: $0.0, lat: $0.1, lon: $0.2, at: project($0.1, $0.2), colour: $0.3) }
 
     /// The colours of the screenshot at `checks`' points, each checked (within 12 per channel: the
     /// renderer's blending).
@@ -196,6 +196,7 @@ struct MapTests {
             watcher.arguments = [
                 Self.probe, "watch", "\(base)/map#token=\(token)", "--state", "live", "--screenshot", live,
                 "--events", "1", "--timeout", "30", "--size", "\(Self.window.width)x\(Self.window.height)",
+                "--points", Self.checks.map { "\($0.lat),\($0.lon)" }.joined(separator: ";"),
             ]
             watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watched))
             watcher.standardError = FileHandle.nullDevice
@@ -207,6 +208,16 @@ struct MapTests {
             let ready = await Wait.until(timeout: 30) { !lines().isEmpty }
             #expect(ready && lines().first?["ready"]?.stringValue == "live", "the page follows the stream: \(lines())")
             try Self.checkPixels(live, cli.dir)
+            // Where the page's Leaflet map says it put each point is where the test computed (within the
+            // rounding of a pixel).
+            let asked = lines().first?["points"]?.arrayValue ?? []
+            #expect(asked.count == Self.checks.count, "the page's points: \(lines())")
+            for (check, point) in zip(Self.checks, asked) {
+                let xy = point.arrayValue?.compactMap(\.doubleValue) ?? []
+                #expect(
+                    xy.count == 2 && abs(xy[0] - check.at.x) <= 1 && abs(xy[1] - check.at.y) <= 1,
+                    "\(check.what): the page puts it at \(xy), the test computed \(check.at)")
+            }
 
             // truck-1 drives into the depot at 10 m/s: the page must show the event within 2 s of the fixes.
             let before = Set(
