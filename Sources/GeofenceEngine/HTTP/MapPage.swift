@@ -433,6 +433,8 @@ package enum MapPage {
         const map = L.map("map", { zoomSnap: 0, zoomDelta: 0.5, wheelPxPerZoomLevel: 120, attributionControl: !!TILES });
         window.geofenceMap = map;
         L.control.scale({ imperial: false, maxWidth: 120, position: "bottomleft" }).addTo(map);
+        // The graticule in a pane of its own, under the regions and vehicles (the overlay pane, 400).
+        map.createPane("graticule").style.zIndex = 350;
         const grid = L.layerGroup().addTo(map), drawn = L.layerGroup().addTo(map);
         let fitted = false, tiled = !!TILES;
         // Tiles only when the operator named a server; where they cannot be had (offline), the graticule.
@@ -490,8 +492,10 @@ package enum MapPage {
         function graticule() {
           grid.clearLayers();
           if (tiled || !fitted) return;
-          const b = map.getBounds().pad(0.5), style = { color: "#e2ded4", weight: 1, opacity: 1, interactive: false };
-          const step = nice((b.getEast() - b.getWest()) / 4 || 1), stepLat = nice((b.getNorth() - b.getSouth()) / 4 || 1);
+          const shown = map.getBounds(), b = shown.pad(0.5);
+          const style = { color: "#e2ded4", weight: 1, opacity: 1, interactive: false, pane: "graticule" };
+          const step = nice((shown.getEast() - shown.getWest()) / 4 || 1);
+          const stepLat = nice((shown.getNorth() - shown.getSouth()) / 4 || 1);
           for (let lon = Math.ceil(b.getWest() / step) * step; lon <= b.getEast(); lon += step) {
             L.polyline([[b.getSouth(), lon], [b.getNorth(), lon]], style).addTo(grid);
           }
