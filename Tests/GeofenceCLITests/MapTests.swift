@@ -283,7 +283,9 @@ struct MapTests {
 
     /// An engine with the API on 127.0.0.1:`port`, fed JSON lines through a FIFO of its own. The FIFO is
     /// opened once the engine reads it (an engine that did not start fails the test, and does not hang it).
-    static func engine(_ cli: CLI, port: UInt16, name: String, _ more: [String] = []) async throws -> (
+    static func engine(
+        _ cli: CLI, port: UInt16, name: String, _ more: [String] = [], environment: [String: String] = [:]
+    ) async throws -> (
         DaemonProcess, FileHandle
     ) {
         let fifo = cli.dir.file(name + ".fifo")
@@ -292,7 +294,8 @@ struct MapTests {
             [
                 "run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:\(port)",
                 "--api", "on",
-            ] + more, logPath: cli.dir.file(name + ".log"), environment: cli.environment)
+            ] + more, logPath: cli.dir.file(name + ".log"),
+            environment: cli.environment.merging(environment) { $1 })
         var fd: Int32 = -1
         // Opening a FIFO for writing without blocking fails (ENXIO) until a reader has it open.
         let opened = await Wait.until(timeout: 10) {
@@ -378,6 +381,22 @@ struct MapTests {
             #expect(tiled.contains(#"const TILES = {"url":"https://tile.openstreetmap.org/{z}/{x}/{y}.png""#))
             #expect(same, "the page lists \(lines().last.map { $0.serialized() } ?? "nothing"); the outbox \(outbox())")
             #expect(await second.stop() != nil)
+        }
+    }
+
+    @Test("an engine without Leaflet serves the SVG page at /map, and its log says so once")
+    func withoutLeaflet() async throws {
+        try await withCLI { cli in
+            let port = try Self.freePort()
+            let (daemon, feed) = try await Self.engine(
+                cli, port: port, name: "bare", environment: ["GEOFENCE_LEAFLET_DIR": cli.dir.file("no-leaflet")])
+            defer { try? feed.close() }
+            let page = try APIClient(base: "http://127.0.0.1:\(port)", dir: cli.dir).get("/map", token: nil)
+            #expect(page.status == 200 && page.body.contains("<svg id=\"map\"") && !page.body.contains("L.map("))
+            #expect(await daemon.waitForLog("Leaflet is not in", timeout: 10), "\(daemon.log)")
+            let said = daemon.log.components(separatedBy: "Leaflet is not in \(cli.dir.file("no-leaflet"))").count - 1
+            #expect(said == 1, "\(daemon.log)")
+            #expect(await daemon.stop() != nil)
         }
     }
 
