@@ -12,7 +12,7 @@ SWIFT       ?= swift
 CONFIG      ?= debug
 APT_PACKAGES = libsqlite3-dev libgps-dev gpsd libmosquitto-dev mosquitto mosquitto-clients libsystemd-dev libmicrohttpd-dev \
                libnats-dev nats-server libcurl4-openssl-dev libssl-dev \
-               python3-prometheus-client curl openssl chromium $(DEB_PACKAGES)
+               python3-prometheus-client curl openssl chromium libjs-leaflet $(DEB_PACKAGES)
 # What `make deb` (and the package's check in `make test`) needs: debhelper and dpkg's tools to build the
 # package, lintian to check it, systemd for `systemd-analyze verify` of its unit, util-linux for unshare.
 DEB_PACKAGES = debhelper dpkg-dev fakeroot lintian pkg-config systemd util-linux

@@ -6,9 +6,11 @@
       line of the graticule or an edge does not decide), as a JSON list of [r, g, b].
 
   map-probe.py watch URL --state STATE --screenshot FILE.png --events N --timeout S [--size WxH]
+                  [--points LAT,LON;LAT,LON...]
       Opens URL in headless Chromium (driven through --remote-debugging-pipe: the DevTools protocol on
       file descriptors 3 and 4, no socket), waits until the page's body says data-state=STATE, saves a
-      screenshot, prints {"ready": ...} and then one line {"lastEvent": ID, "events": N, "at": UNIX TIME}
+      screenshot, prints {"ready": ...} (with "points": where the page's Leaflet map puts each of --points,
+      geofenceMap.latLngToContainerPoint, as [x, y]; null without Leaflet) and then one line {"lastEvent": ID, "events": N, "at": UNIX TIME}
       each time the page shows a new latest event (it looks every 10 ms), with the ids the page lists
       (newest first), until N lines or S seconds, or a SIGTERM (Chromium is closed in every case).
 
@@ -123,7 +125,7 @@ class DevTools:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def watch(url, state, screenshot, events, timeout, width, height, chromium):
+def watch(url, state, screenshot, events, timeout, width, height, chromium, points):
     tools = DevTools(chromium, width, height)
     try:
         target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -151,7 +153,9 @@ def watch(url, state, screenshot, events, timeout, width, height, chromium):
         shot = tools.call("Page.captureScreenshot", {"format": "png"}, session)
         with open(screenshot, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
-        print(json.dumps({"ready": seen[0], "lastEvent": seen[1], "events": seen[2]}), flush=True)
+        where = body("window.geofenceMap ? " + json.dumps(points) + ".map(p => { "
+                     "const c = geofenceMap.latLngToContainerPoint(p); return [c.x, c.y]; }) : null")
+        print(json.dumps({"ready": seen[0], "lastEvent": seen[1], "events": seen[2], "points": where}), flush=True)
         last, told = seen[1], 0
         while told < events and time.time() < deadline:
             now = body(look)
@@ -172,7 +176,7 @@ def main(argv):
         return 0
     if len(argv) >= 2 and argv[0] == "watch":
         options = {"--state": "live", "--screenshot": "map.png", "--events": "0", "--timeout": "30",
-                   "--size": "1000x700", "--chromium": shutil.which("chromium") or "chromium"}
+                   "--size": "1000x700", "--chromium": shutil.which("chromium") or "chromium", "--points": ""}
         rest = argv[2:]
         for name, value in zip(rest[::2], rest[1::2]):
             if name not in options:
@@ -180,7 +184,8 @@ def main(argv):
             options[name] = value
         width, height = (int(v) for v in options["--size"].split("x"))
         return watch(argv[1], options["--state"], options["--screenshot"], int(options["--events"]),
-                     float(options["--timeout"]), width, height, options["--chromium"])
+                     float(options["--timeout"]), width, height, options["--chromium"],
+                     [[float(v) for v in p.split(",")] for p in options["--points"].split(";") if p])
     sys.exit(__doc__)
 
 

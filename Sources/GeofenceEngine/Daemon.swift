@@ -42,6 +42,8 @@ package struct DaemonConfiguration: Sendable {
     /// Serve HTTPS with this certificate and key (PEM files): `run --tls-cert --tls-key`.
     package var tlsCertificateFile: String?
     package var tlsKeyFile: String?
+    /// The live map's tile server (`run --map-tiles`); nil: none, a graticule.
+    package var mapTiles: MapTiles?
 
     package init(stateDirectory: String) {
         self.stateDirectory = stateDirectory
@@ -177,7 +179,7 @@ package final class Daemon: Sendable {
             }
             let s = MetricsServer(
                 address: address, api: c.api ? HTTPAPI(handler: handler, reader: reader, bell: apiBell) : nil,
-                tls: tls,
+                tls: tls, mapTiles: c.mapTiles,
                 respond: MetricsEndpoints(
                     store: reader, metrics: metrics, hooks: hooks, sinks: sinks, source: source, version: version,
                     started: started
@@ -189,6 +191,8 @@ package final class Daemon: Sendable {
             if c.api {
                 logger.info("HTTP API at \(s.scheme)://\(shown)/v1/")
                 logger.info("map at \(s.scheme)://\(shown)/map#token=TOKEN (a read token: geofence token add NAME)")
+                if let missing = MapPage.leafletMissing { logger.warning("\(missing)") }
+                if let tiles = c.mapTiles { logger.info("the map's tiles from \(tiles.source) (--map-tiles)") }
                 if tls == nil && !["127.0.0.1", "::1"].contains(address.host) {
                     logger.warning(
                         "the HTTP API listens on \(shown) without TLS: its tokens cross the network in clear "

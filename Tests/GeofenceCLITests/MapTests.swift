@@ -7,23 +7,27 @@ import Testing
     import Glibc
 #endif
 
-/// Debian's chromium, which the map's tests need (with python3, for `Scripts/map-probe.py`).
+/// Debian's chromium, which the map's tests need (with python3, for `Scripts/map-probe.py`, and Debian's
+/// libjs-leaflet, which the page inlines).
 enum MapChromium {
     static let path = "/usr/bin/chromium"
     static var available: Bool {
         FileManager.default.isExecutableFile(atPath: path)
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+            && FileManager.default.fileExists(atPath: "/usr/share/javascript/leaflet/leaflet.js")
     }
 }
 
 /// The map page (Docs/map.md) in Debian's headless Chromium: `geofence map`'s snapshot opened offline, and
 /// the live `/map` of an engine with the API on. The test places regions and vehicles at known coordinates,
-/// computes where the page's documented projection puts them, and reads the screenshot's pixels there.
+/// computes where the page's documented projection (Leaflet's Web Mercator, fitted to the data) puts them,
+/// and reads the screenshot's pixels there.
 @Suite(
     "the map (geofence map, /map) in headless Chromium", .serialized,
     .enabled(
         if: MapChromium.available,
-        "needs Debian's chromium and python3 (apt-get install chromium; make test installs it)"))
+        "needs Debian's chromium, libjs-leaflet and python3 (apt-get install chromium libjs-leaflet; make test installs them)"
+    ))
 struct MapTests {
     static let chromium = MapChromium.path
     static var probe: String {
@@ -47,45 +51,54 @@ struct MapTests {
     static let region = [193, 207, 237]
     static let vehicle = [220, 38, 38]
 
-    /// The page's projection, as Docs/map.md gives it: equirectangular around the middle of the data's
-    /// latitudes and longitudes, fitted (circles with their radius) into the map less a 40-pixel margin.
+    /// Where the page puts a point, as Docs/map.md gives it: Leaflet's Web Mercator (`L.CRS.EPSG3857`), the
+    /// view fitted once to the data's bounds (circles with their radius, in degrees of a sphere of
+    /// 6,371,000 m as Leaflet's circles) with 40 pixels of padding and no zoom snapping, centred on the
+    /// middle of the bounds' projected corners, the pixel origin rounded as Leaflet rounds it.
     static func project(_ lat: Double, _ lon: Double) -> (x: Double, y: Double) {
         let points: [(Double, Double, Double)] =
             [(48.85, 2.35, 100)] + yard.map { ($0.0, $0.1, 0) } + [(truck.0, truck.1, 0), (van.0, van.1, 0)]
-        let lats = points.map(\.0)
-        let lons = points.map(\.1)
-        let lat0 = (lats.min()! + lats.max()!) / 2
-        let lon0 = (lons.min()! + lons.max()!) / 2
-        let k = Double.pi / 180 * 6_371_008.8
-        let kx = k * cos(lat0 * Double.pi / 180)
-        func local(_ lat: Double, _ lon: Double) -> (Double, Double) { ((lon - lon0) * kx, (lat - lat0) * k) }
-        var x0 = Double.infinity
-        var x1 = -Double.infinity
-        var y0 = Double.infinity
-        var y1 = -Double.infinity
-        for p in points {
-            let (x, y) = local(p.0, p.1)
-            x0 = min(x0, x - p.2)
-            x1 = max(x1, x + p.2)
-            y0 = min(y0, y - p.2)
-            y1 = max(y1, y + p.2)
+        var (s, w, n, e) = (Double.infinity, Double.infinity, -Double.infinity, -Double.infinity)
+        for (lat, lon, metres) in points {
+            let dlat = metres / 6_371_000 * 180 / Double.pi
+            let dlon = dlat / cos(lat * Double.pi / 180)
+            (s, n) = (min(s, lat - dlat), max(n, lat + dlat))
+            (w, e) = (min(w, lon - dlon), max(e, lon + dlon))
         }
-        let w = Double(map.width)
-        let h = Double(map.height)
-        let s = min((w - 80) / (x1 - x0), (h - 80) / (y1 - y0))
-        let (x, y) = local(lat, lon)
-        return (w / 2 + (x - (x0 + x1) / 2) * s, h / 2 - (y - (y0 + y1) / 2) * s)
+        // Spherical Mercator at zoom 0: the world is 256 pixels.
+        func world(_ lat: Double, _ lon: Double) -> (Double, Double) {
+            let sine = sin(lat * Double.pi / 180)
+            return (256 * (0.5 + lon / 360), 256 * (0.5 - log((1 + sine) / (1 - sine)) / 2 / (2 * Double.pi)))
+        }
+        let (sw, ne) = (world(s, w), world(n, e))
+        let scale = min((Double(map.width) - 80) / (ne.0 - sw.0), (Double(map.height) - 80) / (sw.1 - ne.1))
+        let origin = (
+            ((sw.0 + ne.0) / 2 * scale - Double(map.width) / 2).rounded(),
+            ((sw.1 + ne.1) / 2 * scale - Double(map.height) / 2).rounded()
+        )
+        let p = world(lat, lon)
+        return (p.0 * scale - origin.0, p.1 * scale - origin.1)
     }
 
+    /// The start of Debian's leaflet.js, which the page inlines.
+    static var leafletStart: String {
+        String(
+            ((try? String(contentsOfFile: "/usr/share/javascript/leaflet/leaflet.js", encoding: .utf8)) ?? "").prefix(
+                300))
+    }
+    /// The page's Content-Security-Policy without tiles: nothing from anywhere else.
+    static let offline =
+        #"content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'">"#
+
     /// Where to look, and what colour must be there.
-    static let checks: [(what: String, at: (x: Double, y: Double), colour: [Int])] = [
-        ("the depot's centre", project(48.85, 2.35), region),
-        ("the yard's centre", project(48.85, 2.357), region),
-        ("truck-1", project(truck.0, truck.1), vehicle),
-        ("van-2", project(van.0, van.1), vehicle),
-        ("between the depot and the yard", project(48.85, 2.353), background),
-        ("south of the depot", project(48.8488, 2.35), background),
-    ]
+    static let checks: [(what: String, lat: Double, lon: Double, at: (x: Double, y: Double), colour: [Int])] = [
+        ("the depot's centre", 48.85, 2.35, region),
+        ("the yard's centre", 48.85, 2.357, region),
+        ("truck-1", truck.0, truck.1, vehicle),
+        ("van-2", van.0, van.1, vehicle),
+        ("between the depot and the yard", 48.85, 2.353, background),
+        ("south of the depot", 48.8488, 2.35, background),
+    ].map { (what: $0.0, lat: $0.1, lon: $0.2, at: project($0.1, $0.2), colour: $0.3) }
 
     /// The colours of the screenshot at `checks`' points, each checked (within 12 per channel: the
     /// renderer's blending).
@@ -136,7 +149,9 @@ struct MapTests {
             // The page is served without a token, and holds no data.
             let served = try api.get("/map", token: nil)
             #expect(served.status == 200 && served.headers.lowercased().contains("content-type: text/html"))
-            #expect(served.body.contains("<svg") && !served.body.contains("depot"), "the live page holds no data")
+            #expect(served.body.contains(Self.leafletStart), "the live page inlines Leaflet")
+            #expect(!served.body.contains("depot"), "the live page holds no data")
+            #expect(served.body.contains(Self.offline), "the live page fetches nothing from elsewhere")
             #expect(try api.request("POST", "/map", token: nil).status == 405)
             let ring = (Self.yard + [Self.yard[0]]).map { "[\($0.1), \($0.0)]" }.joined(separator: ", ")
             let regions = cli.dir.file("yard.json")
@@ -160,7 +175,8 @@ struct MapTests {
             #expect(made.status == 0, "\(made.stderr)")
             #expect(try JSON.parse(made.stdout)["vehicles"]?.intValue == 2, "\(made.stdout)")
             let html = try String(contentsOfFile: page, encoding: .utf8)
-            #expect(!html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+            #expect(html.contains(Self.leafletStart) && html.contains(Self.offline), "Leaflet inlined, nothing fetched")
+            #expect(!html.contains("img-src") && !html.contains("sourceMappingURL"))
             let shot = cli.dir.file("snapshot.png")
             _ = try Self.run(
                 Self.chromium,
@@ -180,6 +196,7 @@ struct MapTests {
             watcher.arguments = [
                 Self.probe, "watch", "\(base)/map#token=\(token)", "--state", "live", "--screenshot", live,
                 "--events", "1", "--timeout", "30", "--size", "\(Self.window.width)x\(Self.window.height)",
+                "--points", Self.checks.map { "\($0.lat),\($0.lon)" }.joined(separator: ";"),
             ]
             watcher.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: watched))
             watcher.standardError = FileHandle.nullDevice
@@ -191,6 +208,16 @@ struct MapTests {
             let ready = await Wait.until(timeout: 30) { !lines().isEmpty }
             #expect(ready && lines().first?["ready"]?.stringValue == "live", "the page follows the stream: \(lines())")
             try Self.checkPixels(live, cli.dir)
+            // Where the page's Leaflet map says it put each point is where the test computed (within the
+            // rounding of a pixel).
+            let asked = lines().first?["points"]?.arrayValue ?? []
+            #expect(asked.count == Self.checks.count, "the page's points: \(lines())")
+            for (check, point) in zip(Self.checks, asked) {
+                let xy = point.arrayValue?.compactMap(\.doubleValue) ?? []
+                #expect(
+                    xy.count == 2 && abs(xy[0] - check.at.x) <= 1 && abs(xy[1] - check.at.y) <= 1,
+                    "\(check.what): the page puts it at \(xy), the test computed \(check.at)")
+            }
 
             // truck-1 drives into the depot at 10 m/s: the page must show the event within 2 s of the fixes.
             let before = Set(
@@ -256,14 +283,19 @@ struct MapTests {
 
     /// An engine with the API on 127.0.0.1:`port`, fed JSON lines through a FIFO of its own. The FIFO is
     /// opened once the engine reads it (an engine that did not start fails the test, and does not hang it).
-    static func engine(_ cli: CLI, port: UInt16, name: String) async throws -> (DaemonProcess, FileHandle) {
+    static func engine(
+        _ cli: CLI, port: UInt16, name: String, _ more: [String] = [], environment: [String: String] = [:]
+    ) async throws -> (
+        DaemonProcess, FileHandle
+    ) {
         let fifo = cli.dir.file(name + ".fifo")
         guard mkfifo(fifo, 0o600) == 0 else { throw APIFailure("cannot make \(fifo)") }
         let daemon = try DaemonProcess(
             [
                 "run", "--state-dir", cli.stateDir, "--source", "json:" + fifo, "--metrics", "127.0.0.1:\(port)",
                 "--api", "on",
-            ], logPath: cli.dir.file(name + ".log"), environment: cli.environment)
+            ] + more, logPath: cli.dir.file(name + ".log"),
+            environment: cli.environment.merging(environment) { $1 })
         var fd: Int32 = -1
         // Opening a FIFO for writing without blocking fails (ENXIO) until a reader has it open.
         let opened = await Wait.until(timeout: 10) {
@@ -323,7 +355,9 @@ struct MapTests {
             // arrive while the page may still be reconnecting.
             #expect(await first.stop() != nil)
             try feed.close()
-            let (second, feed2) = try await Self.engine(cli, port: port, name: "second")
+            // The second engine names a tile server for its map: the page it serves may load images from it.
+            let (second, feed2) = try await Self.engine(
+                cli, port: port, name: "second", ["--map-tiles", "https://tile.openstreetmap.org/{z}/{x}/{y}.png"])
             defer { try? feed2.close() }
             feed2.write(Data((Self.fix("truck-1", (48.8505, 2.3495), at: start.addingTimeInterval(60)) + "\n").utf8))
             feed2.write(Data((Self.fix("truck-1", (48.85, 2.35), at: start.addingTimeInterval(70)) + "\n").utf8))
@@ -339,8 +373,30 @@ struct MapTests {
                 let listed = lines().last?["ids"]?.arrayValue?.compactMap(\.stringValue) ?? []
                 return listed == outbox().compactMap { $0["id"]?.stringValue }.reversed()
             }
+            let tiled = try api.get("/map", token: nil).body
+            #expect(
+                tiled.contains(
+                    Self.offline.replacingOccurrences(
+                        of: "'self'\">", with: "'self'; img-src https://tile.openstreetmap.org\">")))
+            #expect(tiled.contains(#"const TILES = {"url":"https://tile.openstreetmap.org/{z}/{x}/{y}.png""#))
             #expect(same, "the page lists \(lines().last.map { $0.serialized() } ?? "nothing"); the outbox \(outbox())")
             #expect(await second.stop() != nil)
+        }
+    }
+
+    @Test("an engine without Leaflet serves the SVG page at /map, and its log says so once")
+    func withoutLeaflet() async throws {
+        try await withCLI { cli in
+            let port = try Self.freePort()
+            let (daemon, feed) = try await Self.engine(
+                cli, port: port, name: "bare", environment: ["GEOFENCE_LEAFLET_DIR": cli.dir.file("no-leaflet")])
+            defer { try? feed.close() }
+            let page = try APIClient(base: "http://127.0.0.1:\(port)", dir: cli.dir).get("/map", token: nil)
+            #expect(page.status == 200 && page.body.contains("<svg id=\"map\"") && !page.body.contains("L.map("))
+            #expect(await daemon.waitForLog("Leaflet is not in", timeout: 10), "\(daemon.log)")
+            let said = daemon.log.components(separatedBy: "Leaflet is not in \(cli.dir.file("no-leaflet"))").count - 1
+            #expect(said == 1, "\(daemon.log)")
+            #expect(await daemon.stop() != nil)
         }
     }
 
@@ -354,6 +410,38 @@ struct MapTests {
                 #expect(
                     r.stdout.isEmpty && r.stderr.hasPrefix("Error: invalid value for --events"), "\(bad): \(r.stderr)")
             }
+            let tiles = "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png"
+            for bad in [
+                "ftp://tiles/{z}/{x}/{y}.png", "https://tiles/{z}/{x}.png", "https://ti'les/{z}/{x}/{y}.png",
+                "https://tiles/{z}/{x}/{y}.png; script-src *", "https:///{z}/{x}/{y}.png", "https://a{s}b/{z}/{x}/{y}",
+            ] {
+                let r = try cli.run("map", "--tiles", bad, "-o", cli.dir.file("tiled.html"))
+                #expect(r.status == 64 && r.stderr.hasPrefix("Error: invalid value for --tiles"), "\(bad): \(r.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: cli.dir.file("tiled.html")), "\(bad) wrote nothing")
+                let run = try cli.run("run", "--metrics", "127.0.0.1:0", "--api", "on", "--map-tiles", bad)
+                #expect(run.status == 64 && run.stderr.hasPrefix("Error: invalid value for --map-tiles"), "\(run)")
+            }
+            let noAPI = try cli.run("run", "--metrics", "127.0.0.1:0", "--map-tiles", tiles)
+            #expect(noAPI.status == 64 && noAPI.stderr.hasPrefix("Error: --map-tiles is for the map of --api on"))
+            // Tiles opted into: images from that server (any of its {s} subdomains), nothing else.
+            let tiled = try cli.run("map", "--tiles", tiles)
+            #expect(tiled.status == 0, "\(tiled.stderr)")
+            #expect(
+                tiled.stdout.contains(
+                    Self.offline.replacingOccurrences(
+                        of: "'self'\">", with: "'self'; img-src https://*.tile.openstreetmap.org\">")),
+                "the CSP allows the tiles' server only")
+            #expect(
+                tiled.stdout.contains(
+                    #"const TILES = {"url":"\#(tiles)","attribution":"© OpenStreetMap contributors"}"#))
+            // Without Leaflet: the SVG page, and standard error says so, once.
+            let bare = try cli.run(["map"], environment: ["GEOFENCE_LEAFLET_DIR": cli.dir.file("no-leaflet")])
+            #expect(bare.status == 0 && bare.stdout.contains("<svg id=\"map\"") && !bare.stdout.contains("L.map("))
+            #expect(
+                bare.stderr == "Leaflet is not in \(cli.dir.file("no-leaflet")) (apt-get install libjs-leaflet): "
+                    + "the map is drawn as a plain SVG\n", "\(bare.stderr)")
+            let withLeaflet = try cli.run("map")
+            #expect(withLeaflet.stdout.contains("L.map(") && withLeaflet.stderr.isEmpty, "\(withLeaflet.stderr)")
             let unwritable = try cli.run("map", "-o", cli.dir.file("no/such/dir/map.html"))
             #expect(unwritable.status == 73 && unwritable.stderr.split(separator: "\n").count == 1, "\(unwritable)")
             _ = try cli.run(

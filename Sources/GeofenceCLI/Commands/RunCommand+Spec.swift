@@ -137,6 +137,13 @@ extension RunCommand {
                             Docs/http.md) on the server of --metrics, to clients with a token of `geofence token add`.
                             """, default: "off"),
                     .value(
+                        "--map-tiles", valueName: "url-template",
+                        help: """
+                            With --api on: the live map (/map) draws on tiles from this server (Leaflet's template, \
+                            such as https://tile.openstreetmap.org/{z}/{x}/{y}.png), and may load images from it \
+                            only. Off unless given: a graticule, and no network.
+                            """),
+                    .value(
                         "--tls-cert", valueName: "file",
                         help: "Serve --metrics (and the API) over HTTPS with this certificate (PEM); with --tls-key."),
                     .value("--tls-key", valueName: "file", help: "The private key (PEM) of --tls-cert."),

@@ -132,6 +132,14 @@ struct RunCommand: GeofenceSubcommand {
         case "off": configuration.api = false
         case let other: throw c.invalid("--api", "\"\(other)\" is not on or off")
         }
+        if let template = c.arguments.value("--map-tiles") {
+            guard configuration.api else { throw c.usage("--map-tiles is for the map of --api on: give --api on too") }
+            do {
+                configuration.mapTiles = try MapTiles(template)
+            } catch {
+                throw c.usage("invalid value for --map-tiles: \(error)")
+            }
+        }
         let certificate = c.arguments.value("--tls-cert")
         let key = c.arguments.value("--tls-key")
         if certificate != nil || key != nil {

@@ -106,6 +106,8 @@ package final class MetricsServer: @unchecked Sendable {
     /// The HTTP API under `/v1/` (`run --api`); nil: only the probes.
     let api: HTTPAPI?
     let tls: TLSIdentity?
+    /// The map's live page at `/map` (with the API), made once.
+    let mapPage: String
     private var daemon: OpaquePointer?
     private var retained: Unmanaged<MetricsServer>?
     /// The port it listens on (the kernel's choice for port 0), once started.
@@ -118,10 +120,11 @@ package final class MetricsServer: @unchecked Sendable {
     package static let apiPerAddressLimit: UInt32 = 16
 
     package init(
-        address: MetricsAddress, api: HTTPAPI? = nil, tls: TLSIdentity? = nil,
+        address: MetricsAddress, api: HTTPAPI? = nil, tls: TLSIdentity? = nil, mapTiles: MapTiles? = nil,
         respond: @escaping @Sendable (_ path: String) -> Response
     ) {
         self.address = address
+        mapPage = api == nil ? "" : MapPage.live(tiles: mapTiles)
         self.respond = respond
         self.api = api
         self.tls = tls
@@ -228,7 +231,7 @@ package final class MetricsServer: @unchecked Sendable {
                 refusal.header = ("Allow", "GET, HEAD")
                 return Self.queue(refusal, body: refusal.body, on: connection)
             }
-            let page = Response(status: 200, contentType: "text/html; charset=utf-8", body: MapPage.live)
+            let page = Response(status: 200, contentType: "text/html; charset=utf-8", body: mapPage)
             return Self.queue(page, body: method == "HEAD" ? "" : page.body, on: connection)
         }
         guard let api, exchange.request.path.hasPrefix("/v1/") else {
