@@ -56,4 +56,38 @@ struct OwnTracksRegionWriterTests {
             #expect(said.first?.contains(#"OwnTracks waypoints of "alice/phone": 1 added"#) == true, "\(said)")
         }
     }
+
+    @Test(
+        "a publisher repeating refused or unchanged waypoints gets one line a minute of each, the next saying how many were not logged; every change is logged"
+    )
+    func floodIsLoggedOnceAMinute() async throws {
+        try await withTemporaryDirectory("geofence-writer-tests") { directory in
+            let store = try StateStore(directory: directory.path)
+            let lines = Mutex<[String]>([])
+            // A "minute" of 0.5 s, so that the test sees the line after it.
+            let writer = OwnTracksRegionWriter(
+                store: store, logger: Logger(minimum: .debug) { line in lines.withLock { $0.append(line) } },
+                quietInterval: 0.5)
+            let topic = "owntracks/alice/phone/waypoint"
+            let bad = try JSON.parse(
+                Array(#"{"_type":"waypoint","desc":"Home","lat":51.5,"lon":-0.12,"rad":-5,"tst":1700000000}"#.utf8))
+            func said(_ text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
+
+            for _ in 0..<200 { writer.apply(bad, topic: topic, naming: .payload, label: "MQTT") }
+            writer.apply(Self.waypoint, topic: topic, naming: .payload, label: "MQTT")
+            for _ in 0..<200 { writer.apply(Self.waypoint, topic: topic, naming: .payload, label: "MQTT") }
+            #expect(said("refused the OwnTracks waypoints") == 1, "\(lines.withLock { $0 })")
+            #expect(said("1 added") == 1, "a change is always logged: \(lines.withLock { $0 })")
+            #expect(said("1 unchanged") == 1, "\(lines.withLock { $0 })")
+            // Nothing was changed by the refused ones; the region is stored once.
+            #expect(try store.regions.find(id: "owntracks/alice/phone/1700000000")?.region.radius == 100)
+
+            try await Task.sleep(for: .milliseconds(600))
+            writer.apply(bad, topic: topic, naming: .payload, label: "MQTT")
+            writer.apply(Self.waypoint, topic: topic, naming: .payload, label: "MQTT")
+            #expect(said("; 199 more waypoint message(s) refused since the last such line, not logged") == 1)
+            #expect(said("; 199 more waypoint message(s) that changed nothing since the last such line") == 1)
+            #expect(lines.withLock { $0.count } == 5, "\(lines.withLock { $0 })")
+        }
+    }
 }
