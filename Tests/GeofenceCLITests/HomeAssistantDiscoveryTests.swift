@@ -43,7 +43,7 @@ struct HomeAssistantDiscoveryTests {
     /// every key the config may hold. Checked: each key of a config is one of them.
     static let documentedKeys: Set<String> = [
         "availability", "availability_mode", "availability_template", "availability_topic", "device", "icon",
-        "json_attributes_template", "json_attributes_topic", "name", "object_id", "origin", "payload_available",
+        "default_entity_id", "json_attributes_template", "json_attributes_topic", "name", "origin", "payload_available",
         "payload_home", "payload_not_available", "payload_not_home", "payload_reset", "platform", "qos",
         "source_type", "state_topic", "unique_id", "value_template",
     ]
@@ -74,7 +74,10 @@ struct HomeAssistantDiscoveryTests {
         #expect(config["name"] == .null)
         // unique_id (required for discovery with a device) = object_id, as the discovery docs advise.
         #expect(config["unique_id"]?.stringValue == objectID)
-        #expect(config["object_id"]?.stringValue == objectID)
+        // default_entity_id, not the object_id key Home Assistant deprecated in 2025.10 (to stop working in 2026.4)
+        // (its log: "uses the deprecated option `object_id` to set the default entity id").
+        #expect(config["default_entity_id"]?.stringValue == "device_tracker." + objectID)
+        #expect(config["object_id"] == nil)
         #expect(config["state_topic"]?.stringValue == "geofence/\(levels)/tracker/state")
         #expect(config["json_attributes_topic"]?.stringValue == "geofence/\(levels)/tracker/attributes")
         // payload_home / payload_not_home: Home Assistant's own defaults, home and not_home.

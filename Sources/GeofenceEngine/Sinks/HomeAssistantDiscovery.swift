@@ -64,7 +64,9 @@ package struct HomeAssistantDiscovery: Sendable {
     }
 
     /// The discovery config of a vehicle's tracker, with the keys of Home Assistant's MQTT device tracker:
-    /// `name` null (the entity takes the device's name), `unique_id` and `object_id`, `state_topic`,
+    /// `name` null (the entity takes the device's name), `unique_id`, `default_entity_id`
+    /// (`device_tracker.<object id>`: the `object_id` key it replaces was deprecated in Home Assistant 2025.10, to
+    /// stop working in 2026.4), `state_topic`,
     /// `json_attributes_topic`, `payload_home` `home` and `payload_not_home` `not_home` (Home Assistant's
     /// defaults, said outright), `source_type` `gps`, `availability_topic` with `payload_available` `online`
     /// and `payload_not_available` `offline` (the engine's status), `device` (`identifiers`, `name`,
@@ -72,7 +74,7 @@ package struct HomeAssistantDiscovery: Sendable {
     package func config(_ subject: String) -> JSONObject {
         let id = Self.objectID(subject)
         var o: JSONObject = [
-            "name": .null, "unique_id": .string(id), "object_id": .string(id),
+            "name": .null, "unique_id": .string(id), "default_entity_id": .string("device_tracker." + id),
             "state_topic": .string(stateTopic(subject)), "json_attributes_topic": .string(attributesTopic(subject)),
             "payload_home": "home", "payload_not_home": .string(Self.notHome), "source_type": "gps",
         ]
