@@ -65,6 +65,27 @@ import Testing
         }
     }
 
+    @Test("pages below the threshold after a checkpoint that left nothing pending are checkpointed once idle")
+    func idleAfterNothingPending() throws {
+        try withStore { store in
+            let checkpointer = try WALCheckpointer.install(path: store.path, threshold: 200, idle: .milliseconds(200))
+            defer { checkpointer.stop() }
+            let other = try StateStore(directory: store.directory)
+            // Past the threshold, then a pause: the checkpoint runs with no commit behind it, so nothing is
+            // pending afterwards and the thread waits without a deadline (the case a CI run under load hit
+            // between the threshold's checkpoint and the next commit).
+            try grow(other, transactions: 14)
+            #expect(Wait.blocking(timeout: 10) { checkpointer.current.runs >= 1 }, "\(checkpointer.current)")
+            Thread.sleep(forTimeInterval: 0.3)
+            let runs = checkpointer.current.runs
+            // Far fewer pages than the threshold: only the idle checkpoint moves them.
+            try grow(other, transactions: 2)
+            #expect(
+                Wait.blocking(timeout: 10) { checkpointer.current.runs > runs }, "\(checkpointer.current)")
+            #expect(checkpointer.current.walFrames == checkpointer.current.checkpointedFrames)
+        }
+    }
+
     @Test("a WAL that never starts over under steady commits is checkpointed with RESTART at 4 x the threshold")
     func restartBoundsTheWAL() throws {
         try withStore { store in

@@ -122,10 +122,13 @@ package final class WALCheckpointer: @unchecked Sendable {
     /// From `sqlite3_wal_hook`, after each commit of an attached connection: the WAL holds `pages` pages.
     func walGrew(pages: Int) {
         condition.withLock {
+            let wasPending = walPages > baseline
             if pages < walPages || pages < baseline { baseline = 0 }  // started over
             walPages = pages
             lastGrowth = MonotonicClock.nanoseconds()
-            if pages - baseline >= threshold { condition.broadcast() }
+            // The thread waits without a deadline while nothing is pending: the first page pending wakes it to
+            // start the idle wait, or the pages below the threshold would wait for the next threshold's worth.
+            if pages - baseline >= threshold || (!wasPending && pages > baseline) { condition.broadcast() }
         }
     }
 
