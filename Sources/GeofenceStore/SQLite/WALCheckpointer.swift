@@ -39,7 +39,8 @@ package final class WALCheckpointer: @unchecked Sendable {
 
     /// What the thread has done.
     package struct Statistics: Sendable, Equatable {
-        /// Checkpoints run, and how many of them were `RESTART`s (a WAL that had not started over).
+        /// Checkpoints run, and how many of them were `RESTART`s (a WAL that had not started over) that finished
+        /// (a `RESTART` that stays busy, a writer holding on through its tries, is counted in `runs` only).
         package var runs = 0
         package var restarts = 0
         /// The WAL's frames, and how many of them were in the database, after the last checkpoint.
@@ -168,10 +169,23 @@ package final class WALCheckpointer: @unchecked Sendable {
 
     private func checkpoint(_ mode: String) {
         do {
-            let row = try connection.query("PRAGMA wal_checkpoint(\(mode))").first
+            var row = try connection.query("PRAGMA wal_checkpoint(\(mode))").first
+            // A RESTART that could not wait out a writer (busy) has copied what it could but left the WAL to grow
+            // on: the next writer would not start it over, and no checkpoint comes before another threshold's
+            // growth (or ever, once the commits stop). Tried again between the writers' transactions, a few
+            // times a second, until it finishes or the thread is stopped.
+            var tries = 1
+            while mode == "RESTART", ((try? row?.decode(at: 0, as: Int.self)) ?? 0) != 0, tries < 100,
+                !condition.withLock({ stopped })
+            {
+                Thread.sleep(forTimeInterval: 0.02)
+                row = try connection.query("PRAGMA wal_checkpoint(RESTART)").first
+                tries += 1
+            }
+            let busy = ((try? row?.decode(at: 0, as: Int.self)) ?? 0) != 0
             condition.withLock {
                 statistics.runs += 1
-                if mode == "RESTART" { statistics.restarts += 1 }
+                if mode == "RESTART" && !busy { statistics.restarts += 1 }
                 statistics.walFrames = (try? row?.decode(at: 1, as: Int.self)) ?? 0
                 statistics.checkpointedFrames = (try? row?.decode(at: 2, as: Int.self)) ?? 0
             }
