@@ -435,11 +435,15 @@ package final class FixPipeline {
         let verdict = filter.evaluate(fix, hint: &vehicles[vehicle].filter)
         guard case .accepted(let weighted) = verdict else { return verdict }
         let out = monitor.process(weighted, now: clock(), track: vehicles[vehicle].track)
+        // Asked once: each `isEmpty` of an output is a call into the other module.
+        let changed = !out.isEmpty
         // A fleet's fix carries no receipt time (its filter judges it by its own time alone): it is timed from
         // here, where the monitor takes it.
-        if measuresLatency, !out.isEmpty { pendingReceipts.append(fix.receivedAt ?? clock()) }
-        queue(out, vehicle: vehicle)
-        if !out.isEmpty { lowestPending = min(lowestPending ?? number, number) }
+        if measuresLatency, changed { pendingReceipts.append(fix.receivedAt ?? clock()) }
+        if changed {
+            queue(out, vehicle: vehicle)
+            lowestPending = min(lowestPending ?? number, number)
+        }
         // The fix is not committed yet (what a stop on a full disk accounts for, `uncommitted`).
         if vehicles[vehicle].uncommitted == 0 || weighted.time < vehicles[vehicle].firstUncommitted {
             vehicles[vehicle].firstUncommitted = weighted.time
@@ -451,21 +455,22 @@ package final class FixPipeline {
     }
 
     /// Queues a fix's outputs for the next commit: its decisions in order (`pending`), its vehicle's row
-    /// in place of the one before (`Vehicle.row`). `vehicle` is the entry of the fix's vehicle, if any.
+    /// in place of the one before (`Vehicle.row`). `vehicle` is the entry of the fix's vehicle, if any. The
+    /// caller has found that the output is not empty.
     private func queue(_ out: MonitorOutput, vehicle: Int? = nil) {
-        guard !out.isEmpty else { return }
         pendingFixes += 1
         pendingEvents += out.events.count
         if !out.statusChanges.isEmpty { urgent = true }
-        var decisions = out
         if let row = out.subjectUpdate {
             let index = entry(row.subject, vehicle)
-            if vehicles[index].row == nil { rowCount += 1 }
+            if case .none = vehicles[index].row { rowCount += 1 }
             vehicles[index].row = row
             touch(index)
-            decisions.subjectUpdate = nil
         }
-        guard !decisions.isEmpty else { return }
+        // Decisions (all but the row); most fixes make none.
+        guard !(out.events.isEmpty && out.pairUpdates.isEmpty && out.statusChanges.isEmpty) else { return }
+        var decisions = out
+        decisions.subjectUpdate = nil
         for event in decisions.events { if let subject = event.subject { decide(entry(subject, vehicle)) } }
         for update in decisions.pairUpdates { decide(entry(update.subject, vehicle)) }
         pending.append(decisions)
@@ -565,7 +570,7 @@ package final class FixPipeline {
     package private(set) var commits = 0
 
     /// Number of events made but not yet committed (non-zero only after a failed commit).
-    package private(set) var pendingEvents = 0
+    @exclusivity(unchecked) package private(set) var pendingEvents = 0
 
     /// Whether to time each live fix from its receipt to the commit of what it changed (`commitLatency`, for
     /// `/metrics`). An append per fix and a few comparisons per commit; off, nothing at all.
@@ -574,7 +579,7 @@ package final class FixPipeline {
     /// its decision durable.
     package private(set) var commitLatency = LatencyHistogram()
     /// The receipts of the fixes whose outputs wait in `pending`.
-    private var pendingReceipts: [Date] = []
+    @exclusivity(unchecked) private var pendingReceipts: [Date] = []
     /// The accepted fixes whose effects are not yet committed, by vehicle (`uncommittedCount` counts them
     /// without building this).
     package var uncommitted: UncommittedFixes {
@@ -587,7 +592,7 @@ package final class FixPipeline {
     }
 
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
-        if let extra { queue(extra) }
+        if let extra, !extra.isEmpty { queue(extra) }
         let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
         guard !pending.isEmpty || rowCount > 0 || taken != nil else {
             // A commit of decisions may have written the last of it.

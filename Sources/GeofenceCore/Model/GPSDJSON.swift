@@ -332,10 +332,9 @@ private struct PlainObjectScanner {
                     i += 1
                     guard let end = plainStringEnd() else { return nil }
                     let text = UnsafeBufferPointer(rebasing: b[i..<end])
-                    if field?.0 == .time {
-                        // Read straight from the bytes, without a string; a time it refuses goes to the strict
-                        // reader, whose error (`badTime`) says what is wrong with it.
-                        guard let seconds = TimestampParser.seconds(utf8: text) else { return nil }
+                    if field?.0 == .time, let seconds = TimestampParser.seconds(utf8: text) {
+                        // Read straight from the bytes, without a string. A time it refuses is kept as text, as
+                        // before, for `finish` to refuse with the parser's own error (`badTime`).
                         value = .time(seconds)
                     } else {
                         value = .string(String(decoding: text, as: UTF8.self))

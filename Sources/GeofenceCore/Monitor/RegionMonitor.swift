@@ -120,8 +120,13 @@ package struct MonitorOutput: Sendable, Equatable {
 
     package init() {}
 
+    /// The row matched, not compared with `nil`: the comparison copied it (an optional of a struct of strings)
+    /// and destroyed the copy through its value witnesses, some 300 instructions a call, several a fix.
     @inlinable
-    package var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
+    package var isEmpty: Bool {
+        if case .some = subjectUpdate { return false }
+        return events.isEmpty && pairUpdates.isEmpty && statusChanges.isEmpty
+    }
 }
 
 /// How the monitor finds the regions a fix could affect.
@@ -355,8 +360,9 @@ package struct RegionMonitor: Sendable {
     /// an earlier call returned, kept by a caller that sees the subject's fixes one after another (`FixPipeline`).
     /// The hint is taken only when the track there is the subject's; a stale one (the track removed, evicted,
     /// or another moved into its place; any value at all) costs the look-up by name, never another's track.
-    /// Inlinable for the same reason as `knows(subject:)`.
-    @inlinable
+    /// Always inlined for the same reason as `knows(subject:)` (merely inlinable, it was called, with a copy of
+    /// the monitor, once a fix).
+    @inlinable @inline(__always)
     package func track(of subject: String, hint: Int) -> Int? {
         if hint >= 0, hint < names.count, names[hint] == subject { return hint }
         return trackBySubject[subject]
