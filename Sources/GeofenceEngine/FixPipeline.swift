@@ -13,9 +13,14 @@ import GeofenceSystem
 /// them) has committed, so whatever a caller prints or runs is already durable. Fixes that change only
 /// bookkeeping (a subject's last fix time) are batched into fewer transactions.
 package final class FixPipeline {
+    // `@exclusivity(unchecked)` on the stored properties the fix path reads and changes for every fix: the
+    // pipeline is not `Sendable` (one thread owns it: the daemon's monitor thread, `replay`'s), and each of its
+    // accesses to these properties is within one of its own methods, never overlapping another access to the
+    // same property (no closure it calls captures them), so the run-time check of each access (a call into the
+    // runtime, twice a property a fix) proves nothing the compiler's static check has not.
     package let store: StateStore
-    package private(set) var filter: FixFilter
-    package private(set) var monitor: RegionMonitor
+    @exclusivity(unchecked) package private(set) var filter: FixFilter
+    @exclusivity(unchecked) package private(set) var monitor: RegionMonitor
     /// Region change generation the monitor has caught up with.
     package private(set) var generation: Int64 = 0
     /// The highest region seq the monitor has taken (loaded or followed): the engine's mark in the store,
@@ -27,13 +32,13 @@ package final class FixPipeline {
     package var pruneBatch = 50_000
     private var recordedTakenSeq: Int64 = 0
     /// The decisions waiting for a commit (events, region states, regions' status), in order, without the
-    /// vehicles' rows (`rows`).
-    private var pending: [MonitorOutput] = []
-    private var urgent = false
+    /// vehicles' rows (`Vehicle.row`).
+    @exclusivity(unchecked) private var pending: [MonitorOutput] = []
+    @exclusivity(unchecked) private var urgent = false
     private var lastCommit: Date
     private let clock: @Sendable () -> Date
     private let monotonic: @Sendable () -> Double
-    private var assembler: EpochAssembler
+    @exclusivity(unchecked) private var assembler: EpochAssembler
     /// Commit bookkeeping at least this often (seconds of wall clock): what a kill can lose of it (a vehicle's
     /// last fix, never an event or a region's state, which commit at once).
     package var batchInterval: Double = 1
@@ -41,15 +46,43 @@ package final class FixPipeline {
     /// events the engine makes around the pipeline (`MonitorService`, the control handler).
     package let ids: EventIDs
     /// ... and every this many fixes queued. Large: a vehicle's row is written once a commit of bookkeeping
-    /// however many of its fixes it covers (`rows`), so that a fast stream (a replay, a backlog) writes a row
+    /// however many of its fixes it covers (`Vehicle.row`), so that a fast stream (a replay, a backlog) writes a row
     /// a vehicle a second instead of one a fix; what waits grows with the vehicles, not the fixes.
     package var batchSize = 65_536
     /// Fixes whose outputs were queued since the last commit of bookkeeping.
-    private var pendingFixes = 0
-    /// Each vehicle's row (its last fix, for a restart) as its last queued fix left it: one a vehicle.
-    private var rows: [String: MonitorOutput.SubjectUpdate] = [:]
-    /// The vehicles whose decisions wait in `pending`: a commit of decisions writes their rows with them.
-    private var deciding: Set<String> = []
+    @exclusivity(unchecked) private var pendingFixes = 0
+
+    /// What the pipeline keeps of each vehicle it has seen, found once a fix (`vehicleBySubject`, the one look-up
+    /// of the vehicle's name a fix): where its state is in the epoch assembler, the filter and the monitor (hints,
+    /// each checked where it is used, so a stale one costs a look-up by name, never another vehicle's state), its
+    /// row waiting for a commit, and its fixes not yet committed.
+    private struct Vehicle {
+        var subject: String
+        var assembler = -1
+        var filter = -1
+        var track = -1
+        /// The vehicle's row (its last fix, for a restart) as its last queued fix left it: one a vehicle.
+        var row: MonitorOutput.SubjectUpdate?
+        /// Its decisions wait in `pending` (listed in `deciding`): a commit of decisions writes its row with them.
+        var deciding = false
+        /// Accepted fixes whose effects are not yet committed: how many, and the fix time of the first.
+        var uncommitted = 0
+        var firstUncommitted = Date.distantPast
+        /// Listed in `touched`.
+        var touched = false
+
+        init(subject: String) { self.subject = subject }
+    }
+    @exclusivity(unchecked) private var vehicles: [Vehicle] = []
+    @exclusivity(unchecked) private var vehicleBySubject: [String: Int] = [:]
+    /// The vehicles with a row waiting or fixes not committed, each once (what a commit looks at).
+    @exclusivity(unchecked) private var touched: [Int] = []
+    /// The vehicles whose decisions wait in `pending`, each once.
+    @exclusivity(unchecked) private var deciding: [Int] = []
+    /// Vehicles with a row waiting.
+    @exclusivity(unchecked) private var rowCount = 0
+    /// Accepted fixes whose effects are not yet committed (`uncommitted`), counted as they come.
+    @exclusivity(unchecked) package private(set) var uncommittedCount = 0
 
     package init(
         store: StateStore, filter: FixFilterConfiguration = .init(), monitor: MonitorConfiguration = .init(),
@@ -231,12 +264,13 @@ package final class FixPipeline {
     private func offer(_ fix: Fix, _ decided: (Fix, FixVerdict) -> Void) {
         offered += 1
         let number = offered
-        let outcomes = assembler.offer(fix, now: monotonic())
+        let vehicle = self.vehicle(fix.subject)
         // The usual report (complete, none of its vehicle's held) goes straight on.
-        if outcomes.count == 1, heldNumbers.isEmpty, case .ready(let ready) = outcomes[0] {
-            decided(ready, judge(ready, number: number))
+        if heldNumbers.isEmpty, assembler.passesOn(fix, hint: &vehicles[vehicle].assembler) {
+            decided(fix, judge(fix, number: number, vehicle: vehicle))
             return
         }
+        let outcomes = assembler.offer(fix, now: monotonic())
         let heldBefore = heldNumbers[fix.subject]
         var newHeld = true
         for (index, outcome) in outcomes.enumerated() {
@@ -266,18 +300,36 @@ package final class FixPipeline {
                 filter.count(.duplicate)
                 decided(old, .rejected(.duplicate))
             case .ready(let ready):
-                decided(ready, judge(ready, number: reportNumber))
+                decided(ready, judge(ready, number: reportNumber, vehicle: vehicle))
             }
         }
         if newHeld { heldNumbers[fix.subject] = number }
     }
 
     /// Reports offered so far, counted from 1 in the order offered (`skip` counts too).
-    package private(set) var offered: Int64 = 0
+    @exclusivity(unchecked) package private(set) var offered: Int64 = 0
     /// The numbers of the reports the epoch assembler holds, by vehicle.
-    private var heldNumbers: [String: Int64] = [:]
+    @exclusivity(unchecked) private var heldNumbers: [String: Int64] = [:]
     /// The lowest number of an accepted report whose outputs wait in `pending` (nil: none wait).
-    private var lowestPending: Int64?
+    @exclusivity(unchecked) private var lowestPending: Int64?
+
+    /// The vehicle's entry in `vehicles`, made if it has none: the one look-up of its name a fix.
+    @inline(__always)
+    private func vehicle(_ subject: String) -> Int {
+        if let known = vehicleBySubject[subject] { return known }
+        let index = vehicles.count
+        vehicleBySubject[subject] = index
+        vehicles.append(Vehicle(subject: subject))
+        return index
+    }
+
+    /// Lists the vehicle in `touched` (once).
+    @inline(__always)
+    private func touch(_ vehicle: Int) {
+        guard !vehicles[vehicle].touched else { return }
+        vehicles[vehicle].touched = true
+        touched.append(vehicle)
+    }
 
     /// Counts reports that are not offered (Location Services off): they need no commit.
     package func skip(_ count: Int) {
@@ -310,7 +362,7 @@ package final class FixPipeline {
     package func settle() throws -> Step {
         var step = Step()
         for (fix, number) in released(assembler.due(now: monotonic())) {
-            step.decisions.append((fix, judge(fix, number: number)))
+            step.decisions.append((fix, judge(fix, number: number, vehicle: vehicle(fix.subject))))
         }
         step.events = try commitIfDue()
         return step
@@ -318,13 +370,17 @@ package final class FixPipeline {
 
     /// `settle()` without the commit, while the store refuses writes (the caller retries the commit itself).
     package func settleWithoutCommit() {
-        for (fix, number) in released(assembler.due(now: monotonic())) { _ = judge(fix, number: number) }
+        for (fix, number) in released(assembler.due(now: monotonic())) {
+            _ = judge(fix, number: number, vehicle: vehicle(fix.subject))
+        }
     }
 
     /// The end of a recording: passes on every report still held, and commits.
     package func finish() throws -> Step {
         var step = Step()
-        for (fix, number) in released(assembler.flush()) { step.decisions.append((fix, judge(fix, number: number))) }
+        for (fix, number) in released(assembler.flush()) {
+            step.decisions.append((fix, judge(fix, number: number, vehicle: vehicle(fix.subject))))
+        }
         step.events = try flush()
         return step
     }
@@ -343,7 +399,22 @@ package final class FixPipeline {
         let gone = monitor.evict(lastFixBefore: now.addingTimeInterval(-idleLimit))
         filter.forget(gone)
         assembler.forget(gone)
-        for subject in gone { heldNumbers[subject] = nil }
+        for subject in gone {
+            heldNumbers[subject] = nil
+            // After the flush above no vehicle is listed (`touched`, `deciding`): entries may move.
+            guard let index = vehicleBySubject.removeValue(forKey: subject) else { continue }
+            let last = vehicles.count - 1
+            if index != last {
+                vehicles.swapAt(index, last)
+                vehicleBySubject[vehicles[index].subject] = index
+            }
+            vehicles.removeLast()
+        }
+        // Storage sized for the vehicles left, when most have gone (the rule of the parts' own tables).
+        if !gone.isEmpty && vehicles.capacity > 2 * vehicles.count + 1024 {
+            vehicles = Array(vehicles)
+            vehicleBySubject = Dictionary(uniqueKeysWithValues: vehicleBySubject.map { ($0.key, $0.value) })
+        }
         return gone.count
     }
 
@@ -352,49 +423,78 @@ package final class FixPipeline {
         monitor.restore(subject.vehicleState(motion: monitor.configuration.motion))
     }
 
-    private func judge(_ fix: Fix, number: Int64) -> FixVerdict {
+    /// `vehicle` is the fix's vehicle's entry (`vehicle(_:)`).
+    private func judge(_ fix: Fix, number: Int64, vehicle: Int) -> FixVerdict {
         // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
         // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
-        if idleLimit != nil, !monitor.knows(subject: fix.subject),
-            let stored = try? store.monitorState.subject(named: fix.subject)
-        {
+        if let track = monitor.track(of: fix.subject, hint: vehicles[vehicle].track) {
+            vehicles[vehicle].track = track
+        } else if idleLimit != nil, let stored = try? store.monitorState.subject(named: fix.subject) {
             restore(stored)
         }
-        let verdict = filter.evaluate(fix)
+        let verdict = filter.evaluate(fix, hint: &vehicles[vehicle].filter)
         guard case .accepted(let weighted) = verdict else { return verdict }
-        let out = monitor.process(weighted, now: clock())
+        let out = monitor.process(weighted, now: clock(), track: vehicles[vehicle].track)
+        // Asked once: each `isEmpty` of an output is a call into the other module.
+        let changed = !out.isEmpty
         // A fleet's fix carries no receipt time (its filter judges it by its own time alone): it is timed from
         // here, where the monitor takes it.
-        if measuresLatency, !out.isEmpty { pendingReceipts.append(fix.receivedAt ?? clock()) }
-        queue(out)
-        if !out.isEmpty { lowestPending = min(lowestPending ?? number, number) }
-        uncommitted.add(subject: fix.subject, time: weighted.time)
+        if measuresLatency, changed { pendingReceipts.append(fix.receivedAt ?? clock()) }
+        if changed {
+            queue(out, vehicle: vehicle)
+            lowestPending = min(lowestPending ?? number, number)
+        }
+        // The fix is not committed yet (what a stop on a full disk accounts for, `uncommitted`).
+        if vehicles[vehicle].uncommitted == 0 || weighted.time < vehicles[vehicle].firstUncommitted {
+            vehicles[vehicle].firstUncommitted = weighted.time
+        }
+        vehicles[vehicle].uncommitted += 1
+        uncommittedCount += 1
+        touch(vehicle)
         return verdict
     }
 
     /// Queues a fix's outputs for the next commit: its decisions in order (`pending`), its vehicle's row
-    /// in place of the one before (`rows`).
-    private func queue(_ out: MonitorOutput) {
-        guard !out.isEmpty else { return }
+    /// in place of the one before (`Vehicle.row`). `vehicle` is the entry of the fix's vehicle, if any. The
+    /// caller has found that the output is not empty.
+    private func queue(_ out: MonitorOutput, vehicle: Int? = nil) {
         pendingFixes += 1
         pendingEvents += out.events.count
         if !out.statusChanges.isEmpty { urgent = true }
-        var decisions = out
         if let row = out.subjectUpdate {
-            rows[row.subject] = row
-            decisions.subjectUpdate = nil
+            let index = entry(row.subject, vehicle)
+            if case .none = vehicles[index].row { rowCount += 1 }
+            vehicles[index].row = row
+            touch(index)
         }
-        guard !decisions.isEmpty else { return }
-        for event in decisions.events { if let subject = event.subject { deciding.insert(subject) } }
-        for update in decisions.pairUpdates { deciding.insert(update.subject) }
+        // Decisions (all but the row); most fixes make none.
+        guard !(out.events.isEmpty && out.pairUpdates.isEmpty && out.statusChanges.isEmpty) else { return }
+        var decisions = out
+        decisions.subjectUpdate = nil
+        for event in decisions.events { if let subject = event.subject { decide(entry(subject, vehicle)) } }
+        for update in decisions.pairUpdates { decide(entry(update.subject, vehicle)) }
         pending.append(decisions)
+    }
+
+    /// The entry of `subject`: `vehicle` when it is that subject's, else found by name.
+    @inline(__always)
+    private func entry(_ subject: String, _ vehicle: Int?) -> Int {
+        if let vehicle, vehicles[vehicle].subject == subject { return vehicle }
+        return self.vehicle(subject)
+    }
+
+    /// Lists the vehicle in `deciding` (once).
+    private func decide(_ vehicle: Int) {
+        guard !vehicles[vehicle].deciding else { return }
+        vehicles[vehicle].deciding = true
+        deciding.append(vehicle)
     }
 
     /// Commits at once when events or status changes wait (with the rows of their vehicles: a vehicle's row
     /// and its regions' states stay of one time); bookkeeping goes in batches.
     private func commitIfDue() throws -> [RegionEvent] {
         if pendingFixes >= batchSize
-            || (!(pending.isEmpty && rows.isEmpty) && clock().timeIntervalSince(lastCommit) >= batchInterval)
+            || (!(pending.isEmpty && rowCount == 0) && clock().timeIntervalSince(lastCommit) >= batchInterval)
         {
             return try flush()
         }
@@ -406,27 +506,32 @@ package final class FixPipeline {
     /// the next commit of bookkeeping (within `batchInterval`).
     private func commitDecisions() throws -> [RegionEvent] {
         var outputs = pending
-        var written: [String] = []
-        for subject in deciding {
-            guard let row = rows[subject] else { continue }
+        for index in deciding {
+            guard let row = vehicles[index].row else { continue }
             var output = MonitorOutput()
             output.subjectUpdate = row
             outputs.append(output)
-            written.append(subject)
         }
         // On failure nothing was written: the queue stays, and the next commit carries it.
         try store.monitorState.apply(outputs, taken: nil, now: clock())
         commits += 1
-        for subject in written { rows[subject] = nil }
-        // Their fixes are all in the store now: a stop on a full disk need not ask for them again.
-        for subject in deciding { uncommitted.remove(subject: subject) }
+        for index in deciding {
+            if vehicles[index].row != nil {
+                vehicles[index].row = nil
+                rowCount -= 1
+            }
+            // Its fixes are all in the store now: a stop on a full disk need not ask for them again.
+            uncommittedCount -= vehicles[index].uncommitted
+            vehicles[index].uncommitted = 0
+            vehicles[index].deciding = false
+        }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
         deciding.removeAll(keepingCapacity: true)
         pendingEvents = 0
         urgent = false
         observeReceipts(at: clock())
-        if rows.isEmpty { allCommitted() }
+        if rowCount == 0 { allCommitted() }
         return events
     }
 
@@ -434,7 +539,12 @@ package final class FixPipeline {
     private func allCommitted() {
         pendingFixes = 0
         lowestPending = nil
-        uncommitted = UncommittedFixes()
+        for index in touched {
+            vehicles[index].uncommitted = 0
+            vehicles[index].touched = false
+        }
+        touched.removeAll(keepingCapacity: true)
+        uncommittedCount = 0
         lastCommit = clock()
     }
 
@@ -460,7 +570,7 @@ package final class FixPipeline {
     package private(set) var commits = 0
 
     /// Number of events made but not yet committed (non-zero only after a failed commit).
-    package private(set) var pendingEvents = 0
+    @exclusivity(unchecked) package private(set) var pendingEvents = 0
 
     /// Whether to time each live fix from its receipt to the commit of what it changed (`commitLatency`, for
     /// `/metrics`). An append per fix and a few comparisons per commit; off, nothing at all.
@@ -469,21 +579,30 @@ package final class FixPipeline {
     /// its decision durable.
     package private(set) var commitLatency = LatencyHistogram()
     /// The receipts of the fixes whose outputs wait in `pending`.
-    private var pendingReceipts: [Date] = []
-    /// The accepted fixes whose effects are not yet committed, by vehicle.
-    package private(set) var uncommitted = UncommittedFixes()
+    @exclusivity(unchecked) private var pendingReceipts: [Date] = []
+    /// The accepted fixes whose effects are not yet committed, by vehicle (`uncommittedCount` counts them
+    /// without building this).
+    package var uncommitted: UncommittedFixes {
+        var fixes = UncommittedFixes()
+        for index in touched where vehicles[index].uncommitted > 0 {
+            let vehicle = vehicles[index]
+            fixes.add(subject: vehicle.subject, count: vehicle.uncommitted, first: vehicle.firstUncommitted)
+        }
+        return fixes
+    }
 
     private func flush(with extra: MonitorOutput?) throws -> [RegionEvent] {
-        if let extra { queue(extra) }
+        if let extra, !extra.isEmpty { queue(extra) }
         let taken = takenSeq > recordedTakenSeq ? takenSeq : nil
-        guard !pending.isEmpty || !rows.isEmpty || taken != nil else {
+        guard !pending.isEmpty || rowCount > 0 || taken != nil else {
             // A commit of decisions may have written the last of it.
             allCommitted()
             return []
         }
         var outputs = pending
-        outputs.reserveCapacity(pending.count + rows.count)
-        for row in rows.values {
+        outputs.reserveCapacity(pending.count + rowCount)
+        for index in touched {
+            guard let row = vehicles[index].row else { continue }
             var output = MonitorOutput()
             output.subjectUpdate = row
             outputs.append(output)
@@ -494,7 +613,9 @@ package final class FixPipeline {
         if let taken { recordedTakenSeq = taken }
         let events = pending.flatMap(\.events)
         pending.removeAll(keepingCapacity: true)
-        rows.removeAll(keepingCapacity: true)
+        for index in touched { vehicles[index].row = nil }
+        rowCount = 0
+        for index in deciding { vehicles[index].deciding = false }
         deciding.removeAll(keepingCapacity: true)
         pendingEvents = 0
         urgent = false
@@ -517,6 +638,16 @@ package struct UncommittedFixes: Sendable {
     mutating func remove(subject: String) {
         guard let known = vehicles.removeValue(forKey: subject) else { return }
         count -= known.count
+    }
+
+    /// `count` fixes of the vehicle, the first at `first`.
+    mutating func add(subject: String, count more: Int, first: Date) {
+        count += more
+        if let known = vehicles[subject] {
+            vehicles[subject] = (known.count + more, min(known.first, first))
+        } else {
+            vehicles[subject] = (more, first)
+        }
     }
 
     mutating func add(subject: String, time: Date) {

@@ -80,7 +80,7 @@ extension MonitorService {
     }
 
     /// Whether the source must wait: the store refuses writes and `holdSourceAfter` fixes wait for it.
-    var holdsSource: Bool { commits.blocked && pipeline.uncommitted.count >= CommitGate.holdSourceAfter }
+    var holdsSource: Bool { commits.blocked && pipeline.uncommittedCount >= CommitGate.holdSourceAfter }
 
     /// Tries the queued commit again (room was made when it last failed for want of space).
     func retryStore() {

@@ -28,9 +28,11 @@ package struct EpochAssembler: Sendable {
         var arrived: Double
     }
 
-    /// Each subject's latest epoch that went on (its reports since then are duplicates), and the few reports
-    /// held: apart, so that a fleet costs a time per vehicle, and `due` looks at the held ones only.
-    private var passed: [String: Date] = [:]
+    /// Each subject's latest epoch that went on (its reports since then are duplicates), by slot (`subjects`),
+    /// and the few reports held: apart, so that a fleet costs a time per vehicle, and `due` looks at the held
+    /// ones only.
+    private var subjects = SubjectSlots()
+    private var passed: [Date] = []
     private var held: [String: Held] = [:]
 
     package init(settle: Double = 0.3) {
@@ -43,28 +45,63 @@ package struct EpochAssembler: Sendable {
             && fix.horizontalAccuracy != nil
     }
 
+    /// The time of the subject's latest epoch that went on (nil: none yet).
+    package func passedTime(of subject: String) -> Date? {
+        subjects.slot(of: subject).map { passed[$0] }
+    }
+
+    /// Records that an epoch of the subject went on.
+    private mutating func pass(_ subject: String, time: Date, slot known: Int?) {
+        if let known {
+            passed[known] = time
+        } else if let slot = subjects.slot(of: subject) {
+            passed[slot] = time
+        } else {
+            _ = subjects.append(subject)
+            passed.append(time)
+        }
+    }
+
+    /// The usual report of a fleet, without building an array of outcomes: true when `offer` would return
+    /// `[.ready(fix)]` and nothing held, having done what it would do (the report goes on as it is); false,
+    /// having changed nothing, when the caller must `offer` it. `hint` is the subject's slot from an earlier
+    /// call (any value at first: it is checked, and set to the slot found).
+    @inline(__always)
+    package mutating func passesOn(_ fix: Fix, hint: inout Int) -> Bool {
+        guard held.isEmpty, let time = fix.time else { return false }
+        let known = subjects.slot(of: fix.subject, hint: hint)
+        if let known {
+            hint = known
+            // A later report of an epoch already passed on: on to the filter, which refuses it as a duplicate.
+            if passed[known] == time { return true }
+        }
+        guard EpochAssembler.isComplete(fix) else { return false }
+        if let known {
+            passed[known] = time
+        } else {
+            hint = subjects.append(fix.subject)
+            passed.append(time)
+        }
+        return true
+    }
+
     /// Takes one report; returns what goes on now, in order.
     package mutating func offer(_ fix: Fix, now: Double) -> [Outcome] {
         guard let time = fix.time else { return [.ready(fix)] }
-        // The usual report of a fleet (complete, none of its vehicle's held) hashes its subject once: its
-        // vehicle's entry is found, compared, and replaced in place.
-        var known = passed.index(forKey: fix.subject)
-        if let known, passed.values[known] == time { return [.ready(fix)] }
+        // The subject's entry is found once, compared, and replaced in place.
+        var known = subjects.slot(of: fix.subject)
+        if let known, passed[known] == time { return [.ready(fix)] }
         var out: [Outcome] = []
         if !held.isEmpty, let h = held.removeValue(forKey: fix.subject) {
             // A better report of the held epoch replaces it; the next epoch sends it on as it is.
             out.append(h.fix.time == time ? .superseded(h.fix) : .ready(h.fix))
             if h.fix.time != time, let heldTime = h.fix.time {
-                passed[fix.subject] = heldTime
-                known = nil  // an insertion may have moved every entry
+                pass(fix.subject, time: heldTime, slot: known)
+                known = subjects.slot(of: fix.subject)
             }
         }
         if EpochAssembler.isComplete(fix) {
-            if let known {
-                passed.values[known] = time
-            } else {
-                passed[fix.subject] = time
-            }
+            pass(fix.subject, time: time, slot: known)
             out.append(.ready(fix))
         } else {
             held[fix.subject] = Held(fix: fix, arrived: now)
@@ -79,7 +116,7 @@ package struct EpochAssembler: Sendable {
         for (subject, h) in held where now - h.arrived >= settle {
             out.append(h.fix)
             held[subject] = nil
-            if let time = h.fix.time { passed[subject] = time }
+            if let time = h.fix.time { pass(subject, time: time, slot: nil) }
         }
         return out.sorted { ($0.time ?? .distantPast) < ($1.time ?? .distantPast) }
     }
@@ -87,10 +124,16 @@ package struct EpochAssembler: Sendable {
     /// Forgets these subjects (vehicles not heard from for long).
     package mutating func forget(_ gone: [String]) {
         for subject in gone {
-            passed[subject] = nil
             held[subject] = nil
+            guard let slot = subjects.slot(of: subject) else { continue }
+            subjects.remove(at: slot)
+            passed.swapAt(slot, passed.count - 1)
+            passed.removeLast()
         }
-        if !gone.isEmpty && passed.isSparse { passed = passed.compacted }
+        if !gone.isEmpty && subjects.isSparse {
+            subjects.compact()
+            passed = Array(passed)
+        }
     }
 
     /// Every report still held (at the end of a recording).

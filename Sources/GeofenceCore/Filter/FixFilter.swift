@@ -137,7 +137,10 @@ package struct FixFilterStatistics: Sendable, Equatable {
 package struct FixFilter: Sendable {
     package var configuration: FixFilterConfiguration
     package private(set) var statistics = FixFilterStatistics()
-    private var subjects: [String: VehicleMemory] = [:]
+    /// Each subject's memory, by slot (`subjects`): a caller that keeps the slot (`evaluate(_:hint:)`) finds
+    /// it without hashing the subject's name.
+    private var subjects = SubjectSlots()
+    private var memories: [VehicleMemory] = []
 
     /// What the filter keeps of an accepted or candidate fix: what `plausible` needs, 40 bytes (a whole
     /// `WeightedFix` is ten times that, for every vehicle of a fleet).
@@ -179,29 +182,53 @@ package struct FixFilter: Sendable {
     }
 
     /// The fix time of a subject's last accepted fix.
-    package func lastAcceptedTime(subject: String) -> Date? { subjects[subject]?.last?.time }
+    package func lastAcceptedTime(subject: String) -> Date? { memory(of: subject)?.last?.time }
 
     /// Seeds a subject's last accepted fix (from the store after a restart), so a restart does not
     /// reopen the door to duplicates or jumps.
     package mutating func restore(_ fix: WeightedFix) {
-        subjects[fix.subject, default: VehicleMemory()].last = KeptFix(fix)
+        let slot = self.slot(of: fix.subject)
+        memories[slot].last = KeptFix(fix)
+    }
+
+    /// The subject's slot, made (with an empty memory) if it has none.
+    private mutating func slot(of subject: String, hint: Int = -1) -> Int {
+        if let slot = subjects.slot(of: subject, hint: hint) { return slot }
+        memories.append(VehicleMemory())
+        return subjects.append(subject)
     }
 
     /// What the filter remembers of `subject` (nil: nothing, as for a vehicle never seen).
-    package func memory(of subject: String) -> VehicleMemory? { subjects[subject] }
+    package func memory(of subject: String) -> VehicleMemory? { subjects.slot(of: subject).map { memories[$0] } }
 
     /// Puts back what the filter remembers of `subject` (from `memory(of:)`, here or in another filter), in
     /// place of what it held; nil forgets the subject.
-    package mutating func restore(_ memory: VehicleMemory?, subject: String) { subjects[subject] = memory }
+    package mutating func restore(_ memory: VehicleMemory?, subject: String) {
+        if let memory {
+            let slot = self.slot(of: subject)
+            memories[slot] = memory
+        } else if let slot = subjects.slot(of: subject) {
+            remove(slot: slot)
+        }
+    }
 
     /// The subjects the filter remembers, in no particular order.
-    package var rememberedSubjects: Dictionary<String, VehicleMemory>.Keys { subjects.keys }
+    package var rememberedSubjects: [String] { subjects.names }
+
+    private mutating func remove(slot: Int) {
+        subjects.remove(at: slot)
+        memories.swapAt(slot, memories.count - 1)
+        memories.removeLast()
+    }
 
     /// Forgets these subjects' tracks (vehicles not heard from for long, whose state the monitor let go
     /// too); `restore` brings a subject back.
     package mutating func forget(_ gone: [String]) {
-        for subject in gone { subjects[subject] = nil }
-        if !gone.isEmpty && subjects.isSparse { subjects = subjects.compacted }
+        for subject in gone { if let slot = subjects.slot(of: subject) { remove(slot: slot) } }
+        if !gone.isEmpty && subjects.isSparse {
+            subjects.compact()
+            memories = Array(memories)
+        }
     }
 
     /// Counts a refusal decided before the filter (a report superseded within its epoch is a duplicate).
@@ -242,7 +269,15 @@ package struct FixFilter: Sendable {
 
     /// Judges one fix, updates the per-subject track, and counts the verdict.
     package mutating func evaluate(_ fix: Fix) -> FixVerdict {
-        let verdict = judge(fix)
+        var hint = -1
+        return evaluate(fix, hint: &hint)
+    }
+
+    /// `evaluate(_:)` for a caller that keeps the subject's slot: `hint` is the slot an earlier call left
+    /// (any value at first: it is checked against the subject, and a stale one costs a look-up by name, never
+    /// another subject's track), and is set to the slot used when the track was judged.
+    package mutating func evaluate(_ fix: Fix, hint: inout Int) -> FixVerdict {
+        let verdict = judge(fix, hint: &hint)
         switch verdict {
         case .accepted: statistics.accepted += 1
         case .rejected(let reason): statistics.rejected[reason, default: 0] += 1
@@ -250,7 +285,7 @@ package struct FixFilter: Sendable {
         return verdict
     }
 
-    private mutating func judge(_ fix: Fix) -> FixVerdict {
+    private mutating func judge(_ fix: Fix, hint: inout Int) -> FixVerdict {
         let c = configuration
         // A live fix is judged against its own receipt time; a recording's and a fleet's have none here.
         let time: Date
@@ -275,9 +310,12 @@ package struct FixFilter: Sendable {
 
         let weighted = WeightedFix(
             fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
-        // The subject's track is judged in place (its entry made if new, as before): one hash of the subject.
+        // The subject's track is judged in place (its entry made if new, as before): no hash of the subject
+        // with a good hint, one without.
+        let slot = self.slot(of: fix.subject, hint: hint)
+        hint = slot
         let (verdict, resynchronized) = Self.judge(
-            weighted, KeptFix(weighted), track: &subjects[fix.subject, default: VehicleMemory()],
+            weighted, KeptFix(weighted), track: &memories[slot],
             maxSpeed: c.maxSpeed, resyncAfter: c.resyncAfter)
         if resynchronized { statistics.resynchronized += 1 }
         return verdict

@@ -100,6 +100,8 @@ package enum GPSDJSON {
     /// A member's value as the TPV fields take it: what the strict reader and the scan both report.
     enum FieldValue {
         case string(String)
+        /// A `time` the scan read straight from its bytes (`TimestampParser.seconds`): seconds since 1970.
+        case time(Double)
         case number(Double)
         case null
         /// `true`, `false`, an array or an object.
@@ -112,6 +114,8 @@ package enum GPSDJSON {
         var device: String?
         var mode: Double?
         var time: String?
+        /// The time as the scan read it (then `time` is nil).
+        var timeSeconds: Double?
         var lat: Double?
         var lon: Double?
         var altHAE: Double?
@@ -150,7 +154,14 @@ package enum GPSDJSON {
                 if case .string(let s) = value { klass = s } else { klass = nil }
             case .device: device = text()
             case .mode: mode = number()
-            case .time: time = text()
+            case .time:
+                if case .time(let seconds) = value {
+                    timeSeconds = seconds
+                    time = nil
+                } else {
+                    time = text()
+                    timeSeconds = nil
+                }
             case .lat: lat = number()
             case .lon: lon = number()
             case .altHAE: altHAE = number()
@@ -177,7 +188,9 @@ package enum GPSDJSON {
         }
 
         var fixTime: Date?
-        if let time = f.time {
+        if let seconds = f.timeSeconds {
+            fixTime = Date(timeIntervalSince1970: seconds)
+        } else if let time = f.time {
             guard let parsed = try? TimestampParser.parse(time) else {
                 return .malformed(.init(.badTime, "TPV time \"\(time.prefix(40))\" is not a timestamp"))
             }
@@ -303,6 +316,11 @@ private struct PlainObjectScanner {
                 let keyStart = i
                 let keyCount = keyEnd - keyStart
                 i = keyEnd + 1
+                var packed: UInt64 = 0
+                if keyCount <= 8 {
+                    for k in 0..<keyCount { packed |= UInt64(b[keyStart + k]) &<< UInt64(8 * k) }
+                }
+                let field = keyCount <= 8 ? GPSDJSON.TPVField.matching(packed: packed) : nil
                 skipWhitespace()
                 guard i < n, b[i] == UInt8(ascii: ":") else { return nil }
                 i += 1
@@ -313,7 +331,14 @@ private struct PlainObjectScanner {
                 if c == UInt8(ascii: "\"") {
                     i += 1
                     guard let end = plainStringEnd() else { return nil }
-                    value = .string(String(decoding: UnsafeBufferPointer(rebasing: b[i..<end]), as: UTF8.self))
+                    let text = UnsafeBufferPointer(rebasing: b[i..<end])
+                    if field?.0 == .time, let seconds = TimestampParser.seconds(utf8: text) {
+                        // Read straight from the bytes, without a string. A time it refuses is kept as text, as
+                        // before, for `finish` to refuse with the parser's own error (`badTime`).
+                        value = .time(seconds)
+                    } else {
+                        value = .string(String(decoding: text, as: UTF8.self))
+                    }
                     i = end + 1
                 } else if c == UInt8(ascii: "-") || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) {
                     var parser = JSONParser(bytes: b)
@@ -331,11 +356,7 @@ private struct PlainObjectScanner {
                 } else {
                     return nil
                 }
-                var packed: UInt64 = 0
-                if keyCount <= 8 {
-                    for k in 0..<keyCount { packed |= UInt64(b[keyStart + k]) &<< UInt64(8 * k) }
-                }
-                if keyCount <= 8, let (key, bit) = GPSDJSON.TPVField.matching(packed: packed) {
+                if let (key, bit) = field {
                     guard seen & bit == 0 else { return nil }
                     seen |= bit
                     f.take(key, value)

@@ -120,8 +120,13 @@ package struct MonitorOutput: Sendable, Equatable {
 
     package init() {}
 
+    /// The row matched, not compared with `nil`: the comparison copied it (an optional of a struct of strings)
+    /// and destroyed the copy through its value witnesses, some 300 instructions a call, several a fix.
     @inlinable
-    package var isEmpty: Bool { events.isEmpty && pairUpdates.isEmpty && subjectUpdate == nil && statusChanges.isEmpty }
+    package var isEmpty: Bool {
+        if case .some = subjectUpdate { return false }
+        return events.isEmpty && pairUpdates.isEmpty && statusChanges.isEmpty
+    }
 }
 
 /// How the monitor finds the regions a fix could affect.
@@ -164,8 +169,9 @@ package struct RegionMonitor: Sendable {
     /// What each subject's fixes say of its motion (`MotionConsistency`), by track position: apart from the
     /// tracks, so that it is updated in place and never copied with them.
     var motions: [MotionConsistency.Track?] = []
-    /// Each track's subject, by track position (to find a track's entry in `trackBySubject`).
-    var names: [String] = []
+    /// Each track's subject, by track position (to find a track's entry in `trackBySubject`, and to check a
+    /// caller's hint, `track(of:hint:)`).
+    @usableFromInline var names: [String] = []
     let ids: EventIDs
     var scratch: [Int32] = []
     var nearbyScratch: [NearbyRegion] = []
@@ -350,6 +356,18 @@ package struct RegionMonitor: Sendable {
     @inlinable
     package func knows(subject: String) -> Bool { trackBySubject[subject] != nil }
 
+    /// The position of the subject's track (nil: the monitor does not hold it), trying `hint` first: a position
+    /// an earlier call returned, kept by a caller that sees the subject's fixes one after another (`FixPipeline`).
+    /// The hint is taken only when the track there is the subject's; a stale one (the track removed, evicted,
+    /// or another moved into its place; any value at all) costs the look-up by name, never another's track.
+    /// Always inlined for the same reason as `knows(subject:)` (merely inlinable, it was called, with a copy of
+    /// the monitor, once a fix).
+    @inlinable @inline(__always)
+    package func track(of subject: String, hint: Int) -> Int? {
+        if hint >= 0, hint < names.count, names[hint] == subject { return hint }
+        return trackBySubject[subject]
+    }
+
     /// Forgets every subject whose last fix is before `cutoff` (fix time): a vehicle not heard from for a
     /// day costs no memory. Its state must be in the store already (the caller commits first); `restore`
     /// brings it back with its next fix. Returns the subjects forgotten.
@@ -422,8 +440,9 @@ package struct RegionMonitor: Sendable {
         return out
     }
 
-    /// Runs one accepted fix through every region that could be affected by it.
-    package mutating func process(_ fix: WeightedFix, now: Date) -> MonitorOutput {
+    /// Runs one accepted fix through every region that could be affected by it. `track` is a hint for
+    /// `track(of:hint:)`: the position of the subject's track, if the caller knows it (checked, as there).
+    package mutating func process(_ fix: WeightedFix, now: Date, track hint: Int = -1) -> MonitorOutput {
         var out = MonitorOutput()
         expireRegions(upTo: fix.time, now: now, into: &out)
         // Regions inserted since the last fix may sit in unsorted tails of the index: sorted in here, so
@@ -432,7 +451,7 @@ package struct RegionMonitor: Sendable {
 
         let c = configuration
         let trackIndex: Int
-        if let i = trackBySubject[fix.subject] {
+        if let i = self.track(of: fix.subject, hint: hint) {
             trackIndex = i
         } else {
             trackIndex = tracks.count

@@ -34,6 +34,15 @@ package enum TimestampParser {
         return Date(timeIntervalSince1970: seconds)
     }
 
+    /// Seconds since 1970 for the timestamp in `bytes` (UTF-8), read as `parse` reads it (the same rules, the
+    /// same range) without a `String` or a `Date`: nil for anything `parse` refuses, whose error says why.
+    package static func seconds(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard case .success(let seconds) = parseBytes(bytes, text: "", accepted: accepted),
+            representable.contains((seconds * 1000).rounded() / 1000)
+        else { return nil }
+        return seconds
+    }
+
     /// The instants, in seconds since 1970, that `format` writes with a four-digit year (0000-9999 UTC).
     static let representable: Range<Double> = -62_167_219_200..<253_402_300_800
 
