@@ -43,7 +43,8 @@ extension MotionConsistency {
         return Estimate(
             position: GeocentricPoint(
                 x: t.position.x + v.x * dt, y: t.position.y + v.y * dt, z: t.position.z + v.z * dt),
-            sigma: pp.squareRoot(), speed: (v.x * v.x + v.y * v.y + v.z * v.z).squareRoot(), speedSigma: vv.squareRoot(),
+            sigma: pp.squareRoot(), speed: (v.x * v.x + v.y * v.y + v.z * v.z).squareRoot(),
+            speedSigma: vv.squareRoot(),
             steadyWeight: steadyNext)
     }
 }
