@@ -114,6 +114,38 @@ func monitorNanosecondsPerFix(
     return result
 }
 
+/// Median nanoseconds per fix of two monitors on the same fixes, their rounds taken in turn (so that a busy
+/// spell of a shared machine falls on both): `a` and `b` differ in their settings only.
+func alternatingNanosecondsPerFix(
+    _ a: inout RegionMonitor, _ b: inout RegionMonitor, fixes: [WeightedFix], warmUp: Int, rounds: Int,
+    perRound: Int
+) -> (a: Double, b: Double) {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    var events = 0
+    for fix in fixes.prefix(warmUp) {
+        events += a.process(fix, now: now).events.count + b.process(fix, now: now).events.count
+    }
+    var times: ([Double], [Double]) = ([], [])
+    var next = warmUp
+    for round in 0..<rounds {
+        let end = min(fixes.count, next + perRound)
+        // Each first in turn: the second of a round finds the fixes (and many records) in the cache.
+        for runA in [round % 2 == 0, round % 2 != 0] {
+            let start = threadNanoseconds()
+            if runA {
+                for i in next..<end { events += a.process(fixes[i], now: now).events.count }
+            } else {
+                for i in next..<end { events += b.process(fixes[i], now: now).events.count }
+            }
+            let ns = Double(threadNanoseconds() - start) / Double(max(1, end - next))
+            if runA { times.0.append(ns) } else { times.1.append(ns) }
+        }
+        next = end
+    }
+    consume(events)
+    return (median(times.0), median(times.1))
+}
+
 /// Median nanoseconds per `MotionConsistency.update` on these fixes (one track per subject): the motion
 /// check's own share of a fix's evaluation.
 func motionCheckNanoseconds(fixes: [WeightedFix], subjects: Int) -> Double {
@@ -255,6 +287,17 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
         let fromNeighbourhoods = Double(driving.fixesFromNeighbourhoods) / Double(movingFixes.count)
         driving = RegionMonitor()
 
+        // The same drive with the decisions on the track (`fusedDecisions`, on by default) and without: the
+        // rounds in turn.
+        var fusedOn = indexedMonitor(regions)
+        var fusedOff = indexedMonitor(regions)
+        fusedOff.configuration.fusedDecisions = false
+        let fusedTimes = alternatingNanosecondsPerFix(
+            &fusedOn, &fusedOff, fixes: movingFixes, warmUp: 2 * subjects, rounds: 9,
+            perRound: (movingFixes.count - 2 * subjects) / 9)
+        fusedOn = RegionMonitor()
+        fusedOff = RegionMonitor()
+
         var withMotion = indexedMonitor(regions)
         let movingSpeeds = monitorNanosecondsPerFix(
             &withMotion, fixes: movingWithMotion, warmUp: 2 * subjects, rounds: 9,
@@ -306,6 +349,11 @@ func runFixEvaluation(sizes: [Int], report: Report) throws {
             "\(grouped(movingSpeeds)) ns/fix",
             "the same drive; each fix also makes the pass rule's first tests (\(grouped(100 * (movingSpeeds / moving - 1), decimals: 0)) %)"
         )
+        report.add(
+            section, "a fleet driving, decisions on the track on / off",
+            "\(grouped(fusedTimes.a, decimals: 0)) / \(grouped(fusedTimes.b, decimals: 0)) ns/fix = "
+                + "\(grouped(fusedTimes.a / fusedTimes.b, decimals: 2))×",
+            "issue 27: the same fixes, rounds in turn; `fusedDecisions` off is the rule before it")
         report.add(
             section, "RegionMonitor.process, spatial index, a sparse fleet (passes looked for)",
             "\(grouped(sparseOn)) ns/fix", "1000 vehicles at 8-30 m/s, a fix every 30 s with speed and course")

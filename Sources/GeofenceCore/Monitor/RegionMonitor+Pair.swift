@@ -33,7 +33,8 @@ extension RegionMonitor {
     /// One pair, one fix: classify with the hysteresis band, transition, dwell.
     mutating func step(
         _ pair: inout Pair, slot: Int32, record: RegionTable.Record, bounds: (lower: Double, upper: Double),
-        fix: WeightedFix, margin: Double, acrossGap: Bool, now: Date, into out: inout MonitorOutput
+        fix: WeightedFix, margin: Double, acrossGap: Bool, fused: FusedTrack? = nil, now: Date,
+        into out: inout MonitorOutput
     ) {
         var r = record.radius
         var bounds = bounds
@@ -45,8 +46,13 @@ extension RegionMonitor {
             bounds = (d, d)
             r = 0
         }
-        let observed = configuration.band.classify(bounds: bounds, radius: r, margin: margin) {
+        var observed = configuration.band.classify(bounds: bounds, radius: r, margin: margin) {
             r == 0 ? bounds.lower : Geodesic.distance(fix.coordinate, regions.center(slot: slot))
+        }
+        // A fix in the band says nothing; the subject's track may (`fusedDecisions`).
+        if observed == nil, let fused {
+            observed = fusedState(
+                fused, current: pair.record.state, slot: slot, record: record, fixBounds: bounds, radius: r)
         }
 
         // Far beyond the boundary, an unknown pair is simply outside: nothing to report.

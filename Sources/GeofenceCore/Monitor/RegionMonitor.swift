@@ -29,6 +29,14 @@ public struct MonitorConfiguration: Sendable, Equatable {
     /// the faster of their speeds (m/s², sustained over the gap): it bounds the length of any plausible path,
     /// and so how far that path can stray from the straight line.
     public var passAcceleration: Double = 0.5
+    /// Let the subject's track decide where its fix cannot: a fix in the band changes a pair's state when the
+    /// motion check's estimate (the fixes that agreed with the motion, fused) is conclusive, before and with
+    /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves
+    /// (Docs/events.md, "Decisions on the track").
+    public var fusedDecisions: Bool = true
+    /// The band of such an estimate: this many times as wide as a fix's whose accuracy is two standard
+    /// deviations of the estimate (1.5: three standard deviations).
+    public var fusedFactor: Double = 1.5
 
     /// The defaults, `geofence run`'s: a 5 m band at least, as wide as the accuracy, and the values above.
     public init() {}
@@ -469,6 +477,7 @@ package struct RegionMonitor: Sendable {
         // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
         // Services off), the motion starts over: what the subject did meanwhile is unknown.
         if track.gapPending { motions[trackIndex] = nil }
+        let prior = c.fusedDecisions ? motions[trackIndex] : nil
         let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
         switch verdict {
@@ -487,6 +496,10 @@ package struct RegionMonitor: Sendable {
         // Where that fix was, as the candidate search left it (nil after a restore: computed again).
         let passFromPoint = track.lastPoint
 
+        // What the track says at this fix, when it may decide (a fix that agreed with a motion seen throughout).
+        let fused =
+            c.fusedDecisions && verdict == .agrees && !track.gapPending
+            ? fusedTrack(prior: prior, posterior: motions[trackIndex], time: fix.time.timeIntervalSince1970) : nil
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
         track.gapPending = false
@@ -579,7 +592,7 @@ package struct RegionMonitor: Sendable {
             var pair = existing ?? Pair(record: PairRecord(state: known ? .outside : .unknown), stored: nil)
             step(
                 &pair, slot: slot, record: record, bounds: bounds, fix: fix, margin: margin, acrossGap: acrossGap,
-                now: now, into: &out)
+                fused: fused, now: now, into: &out)
             keep(pair, slot: slot, seq: record.seq, subject: fix.subject, track: &track, into: &out)
         }
         scratch = slots

@@ -1,0 +1,50 @@
+import Foundation
+
+extension MotionConsistency {
+    /// Where a track puts its subject, read-only: the fused position of every fix taken in (outliers
+    /// left out) and how uncertain it is. The decisions on the track (`RegionMonitor+Fused.swift`) read it.
+    package struct Estimate: Sendable, Equatable {
+        /// The estimated position (earth-centred axes; within millimetres of the ellipsoid over the
+        /// distances a track covers between two fixes).
+        package var position: GeocentricPoint
+        /// Standard deviation of the position along any one direction (metres): the blend of both models'.
+        package var sigma: Double
+        /// The estimated speed (m/s) and the standard deviation of the velocity along any one direction.
+        package var speed: Double
+        package var speedSigma: Double
+        /// How likely the subject moves as the steady model says (cruising or parked, not manoeuvring).
+        package var steadyWeight: Double
+    }
+
+    /// The track's estimate at the time of its last fix taken in.
+    package func estimate(of t: Track) -> Estimate {
+        let w = t.steadyWeight
+        let pp = w * t.steady.pp + (1 - w) * t.manoeuvre.pp
+        let vv = w * t.steady.vv + (1 - w) * t.manoeuvre.vv
+        let v = t.velocity
+        return Estimate(
+            position: t.position, sigma: pp.squareRoot(), speed: (v.x * v.x + v.y * v.y + v.z * v.z).squareRoot(),
+            speedSigma: vv.squareRoot(), steadyWeight: w)
+    }
+
+    /// The track's expectation at `time` (after its last fix), before any fix of that time is taken in:
+    /// where its velocity carries it, each model's uncertainty grown as `update` grows it.
+    package func prediction(of t: Track, at time: Double) -> Estimate {
+        let dt = max(0, time - t.time)
+        let toManoeuvre = min(0.5, Self.toManoeuvre * dt)
+        let toSteady = min(0.5, Self.toSteady * dt)
+        let mu = t.steadyWeight
+        let steadyNext = mu * (1 - toManoeuvre) + (1 - mu) * toSteady
+        let steady = t.steady.predicted(dt: dt, q: steadyAcceleration * steadyAcceleration)
+        let manoeuvre = t.manoeuvre.predicted(dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration)
+        let pp = steadyNext * steady.pp + (1 - steadyNext) * manoeuvre.pp
+        let vv = steadyNext * steady.vv + (1 - steadyNext) * manoeuvre.vv
+        let v = t.velocity
+        return Estimate(
+            position: GeocentricPoint(
+                x: t.position.x + v.x * dt, y: t.position.y + v.y * dt, z: t.position.z + v.z * dt),
+            sigma: pp.squareRoot(), speed: (v.x * v.x + v.y * v.y + v.z * v.z).squareRoot(),
+            speedSigma: vv.squareRoot(),
+            steadyWeight: steadyNext)
+    }
+}
