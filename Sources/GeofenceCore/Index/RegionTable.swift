@@ -1,14 +1,20 @@
 import Foundation
 
-/// The monitor's regions, stored compactly by slot: about 125 bytes a region (with its id and lookup
+/// The monitor's regions, stored compactly by slot: about 85 bytes a region (with its id and lookup
 /// tables) where a `Region` with its strings, `Set` and dictionary costs several hundred, so a million
 /// regions fit a small machine.
 ///
 /// What a fix near a region reads (centre, radius, sequence number, flags) is one 48-byte record; what
 /// only events and `region(id:)` need (latitude, longitude, id, creation time) sits in a parallel
-/// array; ids live back to back in one byte pool; and the rare parts (name, dwell, expiry, hooks,
-/// subjects) are kept only for the regions that have them, as the whole `Region`. A `Region` is rebuilt
-/// on demand and equals the one inserted.
+/// 16-byte array; ids live back to back in one byte pool; and the rare parts (name, dwell, expiry,
+/// hooks, subjects) are kept only for the regions that have them, as the whole `Region`. A `Region` is
+/// rebuilt on demand and equals the one inserted.
+///
+/// Latitude and longitude are not stored: they are computed back from the record's ECEF centre
+/// (`coordinate(of:)`), which gives them to within a few units in the last place, and the cold record
+/// keeps the difference in units in the last place (`DegreesFix`), so that the degrees given back are
+/// the stored ones bit for bit. The rare coordinate whose difference does not fit 16 bits (a longitude
+/// at a pole, a latitude of 10⁻³⁰⁰ degrees) is kept whole in `exactCoordinates`.
 struct RegionTable: Sendable {
     struct Flags: OptionSet, Sendable {
         let rawValue: UInt16
@@ -43,16 +49,51 @@ struct RegionTable: Sendable {
         var seq: Int64
         var createdBy: UInt32
         var flags: Flags
+        /// The id's length in bytes (in the record's padding); `UInt16.max`: in `longIDLengths`.
+        var idLength: UInt16
     }
 
-    /// What events and rebuilding the `Region` read.
+    /// What events and rebuilding the `Region` read: 16 bytes.
     struct Cold: Sendable {
-        var latitude: Double
-        var longitude: Double
         /// `Date.timeIntervalSinceReferenceDate`, the value a `Date` holds, so it round-trips exactly.
         var createdAt: Double
-        /// Offset of the id in `idBytes` (high 40 bits) and its length in bytes (low 24 bits).
-        var idRef: UInt64
+        /// Offset of the id in `idBytes`.
+        var idOffset: UInt32
+        /// The stored latitude and longitude less the ones computed back from the centre
+        /// (`coordinate(of:)`), in units in the last place; `DegreesFix.exception`: in `exactCoordinates`.
+        var latitudeFix: Int16
+        var longitudeFix: Int16
+    }
+
+    /// A correction from a computed angle to the stored one, in units in the last place.
+    enum DegreesFix {
+        /// The marker of a difference that does not fit.
+        static let exception = Int16.min
+
+        /// The correction that turns `computed` into `stored` bit for bit, or `exception`.
+        static func make(stored: Double, computed: Double) -> Int16 {
+            let delta = Int64(bitPattern: stored.bitPattern) &- Int64(bitPattern: computed.bitPattern)
+            guard delta > Int64(exception), delta <= Int64(Int16.max) else { return exception }
+            return Int16(delta)
+        }
+
+        /// `computed` corrected by `fix` (not `exception`).
+        @inline(__always)
+        static func apply(_ fix: Int16, to computed: Double) -> Double {
+            Double(bitPattern: UInt64(bitPattern: Int64(bitPattern: computed.bitPattern) &+ Int64(fix)))
+        }
+    }
+
+    /// Latitude and longitude (degrees) of a point on the ellipsoid's surface, computed back from its ECEF
+    /// position: within a few units in the last place of the degrees it was made from
+    /// (`GeocentricPoint.init`), except for a longitude at a pole, which the position does not keep.
+    ///
+    /// On the surface x² + y² = (N cos φ)² and z = N (1 − e²) sin φ, so tan φ = z / ((1 − e²) √(x² + y²))
+    /// exactly: no iteration is needed.
+    static func coordinate(of p: GeocentricPoint) -> (latitude: Double, longitude: Double) {
+        let longitude = Degrees.atan2(p.y, p.x)
+        let latitude = Degrees.atan2(p.z, (1 - WGS84.eccentricitySquared) * (p.x * p.x + p.y * p.y).squareRoot())
+        return (latitude, longitude)
     }
 
     /// Limits for rebuilding a `Region` that was valid when inserted: only the checks that do not depend
@@ -74,6 +115,10 @@ struct RegionTable: Sendable {
     private var byID = SlotTable()
     private var bySeq = SeqIndex()
     private var details: [Int32: Region] = [:]
+    /// The coordinates of the rare regions a `DegreesFix` cannot give back (see `Cold`).
+    private var exactCoordinates: [Int32: Coordinate] = [:]
+    /// The lengths of ids of 65 535 bytes or more.
+    private var longIDLengths: [Int32: Int] = [:]
     private var freeSlots: [Int32] = []
     private(set) var count = 0
     /// Bytes held by the polygons' shapes (`RegionPolygon.memoryFootprint`), which `details` holds.
@@ -85,6 +130,7 @@ struct RegionTable: Sendable {
         records.capacity * MemoryLayout<Record>.stride + cold.capacity * MemoryLayout<Cold>.stride
             + idBytes.capacity + byID.memoryFootprint + bySeq.memoryFootprint
             + freeSlots.capacity * MemoryLayout<Int32>.stride + details.capacity * 256 + polygonBytes
+            + exactCoordinates.capacity * 32 + longIDLengths.capacity * 24
     }
 
     mutating func reserveCapacity(_ n: Int) {
@@ -94,8 +140,16 @@ struct RegionTable: Sendable {
         // each old copy to the allocator.
         let averageID = count > 0 ? max(1, idBytes.count / count) : 16
         idBytes.reserveCapacity(idBytes.count + max(0, n - count) * averageID)
-        if byID.needsRebuild || n > byID.count * 2 { rebuildIDs(extra: n - count) }
+        if byID.needsRebuild || !byID.canHold(n) { rebuildIDs(capacity: n) }
         bySeq.reserveCapacity(n)
+    }
+
+    /// Gives back the room reserved and not used (after a load: the ids turned out shorter than
+    /// reserved for).
+    mutating func trimCapacity() {
+        if idBytes.capacity > idBytes.count + idBytes.count / 16 {
+            idBytes = idBytes.withUnsafeBufferPointer { Array($0) }
+        }
     }
 
     // MARK: Changes
@@ -124,7 +178,7 @@ struct RegionTable: Sendable {
         createdAt: Date?, seq: Int64, details region: Region?
     ) -> Int32 {
         // Rebuilt before anything changes, so the rebuild sees exactly the regions already in the table.
-        if byID.needsRebuild { rebuildIDs(extra: 1) }
+        if byID.needsRebuild { rebuildIDs(capacity: max(count + 1, 2 * count)) }
         var flags: Flags = [.live]
         for kind in notify { flags.insert(.notify(kind)) }
         if createdBy != nil { flags.insert(.hasCreatedBy) }
@@ -135,14 +189,18 @@ struct RegionTable: Sendable {
         if region?.polygon != nil { flags.insert(.polygon) }
 
         let length = id.utf8.count
-        precondition(length < 1 << 24, "a region id is shorter than 16 MiB")
         let offset = idBytes.count
+        precondition(offset + length <= Int(UInt32.max), "the region ids together are shorter than 4 GiB")
         idBytes.append(contentsOf: id.utf8)
+        let ecef = GeocentricPoint(center)
         let record = Record(
-            center: GeocentricPoint(center), radius: radius, seq: seq, createdBy: createdBy ?? 0, flags: flags)
+            center: ecef, radius: radius, seq: seq, createdBy: createdBy ?? 0, flags: flags,
+            idLength: UInt16(min(length, Int(UInt16.max))))
+        let computed = Self.coordinate(of: ecef)
         let coldRecord = Cold(
-            latitude: center.latitude, longitude: center.longitude,
-            createdAt: createdAt?.timeIntervalSinceReferenceDate ?? 0, idRef: UInt64(offset) << 24 | UInt64(length))
+            createdAt: createdAt?.timeIntervalSinceReferenceDate ?? 0, idOffset: UInt32(offset),
+            latitudeFix: DegreesFix.make(stored: center.latitude, computed: computed.latitude),
+            longitudeFix: DegreesFix.make(stored: center.longitude, computed: computed.longitude))
 
         let slot: Int32
         if let free = freeSlots.popLast() {
@@ -159,11 +217,15 @@ struct RegionTable: Sendable {
             details[slot] = region
             polygonBytes += region.polygon?.memoryFootprint ?? 0
         }
+        if coldRecord.latitudeFix == DegreesFix.exception || coldRecord.longitudeFix == DegreesFix.exception {
+            exactCoordinates[slot] = center
+        }
+        if length >= Int(UInt16.max) { longIDLengths[slot] = length }
         count += 1
 
         byID.insert(slot, hash: idHash(slot: slot))
         // Sequence numbers are unique in practice; if a caller repeats one, the newest region owns it.
-        bySeq.insert(seq: seq, slot: slot)
+        withSeqIndex { index, records in index.insert(seq: seq, slot: slot) { records[Int($0)].seq } }
         return slot
     }
 
@@ -173,13 +235,15 @@ struct RegionTable: Sendable {
         guard record.flags.contains(.live) else { return }
         let hash = idHash(slot: slot)
         byID.remove(hash: hash) { $0 == slot }
-        bySeq.remove(seq: record.seq, slot: slot)
+        withSeqIndex { index, records in index.remove(seq: record.seq, slot: slot) { records[Int($0)].seq } }
         records[Int(slot)].flags = []
         if record.flags.contains(.hasDetails) {
             polygonBytes -= details[slot]?.polygon?.memoryFootprint ?? 0
             details[slot] = nil
         }
-        idGarbage += Int(cold[Int(slot)].idRef & 0xFF_FFFF)
+        idGarbage += idLength(slot: slot)
+        exactCoordinates[slot] = nil
+        longIDLengths[slot] = nil
         freeSlots.append(slot)
         count -= 1
         if idGarbage > 4096 && idGarbage * 2 > idBytes.count { compactIDs() }
@@ -212,16 +276,26 @@ struct RegionTable: Sendable {
     }
 
     func slot(seq: Int64) -> Int32? {
-        bySeq.slot(seq: seq)
+        bySeq.slot(seq: seq) { records[Int($0)].seq }
     }
 
     func id(slot: Int32) -> String {
         withIDBytes(slot: slot) { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Regions whose coordinates are kept whole (see `Cold`).
+    var exactCoordinateCount: Int { exactCoordinates.count }
+
+    /// The centre as inserted, bit for bit.
     func center(slot: Int32) -> Coordinate {
         let c = cold[Int(slot)]
-        return Coordinate(latitude: c.latitude, longitude: c.longitude)
+        guard c.latitudeFix != DegreesFix.exception && c.longitudeFix != DegreesFix.exception else {
+            return exactCoordinates[slot]!
+        }
+        let computed = Self.coordinate(of: records[Int(slot)].center)
+        return Coordinate(
+            latitude: DegreesFix.apply(c.latitudeFix, to: computed.latitude),
+            longitude: DegreesFix.apply(c.longitudeFix, to: computed.longitude))
     }
 
     /// The region's dwell time, if it has one, given its record (or a copy of it): most regions have none,
@@ -265,7 +339,7 @@ struct RegionTable: Sendable {
         for kind in NotifyKind.allCases where record.flags.contains(.notify(kind)) { notify.insert(kind) }
         do {
             return try Region(
-                id: id(slot: slot), center: Coordinate(latitude: c.latitude, longitude: c.longitude),
+                id: id(slot: slot), center: center(slot: slot),
                 radius: record.radius, notify: notify,
                 createdBy: record.flags.contains(.hasCreatedBy) ? record.createdBy : nil,
                 createdAt: record.flags.contains(.hasCreatedAt)
@@ -284,10 +358,14 @@ struct RegionTable: Sendable {
 
     // MARK: Ids
 
+    private func idLength(slot: Int32) -> Int {
+        let length = records[Int(slot)].idLength
+        return length == UInt16.max ? longIDLengths[slot]! : Int(length)
+    }
+
     private func withIDBytes<R>(slot: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        let ref = cold[Int(slot)].idRef
-        let offset = Int(ref >> 24)
-        let length = Int(ref & 0xFF_FFFF)
+        let offset = Int(cold[Int(slot)].idOffset)
+        let length = idLength(slot: slot)
         return idBytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + length])) }
     }
 
@@ -295,11 +373,21 @@ struct RegionTable: Sendable {
         withIDBytes(slot: slot) { SlotTable.hash($0) }
     }
 
-    private mutating func rebuildIDs(extra: Int) {
+    /// Rebuilds the id table with room for `capacity` regions in all.
+    private mutating func rebuildIDs(capacity: Int) {
         var table = byID
         byID = SlotTable()
-        table.rebuild(slots: liveSlots, extra: extra) { idHash(slot: $0) }
+        table.rebuild(slots: liveSlots, capacity: max(capacity, count)) { idHash(slot: $0) }
         byID = table
+    }
+
+    /// Runs `body` on the sequence-number index and the records it reads its keys from (the index is
+    /// moved out meanwhile, so that changing it does not copy it).
+    private mutating func withSeqIndex(_ body: (inout SeqIndex, [Record]) -> Void) {
+        var index = bySeq
+        bySeq = SeqIndex()
+        body(&index, records)
+        bySeq = index
     }
 
     /// Rewrites the id pool without the ids of removed regions.
@@ -307,10 +395,9 @@ struct RegionTable: Sendable {
         var pool: [UInt8] = []
         pool.reserveCapacity(idBytes.count - idGarbage)
         for slot in records.indices where records[slot].flags.contains(.live) {
-            let ref = cold[slot].idRef
-            let offset = Int(ref >> 24)
-            let length = Int(ref & 0xFF_FFFF)
-            cold[slot].idRef = UInt64(pool.count) << 24 | UInt64(length)
+            let offset = Int(cold[slot].idOffset)
+            let length = idLength(slot: Int32(slot))
+            cold[slot].idOffset = UInt32(pool.count)
             pool.append(contentsOf: idBytes[offset..<offset + length])
         }
         idBytes = pool

@@ -1,43 +1,52 @@
-/// A hash set of slot numbers, looked up by a key the owner hashes and compares: 8 bytes a bucket, where a
-/// `[String: Int32]` would spend about 30 (the key lives once, in the owner's records).
+/// A hash set of slot numbers, looked up by a key the owner hashes and compares: about 7 bytes a slot,
+/// where a `[String: Int32]` would spend about 30 (the key lives once, in the owner's records).
 ///
-/// Open addressing with linear probing, at most 70% full; removals leave tombstones until the next
-/// rebuild. A bucket holds the slot and 32 bits of the key's hash, so a probe compares keys (reading the
-/// owner's records, likely a cache miss) only when those bits match: looking up an absent key, as every
-/// insertion does, costs one read of the bucket array.
+/// Open addressing with linear probing, at most 70% full (the table is sized for what it is asked to
+/// hold, not to a power of two); removals leave tombstones until the next rebuild. A bucket is a byte of
+/// the key's hash (`tags`) and the slot (`slots`, a parallel array), so a probe compares keys (reading
+/// the owner's records, likely a cache miss) only when the byte matches (one probe in 254 otherwise):
+/// looking up an absent key, as every insertion does, mostly costs one read of the byte array.
 struct SlotTable: Sendable {
-    /// A bucket: the hash tag in the high half (never zero: bit 32 is set), the slot in the low half.
-    /// 0 is empty, 1 a tombstone.
-    private static let empty: UInt64 = 0
-    private static let deleted: UInt64 = 1
+    /// Tags: 0 is empty, 1 a tombstone, 2...255 a slot's.
+    private static let empty: UInt8 = 0
+    private static let deleted: UInt8 = 1
 
-    private var buckets: [UInt64] = []
+    private var tags: [UInt8] = []
+    private var slots: [Int32] = []
     private(set) var count = 0
     private var tombstones = 0
 
-    var memoryFootprint: Int { buckets.capacity * MemoryLayout<UInt64>.stride }
+    var memoryFootprint: Int { tags.capacity + slots.capacity * MemoryLayout<Int32>.stride }
 
     /// True when the owner must `rebuild` before the next `insert`.
-    var needsRebuild: Bool { (count + tombstones + 1) * 10 > buckets.count * 7 }
+    var needsRebuild: Bool { (count + tombstones + 1) * 10 > tags.count * 7 }
+
+    /// True when `n` slots in all fit without a rebuild.
+    func canHold(_ n: Int) -> Bool { (n + tombstones) * 10 <= tags.count * 7 }
 
     @inline(__always)
-    private static func tag(_ hash: UInt64) -> UInt64 { (hash | 1 << 32) & 0xFFFF_FFFF_0000_0000 }
+    private static func tag(_ hash: UInt64) -> UInt8 { max(2, UInt8(truncatingIfNeeded: hash)) }
 
+    /// The first bucket to probe: the hash's high bits scaled to the table's size.
     @inline(__always)
-    private static func slot(_ bucket: UInt64) -> Int32 { Int32(truncatingIfNeeded: bucket) }
+    private static func start(_ hash: UInt64, size: Int) -> Int {
+        Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(size)).high)
+    }
 
     /// The slot holding the key, if any.
     func find(hash: UInt64, where matches: (Int32) -> Bool) -> Int32? {
-        guard !buckets.isEmpty else { return nil }
+        guard !tags.isEmpty else { return nil }
         let tag = Self.tag(hash)
-        return buckets.withUnsafeBufferPointer { b in
-            let mask = b.count - 1
-            var i = Int(truncatingIfNeeded: hash) & mask
-            while true {
-                let bucket = b[i]
-                if bucket == Self.empty { return nil }
-                if bucket & 0xFFFF_FFFF_0000_0000 == tag && matches(Self.slot(bucket)) { return Self.slot(bucket) }
-                i = (i + 1) & mask
+        return tags.withUnsafeBufferPointer { t in
+            slots.withUnsafeBufferPointer { s in
+                var i = Self.start(hash, size: t.count)
+                while true {
+                    let bucket = t[i]
+                    if bucket == Self.empty { return nil }
+                    if bucket == tag && matches(s[i]) { return s[i] }
+                    i += 1
+                    if i == t.count { i = 0 }
+                }
             }
         }
     }
@@ -45,48 +54,57 @@ struct SlotTable: Sendable {
     /// Adds a slot whose key is not in the table yet. Call `rebuild` first when `needsRebuild`.
     mutating func insert(_ slot: Int32, hash: UInt64) {
         precondition(!needsRebuild && slot >= 0)
-        let mask = buckets.count - 1
-        var i = Int(truncatingIfNeeded: hash) & mask
-        while buckets[i] > Self.deleted { i = (i + 1) & mask }
-        if buckets[i] == Self.deleted { tombstones -= 1 }
-        buckets[i] = Self.tag(hash) | UInt64(UInt32(bitPattern: slot))
+        var i = Self.start(hash, size: tags.count)
+        while tags[i] > Self.deleted {
+            i += 1
+            if i == tags.count { i = 0 }
+        }
+        if tags[i] == Self.deleted { tombstones -= 1 }
+        tags[i] = Self.tag(hash)
+        slots[i] = slot
         count += 1
     }
 
     /// Removes and returns the slot holding the key, if any.
     @discardableResult
     mutating func remove(hash: UInt64, where matches: (Int32) -> Bool) -> Int32? {
-        guard !buckets.isEmpty else { return nil }
+        guard !tags.isEmpty else { return nil }
         let tag = Self.tag(hash)
-        let mask = buckets.count - 1
-        var i = Int(truncatingIfNeeded: hash) & mask
+        var i = Self.start(hash, size: tags.count)
         while true {
-            let bucket = buckets[i]
+            let bucket = tags[i]
             if bucket == Self.empty { return nil }
-            if bucket & 0xFFFF_FFFF_0000_0000 == tag && matches(Self.slot(bucket)) {
+            if bucket == tag && matches(slots[i]) {
                 // A tombstone keeps later probes for other keys going; the next rebuild drops it.
-                buckets[i] = Self.deleted
+                tags[i] = Self.deleted
                 count -= 1
                 tombstones += 1
-                return Self.slot(bucket)
+                return slots[i]
             }
-            i = (i + 1) & mask
+            i += 1
+            if i == tags.count { i = 0 }
         }
     }
 
-    /// Re-hashes `slots` (every slot in the table, plus room for `extra` more) into a fresh table.
-    mutating func rebuild(slots: some Sequence<Int32>, extra: Int, hash: (Int32) -> UInt64) {
-        var size = 16
-        while size < (count + extra) * 2 { size *= 2 }
-        buckets = Array(repeating: Self.empty, count: size)
+    /// Re-hashes `slots` (every slot in the table) into a fresh table with room for `capacity` slots in
+    /// all (at least as many as `slots`).
+    mutating func rebuild(slots live: some Sequence<Int32>, capacity: Int, hash: (Int32) -> UInt64) {
+        let size = max(16, capacity * 10 / 7 + 2)
+        tags = []
+        slots = []
+        tags = Array(repeating: Self.empty, count: size)
+        slots = Array(repeating: -1, count: size)
         count = 0
         tombstones = 0
-        let mask = size - 1
-        for slot in slots {
+        for slot in live {
             let h = hash(slot)
-            var i = Int(truncatingIfNeeded: h) & mask
-            while buckets[i] != Self.empty { i = (i + 1) & mask }
-            buckets[i] = Self.tag(h) | UInt64(UInt32(bitPattern: slot))
+            var i = Self.start(h, size: size)
+            while tags[i] != Self.empty {
+                i += 1
+                if i == size { i = 0 }
+            }
+            tags[i] = Self.tag(h)
+            slots[i] = slot
             count += 1
         }
     }

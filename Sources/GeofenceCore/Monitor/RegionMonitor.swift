@@ -153,7 +153,7 @@ package enum CandidateSearch: Sendable, Equatable {
 /// Pure: fixes carry their own time and the wall clock (`now`, for event ids and `releaseHeld`) is passed
 /// in. State is sparse so that a fleet of subjects against a million regions stays small: a pair has a
 /// record only while it is `inside`, `unknown` or changing; no record means outside. Regions are kept
-/// compactly (`RegionTable`: about 125 bytes each, and 14 more for the index) and found through a spatial
+/// compactly (`RegionTable`: about 85 bytes each, and 14 more for the index) and found through a spatial
 /// index (`SpatialRegionIndex`), so a fix reads only the regions near it (Docs/spatial-index.md,
 /// Docs/benchmarks.md).
 ///
@@ -245,9 +245,24 @@ package struct RegionMonitor: Sendable {
         if candidateSearch == .spatialIndex { spatialIndex.reserveCapacity(count) }
     }
 
-    /// Packs the spatial index tightly: worth calling once after inserting many regions at once.
+    /// Packs the spatial index and the region table tightly: worth calling once after inserting many
+    /// regions at once.
     package mutating func compactIndex() {
         spatialIndex.compact()
+        regions.trimCapacity()
+        returnFreedPages()
+    }
+
+    /// Gives the pages of freed heap memory back to the system (glibc's `malloc_trim`, found at run time;
+    /// nothing elsewhere). A load frees the pools' old copies (grown, repacked, trimmed) and the sorts'
+    /// scratch arrays; once glibc has raised its mmap threshold (it does after freeing a large block),
+    /// those were heap blocks, which stay resident after `free`: about 10 bytes a region at a million.
+    private func returnFreedPages() {
+        #if os(Linux)
+            guard let symbol = dlsym(nil, "malloc_trim") else { return }
+            let trim = unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+            _ = trim(0)
+        #endif
     }
 
     package func region(id: String) -> Region? {
