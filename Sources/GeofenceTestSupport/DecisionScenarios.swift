@@ -288,6 +288,80 @@ package enum DecisionScenarios {
         return scenario
     }
 
+    /// A truck that arrives along a circle `offset` metres outside (negative: inside) the boundary of a circle
+    /// of `radius` (half a minute at 15 m/s, or slower where the bend would take more than 3 m/s² sideways, so
+    /// that the motion check knows its motion), brakes at
+    /// `deceleration` to a stop, and is parked there for the rest of an hour at 1 Hz (fixes of 3-12 m). A burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary)
+    /// comes at once with the braking: from the last second of it to two seconds after the stop (as `seed`
+    /// says), when the motion check may still be refusing honest fixes for the braking (its estimate
+    /// overshoots); then one a minute, as `parkedOnEdge`. The truck is always `offset` metres off the
+    /// boundary, on the side it stops on: every `enter` or `exit` is false.
+    package static func brakedOnEdge(
+        radius: Double, offset edge: Double = 0, deceleration: Double = 7, burst: Int, pattern: BurstPattern,
+        seed: UInt64
+    ) -> DecisionScenario {
+        let region = try! Region(id: "edge", center: origin, radius: radius)
+        let bearing = 0.9  // from the centre to the spot, radians east of north
+        let bend = radius + edge
+        var speeds = Array(repeating: min(15, (3 * bend).squareRoot()), count: 30)
+        while speeds.last! > 0 { speeds.append(max(0, speeds.last! - deceleration)) }
+        let stop = speeds.count  // the first point at the spot
+        let travelled = speeds.reduce(0, +)
+        speeds += Array(repeating: 0, count: 3600 - speeds.count - 1)
+        // Clockwise about the centre along the circle of the spot, ending on it.
+        var s = 0.0
+        var points: [Coordinate] = []
+        for v in [0] + speeds {
+            s += v
+            let angle = bearing - (travelled - s) / bend
+            points.append(offset(origin, north: bend * cos(angle), east: bend * sin(angle)))
+        }
+        let path = TruePath(points: points)
+        let burstAt = stop - 1 + Int(seed % 4)
+        var receiver = SyntheticReceiver(subject: "truck", seed: seed, start: start)
+        var fixes: [Fix] = []
+        var count = 0
+        while fixes.count < path.points.count {
+            let truth = path.points[fixes.count]
+            guard fixes.count == burstAt || (fixes.count % 60 == 30 && fixes.count > burstAt + burst) else {
+                fixes.append(receiver.fix(at: truth))
+                continue
+            }
+            count += 1
+            let end = min(fixes.count + burst, path.points.count)
+            fixes += receiver.burst(
+                at: Array(path.points[fixes.count..<end]), across: bearing, pattern: pattern,
+                outwardsFirst: count % 2 == 0)
+        }
+        var scenario = DecisionScenario(
+            name:
+                "braked at \(deceleration) m/s² to \(edge) m off the edge of a \(Int(radius)) m region, bursts of \(burst) \(pattern) from \(burstAt) s",
+            regions: [region], fixes: fixes, required: ["edge": []])
+        scenario.parked = true
+        return scenario
+    }
+
+    /// A truck at 15 m/s braking at `deceleration` so as to stop 30 m inside a 200 m region, then parked two
+    /// minutes: the path and the region, for `movingThroughBurst` (the burst placed about the braking).
+    package static func brakingInto(deceleration: Double) -> (path: TruePath, region: Region) {
+        var speeds = Array(repeating: 15.0, count: 10)
+        while speeds.last! > 0 { speeds.append(max(0, speeds.last! - deceleration)) }
+        let braking = speeds.reduce(0, +) - 150
+        speeds += Array(repeating: 0, count: 120)
+        let path = TruePath.profile(from: origin, start: (0, -(200 - 30) - braking - 150), bearing: 90, speeds: speeds)
+        return (path, try! Region(id: "yard", center: origin, radius: 200))
+    }
+
+    /// A truck parked a minute 10 m outside the edge of a circle of `radius`, then off at `acceleration` to
+    /// 10 m/s, straight through it: the path and the region, for `movingThroughBurst`.
+    package static func pullingAway(radius: Double, acceleration: Double) -> (path: TruePath, region: Region) {
+        var speeds = Array(repeating: 0.0, count: 60)
+        while speeds.last! < 10 { speeds.append(min(10, speeds.last! + acceleration)) }
+        speeds += Array(repeating: 10, count: Int(2 * radius / 10) + 8)
+        let path = TruePath.profile(from: origin, start: (0, -(radius + 10)), bearing: 90, speeds: speeds)
+        return (path, try! Region(id: "bay", center: origin, radius: radius))
+    }
+
     /// A subject that really moves along `path` (one fix a second, 3-12 m, honest) in and out of `region`,
     /// with a burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary from where the subject
     /// really is) in place of the fixes of seconds `burstAt..<burstAt + burst`. Required: the path's

@@ -114,18 +114,26 @@ struct DecisionScenarioTests {
         }
     }
 
-    /// Checks the events of a subject moving through a burst against its true path: each required crossing
-    /// is reported once, in order, never before the subject is across the boundary, and at most `late`
-    /// fixes after the first honest fix that has to be conclusive (the subject 24 m across: more than the
-    /// widest margin, 12 m, plus an honest error of up to 11.4 m; if that second is one of the burst's, the
-    /// fix after the burst). An entry may be missed only when the burst hides it: lies just before or while
-    /// the subject is deep inside, and no more than `MotionConsistency.resyncRun` honest fixes deep inside
-    /// after them (a subject whose motion changed sharply during the burst is refused until a run of that
-    /// many agrees).
-    private func checkTiming(
-        _ scenario: DecisionScenario, path: TruePath, burstAt: Int, burst: Int, late: Int,
-        sourceLocation: SourceLocation = #_sourceLocation
-    ) {
+    /// What a subject moving through a burst got, against its true path (see `checkTiming`).
+    private struct Timing {
+        /// The required crossings, each once, in order, none before the subject is across the boundary.
+        var right: Bool
+        /// Nothing reported, where the burst may hide the entry.
+        var hidden: Bool
+        /// The most fixes any event came after the first honest fix that had to be conclusive.
+        var late: Int
+        var got: [RegionEventType]
+    }
+
+    /// Measures the events of a subject moving through a burst against its true path: each required
+    /// crossing is to be reported once, in order, never before the subject is across the boundary; `late`
+    /// counts the fixes after the first honest fix that has to be conclusive (the subject 24 m across: more
+    /// than the widest margin, 12 m, plus an honest error of up to 11.4 m; if that second is one of the
+    /// burst's, the fix after the burst). An entry may be missed only when the burst hides it: lies just
+    /// before or while the subject is deep inside, and no more than `MotionConsistency.resyncRun` honest
+    /// fixes deep inside after them (a subject whose motion changed sharply during the burst is refused
+    /// until a run of that many agrees).
+    private func timing(_ scenario: DecisionScenario, path: TruePath, burstAt: Int, burst: Int) -> Timing {
         let region = scenario.regions[0]
         let (events, _, _) = run(scenario)
         let got = events.filter { $0.type == .enter || $0.type == .exit }
@@ -139,9 +147,9 @@ struct DecisionScenarioTests {
         let hidden =
             lies.upperBound + Int(MotionConsistency.resyncRun) > firstDeep
             && honestInsideAfterBurst.count <= Int(MotionConsistency.resyncRun)
-        if hidden && got.isEmpty { return }
-        #expect(got.map(\.type) == expected, "\(scenario.name): \(got.map(\.type))", sourceLocation: sourceLocation)
-        guard got.map(\.type) == expected else { return }
+        var timing = Timing(
+            right: got.map(\.type) == expected, hidden: hidden && got.isEmpty, late: 0, got: got.map(\.type))
+        guard timing.right else { return timing }
         var from = 0
         for event in got {
             let inside = event.type == .enter
@@ -151,46 +159,43 @@ struct DecisionScenarioTests {
                 inside ? $0 <= region.radius - 24 : $0 >= region.radius + 24
             }!
             if lies.contains(clear) { clear = lies.upperBound }
-            #expect(
-                second >= across, "\(scenario.name): \(event.type) at \(second) s, across at \(across) s",
-                sourceLocation: sourceLocation)
-            #expect(
-                second <= clear + late, "\(scenario.name): \(event.type) at \(second) s, clear at \(clear) s",
-                sourceLocation: sourceLocation)
+            if second < across { timing.right = false }
+            timing.late = max(timing.late, second - clear)
             from = second
         }
+        return timing
     }
 
-    @Test(
-        "a truck pulling away from parked, across the edge, through a burst of lies: enter and exit, at most 4 fixes late"
-    )
-    func pullAwayThroughBurst() {
+    /// `timing`, held to: right (or hidden), at most `late` fixes late.
+    private func checkTiming(
+        _ scenario: DecisionScenario, path: TruePath, burstAt: Int, burst: Int, late: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let t = timing(scenario, path: path, burstAt: burstAt, burst: burst)
+        if t.hidden { return }
+        #expect(t.right, "\(scenario.name): \(t.got)", sourceLocation: sourceLocation)
+        #expect(t.late <= late, "\(scenario.name): \(t.late) fixes late", sourceLocation: sourceLocation)
+    }
+
+    /// The moving scenarios, with a burst of `burst` lies placed about each crossing or change of motion.
+    private func movingScenarios(burst: Int) -> [(
+        scenario: DecisionScenario, path: TruePath, burstAt: Int, kind: String
+    )] {
+        var out: [(DecisionScenario, TruePath, Int, String)] = []
         for radius in [40.0, 200] {
             for acceleration in [2.5, 4] {
-                // Parked a minute 10 m outside the edge, then off at `acceleration` to 10 m/s, straight through.
-                var speeds = Array(repeating: 0.0, count: 60)
-                while speeds.last! < 10 { speeds.append(min(10, speeds.last! + acceleration)) }
-                speeds += Array(repeating: 10, count: Int(2 * radius / 10) + 8)
-                let path = TruePath.profile(
-                    from: DecisionScenarios.origin, start: (0, -(radius + 10)), bearing: 90, speeds: speeds)
-                let region = try! Region(id: "bay", center: DecisionScenarios.origin, radius: radius)
+                let (path, region) = DecisionScenarios.pullingAway(radius: radius, acceleration: acceleration)
                 // Bursts from four seconds before it moves to while it crosses.
                 for start in 56...66 {
-                    for burst in 1...3 {
-                        for pattern in DecisionScenarios.BurstPattern.allCases {
-                            let scenario = DecisionScenarios.movingThroughBurst(
-                                "pulling away at \(acceleration) m/s² into a \(Int(radius)) m region", path: path,
-                                region: region, burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start))
-                            checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 4)
-                        }
+                    for pattern in DecisionScenarios.BurstPattern.allCases {
+                        let scenario = DecisionScenarios.movingThroughBurst(
+                            "pulling away at \(acceleration) m/s² into a \(Int(radius)) m region", path: path,
+                            region: region, burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start))
+                        out.append((scenario, path, start, "pull-away"))
                     }
                 }
             }
         }
-    }
-
-    @Test("a drive through a region with a burst of lies at the entry or the exit: both crossings, at most 1 fix late")
-    func driveThroughBurst() {
         for radius in [40.0, 200] {
             for speed in [10.0, 28] {
                 // Half a minute of driving before the region, so that the motion is known.
@@ -204,52 +209,169 @@ struct DecisionScenarioTests {
                 let exit = Int((approach + 2 * radius) / speed)
                 for crossing in [entry, exit] {
                     for start in (crossing - 3)...(crossing + 2) {
-                        for burst in 1...3 {
-                            for pattern in DecisionScenarios.BurstPattern.allCases {
-                                let scenario = DecisionScenarios.movingThroughBurst(
-                                    "\(speed) m/s through a \(Int(radius)) m region", path: path, region: region,
-                                    burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 7 + burst))
-                                checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 1)
-                            }
+                        for pattern in DecisionScenarios.BurstPattern.allCases {
+                            let scenario = DecisionScenarios.movingThroughBurst(
+                                "\(speed) m/s through a \(Int(radius)) m region", path: path, region: region,
+                                burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 7 + burst))
+                            out.append((scenario, path, start, "drive-through"))
                         }
                     }
                 }
             }
         }
+        for deceleration in [4.0, 7] {
+            let (path, region) = DecisionScenarios.brakingInto(deceleration: deceleration)
+            for start in 8...16 {
+                for pattern in DecisionScenarios.BurstPattern.allCases {
+                    let scenario = DecisionScenarios.movingThroughBurst(
+                        "braking at \(deceleration) m/s² into a 200 m region", path: path, region: region,
+                        burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 3 + burst))
+                    out.append((scenario, path, start, deceleration > 6 ? "braking-into-7" : "braking-into-4"))
+                }
+            }
+        }
+        return out
     }
 
     @Test(
-        "braking hard into a region and stopping 30 m inside, through a burst of lies: one enter, at most 3 fixes late")
+        "a truck pulling away from parked, across the edge, through a burst of lies: enter and exit, at most 7 fixes late"
+    )
+    func pullAwayThroughBurst() {
+        var missed: [String] = []
+        for burst in 1...3 {
+            for m in movingScenarios(burst: burst) where m.kind == "pull-away" {
+                let t = timing(m.scenario, path: m.path, burstAt: m.burstAt, burst: burst)
+                // One known miss, not the burst's doing: after a burst of two 4 s before it moves, a truck pulling
+                // away at 2.5 m/s² through a 40 m region (4 fixes deep inside) has its fixes refused from the 5th
+                // second on (the track lags the acceleration), and the run of `resyncRun` (7) that starts it over
+                // comes as it leaves. With a run of 5 (before issue 27's long bursts) it was entered 4 fixes late.
+                if !t.right && !t.hidden && t.got.isEmpty {
+                    missed.append(m.scenario.name)
+                    continue
+                }
+                checkTiming(m.scenario, path: m.path, burstAt: m.burstAt, burst: burst, late: 7)
+            }
+        }
+        #expect(missed == ["pulling away at 2.5 m/s² into a 40 m region, a burst of 2 angled at 56 s"])
+    }
+
+    @Test("a drive through a region with a burst of lies at the entry or the exit: both crossings, at most 1 fix late")
+    func driveThroughBurst() {
+        for burst in 1...3 {
+            for m in movingScenarios(burst: burst) where m.kind == "drive-through" {
+                checkTiming(m.scenario, path: m.path, burstAt: m.burstAt, burst: burst, late: 1)
+            }
+        }
+    }
+
+    @Test(
+        "braking at 4 and 7 m/s² into a region and stopping 30 m inside, through a burst of lies: one enter, at most 6 fixes late"
+    )
     func brakeThroughBurst() {
-        for deceleration in [4.0, 7] {
-            // 15 m/s, braking so as to stop 30 m inside a 200 m region, then parked two minutes.
-            var speeds = Array(repeating: 15.0, count: 10)
-            while speeds.last! > 0 { speeds.append(max(0, speeds.last! - deceleration)) }
-            let braking = speeds.reduce(0, +) - 150
-            speeds += Array(repeating: 0, count: 120)
-            let path = TruePath.profile(
-                from: DecisionScenarios.origin, start: (0, -(200 - 30) - braking - 150), bearing: 90, speeds: speeds)
-            let region = try! Region(id: "yard", center: DecisionScenarios.origin, radius: 200)
-            for start in 8...16 {
-                for burst in 1...3 {
-                    for pattern in DecisionScenarios.BurstPattern.allCases {
-                        let scenario = DecisionScenarios.movingThroughBurst(
-                            "braking at \(deceleration) m/s² into a 200 m region", path: path, region: region,
-                            burstAt: start, burst: burst, pattern: pattern, seed: UInt64(start * 3 + burst))
-                        // Known gap: braking at 7 m/s² makes the motion check refuse a few honest fixes (the
-                        // track overshoots), and a burst of three that follows at once joins them in a run of
-                        // five that "agree" at the run's 60 m/s, so that the track starts over from a lie.
-                        withKnownIssue(
-                            "hard braking, then at once a burst of three: the track can start over from a lie",
-                            isIntermittent: true
-                        ) {
-                            checkTiming(scenario, path: path, burstAt: start, burst: burst, late: 3)
-                        } when: {
-                            deceleration > 6 && burst == 3
-                        }
+        for burst in 1...3 {
+            for m in movingScenarios(burst: burst) where m.kind.hasPrefix("braking-into") {
+                checkTiming(m.scenario, path: m.path, burstAt: m.burstAt, burst: burst, late: 6)
+            }
+        }
+    }
+
+    @Test(
+        "braking hard (7 m/s²) onto a circle's edge with a burst of 1, 2 or 3 lies at once, then parked an hour: no enter or exit",
+        arguments: [200.0, 40])
+    func brakedOnEdgeWithBursts(radius: Double) {
+        for burst in 1...3 {
+            for pattern in DecisionScenarios.BurstPattern.allCases {
+                for seed in UInt64(1)...8 {
+                    let edge = [0.0, -3, 3][Int(seed % 3)]
+                    let scenario = DecisionScenarios.brakedOnEdge(
+                        radius: radius, offset: edge, burst: burst, pattern: pattern, seed: seed)
+                    let (events, _, _) = run(scenario)
+                    #expect(crossings(events, "edge") == [], "\(scenario.name), seed \(seed): \(events.map(\.type))")
+                }
+            }
+        }
+    }
+
+    @Test("Docs/events.md states the limit for bursts of 1 to 6 lies, parked, braked and moving, as measured")
+    func longBurstsLimit() throws {
+        var rows: [String] = [
+            "| lies in a burst | parked: hours with a false event | braked at 7 m/s², parked: hours with a false event | moving, missed where the burst hid it: pull-away / drive-through / braking-into | moving, missed otherwise | moving, false or early | most fixes late: pull-away / drive-through / braking-into at 4 / 7 m/s² |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for burst in 1...6 {
+            // An hour on the edge of a 200 m and of a 40 m circle, each pattern, four seeds (0, 3 m in and out).
+            var parked = 0
+            var braked = 0
+            for radius in [200.0, 40] {
+                for pattern in DecisionScenarios.BurstPattern.allCases {
+                    for seed in UInt64(1)...4 {
+                        let edge = [0.0, -3, 3][Int(seed % 3)]
+                        let still = DecisionScenarios.parkedOnEdge(
+                            radius: radius, offset: edge, burst: burst, pattern: pattern, seed: seed)
+                        if !crossings(run(still).events, "edge").isEmpty { parked += 1 }
+                        let stopped = DecisionScenarios.brakedOnEdge(
+                            radius: radius, offset: edge, burst: burst, pattern: pattern, seed: seed)
+                        if !crossings(run(stopped).events, "edge").isEmpty { braked += 1 }
                     }
                 }
             }
+            // Scenarios with a crossing missed (`hidden`: the burst hid it), with an event the path does not
+            // have or too early, and the most fixes late, by kind.
+            var hidden: [String: Int] = [:]
+            var missed: [String: Int] = [:]
+            var wrong = 0
+            var late: [String: Int] = [:]
+            let moving = movingScenarios(burst: burst)
+            for m in moving {
+                let kind = m.kind.hasPrefix("braking-into") ? "braking-into" : m.kind
+                let t = timing(m.scenario, path: m.path, burstAt: m.burstAt, burst: burst)
+                if t.hidden {
+                    hidden[kind, default: 0] += 1
+                } else if !t.right && t.got.count < (m.scenario.required.first?.value.count ?? 0) {
+                    missed[kind, default: 0] += 1
+                } else if !t.right {
+                    wrong += 1
+                } else {
+                    late[m.kind] = max(late[m.kind] ?? 0, t.late)
+                }
+            }
+            let kinds = ["pull-away", "drive-through", "braking-into"]
+            let lateness = ["pull-away", "drive-through", "braking-into-4", "braking-into-7"].map {
+                late[$0].map(String.init) ?? "-"
+            }
+            rows.append(
+                "| \(burst) | \(parked) of 24 | \(braked) of 24 | \(kinds.map { String(hidden[$0] ?? 0) }.joined(separator: " / ")) | \(kinds.map { String(missed[$0] ?? 0) }.joined(separator: " / ")) | \(wrong) | \(lateness.joined(separator: " / ")) |"
+            )
+            if burst <= 3 {
+                #expect(parked == 0 && braked == 0, "bursts of \(burst): \(parked) parked, \(braked) braked")
+                #expect(wrong == 0, "bursts of \(burst): \(wrong) wrong")
+            }
+        }
+        try generatedBlock("long bursts", rows.joined(separator: "\n"))
+    }
+
+    /// Holds a block of Docs/events.md between `<!-- NAME: generated by DecisionScenarioTests -->` and
+    /// `<!-- end of NAME -->` to `table`, or rewrites it with `GEOFENCE_UPDATE_DOCS=1`.
+    private func generatedBlock(
+        _ name: String, _ table: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = repo.appendingPathComponent("Docs/events.md").path
+        let doc = try String(contentsOfFile: path, encoding: .utf8)
+        let begin = "<!-- \(name): generated by DecisionScenarioTests -->\n"
+        let end = "\n<!-- end of \(name) -->"
+        let head = try #require(doc.range(of: begin), "Docs/events.md has no \(name) block")
+        let tail = try #require(doc.range(of: end, range: head.upperBound..<doc.endIndex))
+        let current = String(doc[head.upperBound..<tail.lowerBound])
+        if ProcessInfo.processInfo.environment["GEOFENCE_UPDATE_DOCS"] == "1" {
+            try (doc[..<head.upperBound] + table + doc[tail.lowerBound...]).write(
+                toFile: path, atomically: true, encoding: .utf8)
+        } else {
+            #expect(
+                current == table,
+                "Docs/events.md's \(name) is out of date: run GEOFENCE_UPDATE_DOCS=1 swift test --filter DecisionScenario",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -305,26 +427,7 @@ struct DecisionScenarioTests {
             rows.append("| \(rule.rawValue) | \(score.missed) | \(score.extra) | \(score.falseWhileParked) |")
         }
         #expect(ours == DecisionScore(), "geofence misses nothing and fires nothing false")
-        let table = rows.joined(separator: "\n")
-
-        let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let path = repo.appendingPathComponent("Docs/events.md").path
-        let doc = try String(contentsOfFile: path, encoding: .utf8)
-        let begin = "<!-- comparison: generated by DecisionScenarioTests -->\n"
-        let end = "\n<!-- end of comparison -->"
-        let head = try #require(doc.range(of: begin), "Docs/events.md has no comparison block")
-        let tail = try #require(doc.range(of: end, range: head.upperBound..<doc.endIndex))
-        let current = String(doc[head.upperBound..<tail.lowerBound])
-        if ProcessInfo.processInfo.environment["GEOFENCE_UPDATE_DOCS"] == "1" {
-            try (doc[..<head.upperBound] + table + doc[tail.lowerBound...]).write(
-                toFile: path, atomically: true, encoding: .utf8)
-        } else {
-            #expect(
-                current == table,
-                "Docs/events.md's comparison is out of date: run GEOFENCE_UPDATE_DOCS=1 swift test --filter DecisionScenario"
-            )
-        }
+        try generatedBlock("comparison", rows.joined(separator: "\n"))
     }
 
     @Test("the fast paths agree with the plain rule on random fleets: poor fixes, lies, jumps, region changes")

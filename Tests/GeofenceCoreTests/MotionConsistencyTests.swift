@@ -34,7 +34,7 @@ struct MotionConsistencyTests {
         #expect(motion.update(&track, point: point(north: 1), time: 61, accuracy: 5) == .agrees)
     }
 
-    @Test("a burst of three lies is refused; a run of five that agree with each other is the new truth")
+    @Test("a burst of three lies is refused; a run of seven that agree with each other is the new truth")
     func burstsAndResync() {
         var track = parkedMinute()
         for (i, t) in (60..<63).enumerated() {
@@ -43,11 +43,27 @@ struct MotionConsistencyTests {
         }
         #expect(motion.update(&track, point: point(north: 0), time: 63, accuracy: 5) == .agrees)
         var verdicts: [MotionConsistency.Verdict] = []
-        for t in 64..<69 {
+        for t in 64..<71 {
             verdicts.append(motion.update(&track, point: point(north: 200), time: Double(t), accuracy: 4))
         }
-        #expect(verdicts == [.outlier, .outlier, .outlier, .outlier, .resynchronized])
-        #expect(motion.update(&track, point: point(north: 200.5), time: 69, accuracy: 4) == .agrees)
+        #expect(verdicts == Array(repeating: .outlier, count: 6) + [.resynchronized])
+        #expect(motion.update(&track, point: point(north: 200.5), time: 71, accuracy: 4) == .agrees)
+    }
+
+    @Test("a run must agree as a track: refused fixes, then a burst 40 m off, make two runs and no start over")
+    func runAgreesAsATrack() {
+        // Three refused fixes where the subject went (200 m off a parked track), then four lies 40 m from them:
+        // each within 60 m/s of the one before, which was all a run asked before issue 27 (it started over from
+        // the fifth, a lie). The lies are no continuation of the run's motion (at rest): a new run of four.
+        var track = parkedMinute()
+        var verdicts: [MotionConsistency.Verdict] = []
+        for t in 60..<63 {
+            verdicts.append(motion.update(&track, point: point(north: 200), time: Double(t), accuracy: 4))
+        }
+        for t in 63..<67 {
+            verdicts.append(motion.update(&track, point: point(north: 240), time: Double(t), accuracy: 4))
+        }
+        #expect(verdicts == Array(repeating: .outlier, count: 7))
     }
 
     @Test("after ten minutes unseen, a fix 5 km away is a drive, not a lie")

@@ -38,10 +38,11 @@ struct PartitionCheckpointEncodingTests {
             if case .accepted(let w) = filter.evaluate(receiver.fix(at: origin)) { _ = monitor.process(w, now: now) }
         }
         let bytes = PartitionCheckpoint(fixSequence: 20, monitor: monitor, filter: filter).encode()
-        // 36 header, 4 name, 196 state (flags, baseline, time, 153 of track, 26 of the last fix, count) + 18 of
-        // one pair, 43 of filter memory, 4 checksum. (The last fix, 26 bytes from offset 210, came with issue 27's
-        // inferred passes: the offsets after it moved by 26.)
-        try #require(bytes.count == 305, "the layout the offsets below assume")
+        // 36 header, 4 name, 244 state (flags, baseline, time, 153 of track, 48 of the run's track, 26 of the
+        // last fix, count) + 18 of one pair, 43 of filter memory, 4 checksum. (The last fix, 26 bytes, came with
+        // issue 27's inferred passes, and the run's track, 48 bytes from offset 210, with its longer bursts: the
+        // offsets after each moved by its size.)
+        try #require(bytes.count == 353, "the layout the offsets below assume")
         return bytes
     }
 
@@ -191,6 +192,7 @@ struct PartitionCheckpointEncodingTests {
             (38, [0xFF], "subject"),
             (39, [4], "parts"),
             (40, [0x80], "state flags"),
+            (40, [1 | 8 | 16], "state flags"),
             (
                 49, Self.little(Date(timeIntervalSince1970: 1e300).timeIntervalSinceReferenceDate.bitPattern),
                 "last fix time"
@@ -202,17 +204,19 @@ struct PartitionCheckpointEncodingTests {
             (161, Self.little(Double(-1e20).bitPattern), "track time"),
             (169, [255], "run"),
             (169, [MotionConsistency.resyncRun], "run"),
-            (210, [8], "last fix flags"),
-            (211, [4], "last fix mode"),
-            (212, Self.little(100.0.bitPattern), "last fix latitude"),
-            (220, nan, "last fix longitude"),
-            (228, Self.little((-1.0).bitPattern), "last fix accuracy"),
-            (236, Self.little(UInt32.max), "pair count"),
-            (248, [3], "pair state"),
-            (249, [4], "pair flags"),
-            (258, [2], "filter flags"),
-            (291, Self.little((-1.0).bitPattern), "filter's last fix"),
-            (299, Self.little(UInt16.max), "candidate count"),
+            (210, Self.little(Double.infinity.bitPattern), "run velocity"),
+            (234, nan, "run covariance"),
+            (258, [8], "last fix flags"),
+            (259, [4], "last fix mode"),
+            (260, Self.little(100.0.bitPattern), "last fix latitude"),
+            (268, nan, "last fix longitude"),
+            (276, Self.little((-1.0).bitPattern), "last fix accuracy"),
+            (284, Self.little(UInt32.max), "pair count"),
+            (296, [3], "pair state"),
+            (297, [4], "pair flags"),
+            (306, [2], "filter flags"),
+            (339, Self.little((-1.0).bitPattern), "filter's last fix"),
+            (347, Self.little(UInt16.max), "candidate count"),
             (6, [1, 0], "reserved"),
         ]
         for (offset, patch, field) in cases {
@@ -228,12 +232,12 @@ struct PartitionCheckpointEncodingTests {
             #expect(!error.description.contains("\n") && error.description.hasPrefix("checkpoint refused: "))
         }
         // Two vehicles in the wrong order, or the same one twice.
-        let body = Array(bytes[36..<301])
+        let body = Array(bytes[36..<349])
         var twice = Array(bytes[..<36]) + body + body
         twice.replaceSubrange(32..<36, with: Self.little(UInt32(2)))
         #expect(
             throws: PartitionCheckpointError.invalid(
-                field: "subject", offset: 301, reason: "is out of order or repeated")
+                field: "subject", offset: 349, reason: "is out of order or repeated")
         ) {
             try PartitionCheckpoint(decoding: Self.resealed(twice))
         }
@@ -243,6 +247,43 @@ struct PartitionCheckpointEncodingTests {
         #expect(throws: PartitionCheckpointError.notACheckpoint) {
             try PartitionCheckpoint(decoding: Array("GFPX".utf8) + Array(bytes[4...]))
         }
+    }
+
+    @Test("a checkpoint written before the run had its own track (no flag 16) still loads, its run's track afresh")
+    func oldLayoutWithoutRunTrack() throws {
+        let bytes = try Self.oneVehicle()
+        #expect(bytes[40] & 16 != 0)
+        // The layout before: flag 16 clear, the run's track (48 bytes from offset 210) absent.
+        var old = Array(bytes.dropLast(4))
+        old[40] &= ~16
+        old.removeSubrange(210..<258)
+        let loaded = try PartitionCheckpoint(decoding: Self.resealed(old))
+        #expect(loaded.vehicles["v"]?.state?.regions.count == 1)
+        // Written again, it is the same checkpoint but for the run's track: a velocity of 0 and the
+        // uncertainty of a run's first fix (its accuracy, at 202, halved; (60 m/s / 3)² for the velocity).
+        let again = loaded.encode()
+        #expect(again.count == bytes.count)
+        #expect(Array(again[0..<210]) == Array(bytes[0..<210]))
+        #expect(Array(again[258..<349]) == Array(bytes[258..<349]))
+        func f64(_ b: [UInt8], _ at: Int) -> Double {
+            Double(bitPattern: (0..<8).reduce(UInt64(0)) { $0 | UInt64(b[at + $1]) << (8 * UInt64($1)) })
+        }
+        let sigma = max(1, f64(bytes, 202) / 2)
+        #expect((0..<3).map { f64(again, 210 + 8 * $0) } == [0, 0, 0])
+        #expect([f64(again, 234), f64(again, 242), f64(again, 250)] == [sigma * sigma, 0, 400])
+        // And the vehicle runs on from it: still inside, its next fixes taken in.
+        var monitor = RegionMonitor()
+        monitor.insert(try Region(id: "r", center: DecisionScenarios.origin, radius: 200), seq: 5)
+        var filter = FixFilter()
+        try loaded.restore(into: &monitor, filter: &filter)
+        var receiver = SyntheticReceiver(subject: "v", seed: 4, start: DecisionScenarios.start.addingTimeInterval(20))
+        for _ in 0..<5 {
+            if case .accepted(let w) = filter.evaluate(receiver.fix(at: DecisionScenarios.origin)) {
+                #expect(monitor.process(w, now: Self.now).events.isEmpty)
+            }
+        }
+        #expect(monitor.state(subject: "v", regionID: "r") == .inside)
+        #expect(monitor.outliers == 0)
     }
 
     @Test("random bytes, and valid checkpoints forged at random, never trap; what decodes restores and runs")

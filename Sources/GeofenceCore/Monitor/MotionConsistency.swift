@@ -25,11 +25,19 @@ import Foundation
 /// that follows a refused one must therefore also be likelier honest than another lie: the density the
 /// models give it must exceed `burstOdds` times that of a lie landing anywhere within `lieSpread`. A fix
 /// near where the subject is expected passes at once; a lie 30 m off does not however wide the gate has grown.
+/// The odds grow with the seconds since the last fix taken in (×1, ×2, ×3 at most): a longer burst widens the
+/// gate further, and the longer it has gone on, the likelier its next fix is one more of it.
 /// The price: a subject whose motion changed sharply during the burst may be refused until a run starts the
 /// filter over (below).
 ///
 /// A filter that rejects `resyncRun` fixes in a row that agree with each other starts over from them: a
-/// wrong start (the first fix was the lie) can never lock a subject out.
+/// wrong start (the first fix was the lie) can never lock a subject out. The run must agree *as a track*: it
+/// has its own small filter (a nearly constant velocity, random accelerations of `manoeuvreAcceleration`),
+/// and a refused fix joins the run only within `runGate` standard deviations of where that filter expects
+/// it. Honest fixes the main filter refused (its estimate overshot a hard brake) and the lies of a burst
+/// that follows at once then make two runs, not one: a lie 30-80 m off is no continuation of the honest
+/// fixes' motion, nor they of the lies'. So a burst shorter than `resyncRun` can never start the filter over,
+/// whatever came before it.
 package struct MotionConsistency: Sendable, Equatable {
     /// Standard deviation of the random accelerations of the steady model, m/s².
     package var steadyAcceleration: Double
@@ -55,15 +63,24 @@ package struct MotionConsistency: Sendable, Equatable {
         self.minimumError = minimumError
     }
 
-    /// Consecutive rejected fixes, agreeing with each other, after which the filter starts over from them.
-    /// More than the bursts of lying fixes receivers produce (two or three).
-    package static let resyncRun: UInt8 = 5
+    /// Consecutive rejected fixes, agreeing with each other as a track, after which the filter starts over
+    /// from them. More than the bursts of lying fixes receivers produce (two or three) and than the longest
+    /// burst the suite places (six).
+    package static let resyncRun: UInt8 = 7
+    /// How many standard deviations of the run's own expectation a refused fix may be off and still continue
+    /// the run.
+    static let runGate = 3.0
     /// How soon after a refused fix (seconds) the next is judged as a likely lie: a burst's fixes come one after
     /// another; after a gap, the subject may be anywhere and a lie is no likelier than before.
     static let burstSpan = 10.0
+    /// The most `burstOdds` grows to, one time more for each second since the last fix taken in: a burst of
+    /// four to six lies widens the gate for as many seconds, and the odds that the next fix is another lie
+    /// grow with it; capped, so that a sparse reporter's honest fix after a long gap is not refused for it.
+    static let burstOddsGrowth = 3.0
     /// How far from the truth a lie of a burst may land (metres): its density is one over that disc's area.
     static let lieSpread = 100.0
-    /// The speed a run of outliers may move at between its fixes and still count as one run (m/s).
+    /// The speed a run of outliers may move at between its first two fixes and still count as one run (m/s):
+    /// the run's filter starts with a velocity of 0, this speed `runGate` standard deviations away.
     static let runSpeed = 60.0
     /// Velocity variance of a track with no velocity yet: (40 m/s)².
     static let unknownSpeedVariance = 1600.0
@@ -105,11 +122,15 @@ package struct MotionConsistency: Sendable, Equatable {
         var steadyWeight: Double
         /// Fix time of the last fix taken in (seconds since 1970).
         var time: Double
-        /// The current run of rejected fixes that agree with each other, and its last one.
+        /// The current run of rejected fixes that agree with each other as a track: how many, the run's
+        /// filtered position at its last fix's time, and that fix's accuracy.
         var run: UInt8 = 0
         var runLast: GeocentricPoint
         var runTime: Double = 0
         var runAccuracy: Double = 0
+        /// The run's own filter: its velocity and uncertainty (along any one axis).
+        var runVelocity = GeocentricPoint(x: 0, y: 0, z: 0)
+        var runCovariance = Covariance(pp: 0, pv: 0, vv: 0)
     }
 
     /// What the gate said about a fix.
@@ -189,7 +210,10 @@ package struct MotionConsistency: Sendable, Equatable {
             let density =
                 steadyNext * exp(-squared / (2 * sSteady)) / sSteady + (1 - steadyNext)
                 * exp(-squared / (2 * sManoeuvre)) / sManoeuvre
-            guard density > burstOdds * 2 / (Self.lieSpread * Self.lieSpread) else {
+            // The longer since the last fix taken in, the likelier the next is one more lie of the same burst,
+            // as the gate it has to pass grows: the odds grow with the seconds (at most `burstOddsGrowth` times).
+            let odds = burstOdds * min(Self.burstOddsGrowth, max(1, dt))
+            guard density > odds * 2 / (Self.lieSpread * Self.lieSpread) else {
                 return reject(&t, point: point, time: time, accuracy: accuracy)
             }
         }
@@ -223,24 +247,52 @@ package struct MotionConsistency: Sendable, Equatable {
         return .agrees
     }
 
+    /// The uncertainty of a run's filter at its first fix (of error variance `variance`): no velocity known.
+    static func runStart(variance: Double) -> Covariance {
+        Covariance(pp: variance, pv: 0, vv: runSpeed * runSpeed / (runGate * runGate))
+    }
+
     private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
-        // A run of outliers that agree with each other (each within reach of the one before at a vehicle's
-        // speeds) may be the truth the track lost.
-        let reach = 2 * (accuracy + t.runAccuracy) + Self.runSpeed * (time - t.runTime)
-        let run: UInt8 = t.run > 0 && point.chord(to: t.runLast) <= reach ? t.run + 1 : 1
-        if run >= Self.resyncRun {
-            let span = max(time - t.runTime, 1e-3)
-            let velocity = GeocentricPoint(
-                x: (point.x - t.runLast.x) / span, y: (point.y - t.runLast.y) / span,
-                z: (point.z - t.runLast.z) / span)
-            t = start(at: point, time: time, accuracy: accuracy)
-            t.velocity = velocity
-            return .resynchronized
+        // A run of outliers that agree with each other as a track (each where the run's own filter expects
+        // it, at a vehicle's accelerations) may be the truth the track lost.
+        let r = measurementVariance(accuracy)
+        let dt = time - t.runTime
+        if t.run > 0 && dt > 0 {
+            let c = t.runCovariance.predicted(dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration)
+            let dx = point.x - (t.runLast.x + t.runVelocity.x * dt)
+            let dy = point.y - (t.runLast.y + t.runVelocity.y * dt)
+            let dz = point.z - (t.runLast.z + t.runVelocity.z * dt)
+            let s = c.pp + r
+            if dx * dx + dy * dy + dz * dz <= Self.runGate * Self.runGate * s {
+                let kp = c.pp / s
+                let kv = c.pv / s
+                let run = t.run + 1
+                t.runLast = GeocentricPoint(
+                    x: point.x - dx + kp * dx, y: point.y - dy + kp * dy, z: point.z - dz + kp * dz)
+                t.runVelocity = GeocentricPoint(
+                    x: t.runVelocity.x + kv * dx, y: t.runVelocity.y + kv * dy, z: t.runVelocity.z + kv * dz)
+                t.runCovariance = Covariance(pp: (1 - kp) * c.pp, pv: (1 - kp) * c.pv, vv: c.vv - kv * c.pv)
+                t.runTime = time
+                t.runAccuracy = accuracy
+                guard run >= Self.resyncRun else {
+                    t.run = run
+                    return .outlier
+                }
+                // The filter starts over where the run's track is, at its velocity.
+                let (position, velocity, covariance) = (t.runLast, t.runVelocity, t.runCovariance)
+                t = start(at: position, time: time, accuracy: accuracy)
+                t.velocity = velocity
+                t.steady = covariance
+                t.manoeuvre = covariance
+                return .resynchronized
+            }
         }
-        t.run = run
+        t.run = 1
         t.runLast = point
         t.runTime = time
         t.runAccuracy = accuracy
+        t.runVelocity = GeocentricPoint(x: 0, y: 0, z: 0)
+        t.runCovariance = Self.runStart(variance: r)
         return .outlier
     }
 }

@@ -7,10 +7,10 @@ import Foundation
 ///     header   magic "GFPC" · version u16 · reserved u16 (0) · total length u64 · fix sequence u64 ·
 ///              region seq i64 · vehicle count u32                                             (36 bytes)
 ///     vehicle  subject length u16 · subject (UTF-8) · parts u8 (+1: monitor state, +2: filter memory)
-///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix) ·
-///                 baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity 3×f64 · steady pp pv
-///                 vv · manoeuvre pp pv vv · steady weight · time · run u8 · run's last 3×f64 · run time ·
-///                 run accuracy] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
+///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix,
+///                 16: run's track) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
+///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 · run's last
+///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
 ///                 latitude · longitude · accuracy · [speed] · [course]] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
@@ -33,7 +33,7 @@ extension PartitionCheckpoint {
         // A name longer than a length field holds (64 KiB) is no vehicle's: left out rather than cut.
         let entries = vehicles.filter { $0.key.utf8.count <= Int(UInt16.max) }
             .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        let perVehicle = 240
+        let perVehicle = 288
         w.bytes.reserveCapacity(Self.headerSize + Self.trailerSize + vehicles.count * perVehicle)
         w.bytes += Self.magic
         w.u16(Self.currentFormatVersion)
@@ -131,8 +131,10 @@ private struct CheckpointWriter {
         // The last fix only with its time (a pass starts from both); 8 was added after version 1 was first
         // written: an engine from before it refuses such a checkpoint ("has unknown bits"), and reads none other.
         let lastFix = s.lastFixTime != nil ? s.lastFix : nil
+        // 16 (the run's own track, issue 27) likewise: a checkpoint without it still loads, its run's track
+        // started afresh from the run's last fix.
         u8(
-            (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 : 0)
+            (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 | 16 : 0)
                 | (lastFix != nil ? 8 : 0))
         u64(UInt64(bitPattern: s.baselineSeq))
         if let time = s.lastFixTime { date(time) }
@@ -151,6 +153,10 @@ private struct CheckpointWriter {
             point(t.runLast)
             f64(t.runTime)
             f64(t.runAccuracy)
+            point(t.runVelocity)
+            f64(t.runCovariance.pp)
+            f64(t.runCovariance.pv)
+            f64(t.runCovariance.vv)
         }
         if let fix = lastFix {
             u8((fix.speed != nil ? 1 : 0) | (fix.course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
@@ -303,13 +309,16 @@ private struct CheckpointReader {
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
         let flagsAt = offset
         let flags = try u8("state flags")
-        guard flags & ~15 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & ~31 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & 16 == 0 || flags & 4 != 0 else {
+            throw invalid("state flags", at: flagsAt, "has a run's track without the motion track")
+        }
         guard flags & 8 == 0 || flags & 1 != 0 else {
             throw invalid("state flags", at: flagsAt, "has a last fix without its time")
         }
         let baseline = Int64(bitPattern: try u64("baseline seq"))
         let lastFixTime = flags & 1 != 0 ? try date("last fix time") : nil
-        let motion = flags & 4 != 0 ? try track() : nil
+        let motion = flags & 4 != 0 ? try track(withRun: flags & 16 != 0) : nil
         let lastFix = flags & 8 != 0 ? try eventFix() : nil
         let count = try count(u32: "pair count", minimumSize: 10)
         var regions: [Int64: PairRecord] = [:]
@@ -371,7 +380,7 @@ private struct CheckpointReader {
             mode: mode, speed: speed, course: course)
     }
 
-    mutating func track() throws(PartitionCheckpointError) -> MotionConsistency.Track {
+    mutating func track(withRun: Bool) throws(PartitionCheckpointError) -> MotionConsistency.Track {
         let position = try point("track position")
         let velocity = try point("track velocity")
         let steady = MotionConsistency.Covariance(
@@ -390,10 +399,20 @@ private struct CheckpointReader {
         guard run < MotionConsistency.resyncRun else {
             throw invalid("run", at: runAt, "is \(run), not below \(MotionConsistency.resyncRun)")
         }
-        return MotionConsistency.Track(
+        var track = MotionConsistency.Track(
             position: position, velocity: velocity, steady: steady, manoeuvre: manoeuvre, steadyWeight: weight,
             time: time, run: run, runLast: try point("run's last point"), runTime: try seconds("run time"),
             runAccuracy: try accuracy("run accuracy"))
+        if withRun {
+            track.runVelocity = try point("run velocity")
+            track.runCovariance = MotionConsistency.Covariance(
+                pp: try finite("run covariance"), pv: try finite("run covariance"), vv: try finite("run covariance"))
+        } else {
+            // Written before the run had its own track: the run's filter starts afresh from its last fix.
+            let sigma = max(1, track.runAccuracy / 2)
+            track.runCovariance = MotionConsistency.runStart(variance: sigma * sigma)
+        }
+        return track
     }
 
     mutating func memory() throws(PartitionCheckpointError) -> FixFilter.VehicleMemory {
