@@ -102,6 +102,14 @@ struct RunSettingsTests {
             "Error: invalid value for GEOFENCE_MQTT_ACK (--mqtt-ack): \"sometimes\" is not commit or receipt"
         ),
         (
+            "GEOFENCE_TRACK_FACTOR", "0",
+            "Error: invalid value for GEOFENCE_TRACK_FACTOR (--track-factor): must be more than 0"
+        ),
+        (
+            "GEOFENCE_TRACK_FACTOR", "inf",
+            "Error: invalid value for GEOFENCE_TRACK_FACTOR (--track-factor)"
+        ),
+        (
             "GEOFENCE_HOOK_CONCURRENCY", "1000",
             "Error: invalid value for GEOFENCE_HOOK_CONCURRENCY (--hook-concurrency)"
         ),
@@ -123,6 +131,21 @@ struct RunSettingsTests {
             #expect(result.status == 64)
             #expect(result.stderr.hasPrefix("Error: invalid value for \(option)"), "\(result.stderr)")
             #expect(result.stderr.contains("Usage: geofence run"))
+        }
+    }
+
+    /// `--track-factor`: a factor, or `off` (the decisions on the track, Docs/events.md), from either place.
+    @Test func theTrackFactorIsAFactorOrOff() throws {
+        try withCLI { cli in
+            let byDefault = try Self.settings(try cli.run(["run", "--print-config", "--json"]))
+            #expect(byDefault["--track-factor"]?["value"]?.stringValue == "1.5")
+            let off = try cli.run(["run", "--print-config", "--json", "--track-factor", "off"])
+            #expect(off.status == 0, "\(off.stderr)")
+            #expect(try Self.settings(off)["--track-factor"]?["value"]?.stringValue == "off")
+            let two = try cli.run(["run", "--print-config", "--json"], environment: ["GEOFENCE_TRACK_FACTOR": "2"])
+            #expect(two.status == 0, "\(two.stderr)")
+            let row = try Self.settings(two)["--track-factor"]
+            #expect(row?["value"]?.stringValue == "2" && row?["from"]?.stringValue == "environment")
         }
     }
 

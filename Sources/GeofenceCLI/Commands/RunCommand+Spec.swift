@@ -113,6 +113,15 @@ extension RunCommand {
                             """,
                         default: "0.5"),
                     .value(
+                        "--track-factor", valueName: "factor",
+                        help: """
+                            Let a vehicle's track decide a fix in the band when the motion check's estimate is \
+                            outside that band, made this many times as wide as for a fix whose accuracy is two of \
+                            the estimate's standard deviations (1.5: three); `off` lets only fixes decide \
+                            (Docs/events.md, "Decisions on the track").
+                            """,
+                        default: "1.5"),
+                    .value(
                         "--idle-after", valueName: "duration",
                         help:
                             "Drop a vehicle not heard from for this long from memory (its state stays in the store and returns with its next fix); `never` keeps all.",

@@ -98,6 +98,12 @@ struct RunCommand: GeofenceSubcommand {
             configuration.monitor.passAcceleration = try c.positiveNumber(
                 "--pass-acceleration", default: MonitorConfiguration().passAcceleration)
         }
+        if c.arguments.value("--track-factor") == "off" {
+            configuration.monitor.fusedDecisions = false
+        } else {
+            configuration.monitor.fusedFactor = try c.positiveNumber(
+                "--track-factor", default: MonitorConfiguration().fusedFactor)
+        }
         if c.arguments.value("--idle-after") == "never" {
             configuration.idleLimit = nil
         } else {
