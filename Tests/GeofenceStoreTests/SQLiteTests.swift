@@ -386,6 +386,29 @@ private final class Progress: Sendable {
             #expect(try count(db, "t") == 2)
         }
     }
+
+    /// A read leaves the connection's prepared statements as they were. With `PRAGMA query_only` set on and off
+    /// around each read, SQLite expired them all, and the next run of each (the pipeline's writes, once a fix)
+    /// prepared it again.
+    @Test func aReadDoesNotExpireThePreparedStatements() throws {
+        try withDatabase { db, _ in
+            try db.execute("CREATE TABLE t(x)")
+            let insert = try db.cachedStatement("INSERT INTO t VALUES (?1)")
+            try insert.execute([1])
+            for value in 2...4 {
+                _ = try db.read { db in try count(db, "t") }
+                try insert.execute([value])
+            }
+            #expect(insert.repreparations == 0)
+            #expect(try count(db, "t") == 4)
+            // Still refused inside a read, nested or not, through a cached statement too.
+            let error = #expect(throws: DatabaseError.self) {
+                try db.read { db in try db.read { _ in try insert.execute([5]) } }
+            }
+            #expect(error?.isReadOnly == true)
+            #expect(try count(db, "t") == 4)
+        }
+    }
 }
 
 @Suite struct SQLiteMigratorTests {

@@ -5,6 +5,10 @@ import Glibc
 final class ConnectionHandle {
     var pointer: OpaquePointer?
     let path: String
+    /// Inside `DatabaseConnection.read`: a statement that would write is refused when it is stepped (`Statement.step`).
+    /// Not `PRAGMA query_only`: setting that pragma (on and off again for each read) expires every prepared
+    /// statement of the connection, so each read made SQLite prepare the hot writes of the next commit again.
+    @exclusivity(unchecked) var refusesWrites = false
 
     init(pointer: OpaquePointer?, path: String) {
         self.pointer = pointer

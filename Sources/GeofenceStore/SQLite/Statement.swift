@@ -55,6 +55,10 @@ package final class Statement {
     /// True when the statement does not write the database by itself.
     package var isReadOnly: Bool { sqlite3_stmt_readonly(pointer) != 0 }
 
+    /// How many times SQLite has prepared this statement again since it was made (after a schema change, or when
+    /// the connection expired its statements).
+    package var repreparations: Int { Int(sqlite3_stmt_status(pointer, SQLITE_STMTSTATUS_REPREPARE, 0)) }
+
     /// True between the first `step()` and the last row (or a `reset()`).
     var isBusy: Bool { sqlite3_stmt_busy(pointer) != 0 }
 
@@ -172,6 +176,11 @@ package final class Statement {
     /// Advances to the next row: true when a row is available, false when the statement is done.
     package func step() throws -> Bool {
         readState.pointee.position = 0
+        if connection.refusesWrites, sqlite3_stmt_readonly(pointer) == 0 {
+            throw DatabaseError(
+                code: .readOnly, message: "attempt to write in a read-only transaction", sql: sql,
+                path: connection.path)
+        }
         let resultCode = sqlite3_step(pointer)
         switch resultCode {
         case SQLITE_ROW: return true

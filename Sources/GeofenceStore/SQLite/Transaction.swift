@@ -63,19 +63,15 @@ extension DatabaseConnection {
         return result!
     }
 
-    /// Runs `body` in a deferred transaction, so all its queries see one snapshot, with `PRAGMA query_only` on,
-    /// so an accidental write fails with `isReadOnly`.
+    /// Runs `body` in a deferred transaction, so all its queries see one snapshot, with writes refused, so an
+    /// accidental write fails with `isReadOnly` (`ConnectionHandle.refusesWrites`: each statement is checked with
+    /// `sqlite3_stmt_readonly` before it runs; `PRAGMA query_only` would expire the connection's prepared statements).
     package func read<Result>(_ body: (DatabaseConnection) throws -> Result) throws -> Result {
-        if readDepth == 0 {
-            try execute("PRAGMA query_only = ON")
-        }
         readDepth += 1
+        handle.refusesWrites = true
         defer {
             readDepth -= 1
-            if readDepth == 0 {
-                // Cannot fail once the connection is open; a closed connection has nothing left to restore.
-                try? execute("PRAGMA query_only = OFF")
-            }
+            if readDepth == 0 { handle.refusesWrites = false }
         }
         var result: Result?
         try inTransaction(.deferred) { db in
