@@ -427,7 +427,7 @@ package final class FixPipeline {
     private func judge(_ fix: Fix, number: Int64, vehicle: Int) -> FixVerdict {
         // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
         // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
-        if let track = monitor.track(of: fix.subject, hint: vehicles[vehicle].track) {
+        if let track = monitor.locateTrack(of: fix.subject, hint: vehicles[vehicle].track) {
             vehicles[vehicle].track = track
         } else if idleLimit != nil, let stored = try? store.monitorState.subject(named: fix.subject) {
             restore(stored)
