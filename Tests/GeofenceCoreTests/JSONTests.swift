@@ -226,6 +226,33 @@ struct JSONTests {
         }
     }
 
+    /// 17 to 19 significant digits with a decimal point (a double's shortest form as Swift, JavaScript and Python
+    /// print it; the fleet replay's speeds) are read by the 128-bit check of `nearestQuotient`, not by `Double(_:)`:
+    /// to the bit what the standard library reads, ties (which it leaves to `Double(_:)`) included.
+    @Test func longDecimalsMatchTheStandardLibrary() throws {
+        var random = SeededGenerator(seed: 7)
+        var texts = [
+            "9007199254740993.0", "9007199254740995.0", "900719925474099.35", "0.30000000000000004",
+            "17.234523452345234", "1.0000000000000002", "0.9999999999999999", "4503599627370496.5",
+            "4503599627370497.5", "123456789.12345678", "0.0009765625000000001", "1844674407370955.1615",
+        ]
+        for _ in 0..<40_000 {
+            let magnitude = Double.random(in: -4...9, using: &random)
+            let x = Double.random(in: 1..<10, using: &random) * pow(10, magnitude.rounded(.down))
+            texts.append("\(x)")
+            texts.append(String(format: "%.17g", x))
+            texts.append(String(format: "%.18g", x))
+            texts.append(String(format: "%.19g", x))
+        }
+        for text in texts where !text.contains("e") {
+            let expected = try #require(Double(text))
+            let parsed = try JSON.parse(text).doubleValue
+            #expect(parsed?.bitPattern == expected.bitPattern, "\(text)")
+            let negative = try JSON.parse("-" + text).doubleValue
+            #expect(negative?.bitPattern == (-expected).bitPattern, "-\(text)")
+        }
+    }
+
     @Test func acceptsTopLevelWhitespaceOnly() throws {
         #expect(try JSON.parse(" \n\t\r[1]\r\n ") == [1])
     }

@@ -566,11 +566,50 @@ struct JSONParser {
             }
             return negative ? -value : value
         }
+        if digitCount <= 19, exponent < 0, exponent >= -22,
+            let value = Self.nearestQuotient(mantissa, tenTo: -exponent)
+        {
+            return negative ? -value : value
+        }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
             throw error("number out of range", at: start)
         }
         return value
+    }
+
+    /// The double nearest to `w` / 10^`k` (1 ≤ k ≤ 22), when 128-bit integers prove it; nil when they cannot (a
+    /// tie, a result below about 2⁻¹⁰ or at a power of two), for the standard library's `Double(_:)` to decide.
+    ///
+    /// For the digits the fast path above cannot take: 17 to 19 significant digits, as Swift and JavaScript print
+    /// a double's shortest form. `Double(w) / 10^k` rounds twice, so it is within about an ulp of the answer;
+    /// of it and its two neighbours, the answer is the one within half an ulp of w / 10^k, which is decided
+    /// exactly: x = M·2^E is nearest when |w·2^(1−E) − 2M·10^k| < 10^k (M < 2^53 and 10^k < 2^74, so 2M·10^k <
+    /// 2^128; w < 2^64 and 1 − E ≤ 63 are checked).
+    static func nearestQuotient(_ w: UInt64, tenTo k: Int) -> Double? {
+        guard k >= 1, k <= 22 else { return nil }
+        var power: UInt128 = 1
+        for _ in 0..<k { power &*= 10 }
+        let estimate = Double(w) / exactPowersOfTen[k]
+        if isNearest(estimate, w, power) { return estimate }
+        if isNearest(estimate.nextDown, w, power) { return estimate.nextDown }
+        if isNearest(estimate.nextUp, w, power) { return estimate.nextUp }
+        return nil
+    }
+
+    /// Whether `x` is within less than half an ulp of `w` / `power` (see `nearestQuotient`).
+    @inline(__always)
+    private static func isNearest(_ x: Double, _ w: UInt64, _ power: UInt128) -> Bool {
+        guard x.isNormal, x > 0 else { return false }
+        let m = x.significandBitPattern | 1 &<< 52
+        // At a power of two the interval below is half the one above: left to the slow path.
+        guard m != 1 &<< 52 else { return false }
+        let shift = 1 - (Int(x.exponent) - 52)
+        guard shift > 0, shift <= 63 else { return false }
+        let scaled = UInt128(w) &<< UInt128(shift)
+        let twice = UInt128(2 &* m) &* power
+        let difference = scaled > twice ? scaled &- twice : twice &- scaled
+        return difference < power
     }
 
     // MARK: - Errors
