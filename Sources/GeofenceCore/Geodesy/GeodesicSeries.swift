@@ -22,7 +22,7 @@ enum GeodesicSeries {
 
     // MARK: Distance (A₁, C₁) and reduced length (A₂, C₂): polynomials in ε only.
 
-    private static let a1Packed: [Double] = [1, 4, 64, 0, 256]
+    private static var a1Packed: InlineArray<5, Double> { [1, 4, 64, 0, 256] }
 
     /// A₁ − 1, kept separate from the 1 so its tiny value keeps full relative precision.
     static func a1Minus1(_ eps: Double) -> Double {
@@ -30,19 +30,21 @@ enum GeodesicSeries {
         return (t + eps) / (1 - eps)
     }
 
-    private static let c1Packed: [Double] = [
-        -1, 6, -16, 32,
-        -9, 64, -128, 2048,
-        9, -16, 768,
-        3, -5, 512,
-        -7, 1280,
-        -7, 2048,
-    ]
+    private static var c1Packed: InlineArray<18, Double> {
+        [
+            -1, 6, -16, 32,
+            -9, 64, -128, 2048,
+            9, -16, 768,
+            3, -5, 512,
+            -7, 1280,
+            -7, 2048,
+        ]
+    }
 
     /// C₁ₗ for l = 1…6.
     static func c1(_ eps: Double) -> Terms { evenOddTerms(c1Packed, eps) }
 
-    private static let a2Packed: [Double] = [-11, -28, -192, 0, 256]
+    private static var a2Packed: InlineArray<5, Double> { [-11, -28, -192, 0, 256] }
 
     /// A₂ − 1.
     static func a2Minus1(_ eps: Double) -> Double {
@@ -50,21 +52,24 @@ enum GeodesicSeries {
         return (t - eps) / (1 + eps)
     }
 
-    private static let c2Packed: [Double] = [
-        1, 2, 16, 32,
-        35, 64, 384, 2048,
-        15, 80, 768,
-        7, 35, 512,
-        63, 1280,
-        77, 2048,
-    ]
+    private static var c2Packed: InlineArray<18, Double> {
+        [
+            1, 2, 16, 32,
+            35, 64, 384, 2048,
+            15, 80, 768,
+            7, 35, 512,
+            63, 1280,
+            77, 2048,
+        ]
+    }
 
     /// C₂ₗ for l = 1…6.
     static func c2(_ eps: Double) -> Terms { evenOddTerms(c2Packed, eps) }
 
     /// Evaluates C₁ or C₂: term l is εˡ times a polynomial in ε² of degree ⌊(6 − l)/2⌋, because
     /// these series contain only every other power of ε.
-    private static func evenOddTerms(_ packed: [Double], _ eps: Double) -> Terms {
+    @inline(__always)
+    private static func evenOddTerms(_ packed: borrowing InlineArray<18, Double>, _ eps: Double) -> Terms {
         var terms = Terms(repeating: 0)
         let eps2 = eps * eps
         var power = eps
@@ -82,7 +87,7 @@ enum GeodesicSeries {
 
     /// The coefficients of A₃ as a polynomial in ε (highest power first), already evaluated at
     /// WGS84's n, since n is a constant here.
-    private static let a3Coefficients: [Double] = {
+    private static let a3Coefficients: InlineArray<6, Double> = {
         let packed: [Double] = [
             -3, 128,
             -2, -3, 64,
@@ -91,12 +96,12 @@ enum GeodesicSeries {
             1, -1, 2,
             1, 1,
         ]
-        var result: [Double] = []
+        var result = InlineArray<6, Double>(repeating: 0)
         var offset = 0
-        for j in stride(from: order - 1, through: 0, by: -1) {  // coefficient of εʲ
+        for (k, j) in stride(from: order - 1, through: 0, by: -1).enumerated() {  // coefficient of εʲ
             let degree = min(order - j - 1, j)  // degree of the polynomial in n
-            result.append(
-                polynomial(degree: degree, packed, from: offset, WGS84.thirdFlattening) / packed[offset + degree + 1])
+            result[k] =
+                polynomial(degree: degree, packed, from: offset, WGS84.thirdFlattening) / packed[offset + degree + 1]
             offset += degree + 2
         }
         return result
@@ -109,7 +114,7 @@ enum GeodesicSeries {
 
     /// The coefficients of C₃ₗ, l = 1…5, as polynomials in ε (each highest power first, concatenated),
     /// already evaluated at WGS84's n.
-    private static let c3Coefficients: [Double] = {
+    private static let c3Coefficients: InlineArray<15, Double> = {
         let packed: [Double] = [
             3, 128,
             2, 5, 128,
@@ -127,22 +132,26 @@ enum GeodesicSeries {
             -14, 7, 512,
             21, 2560,
         ]
-        var result: [Double] = []
+        var result = InlineArray<15, Double>(repeating: 0)
+        var count = 0
         var offset = 0
         for l in 1..<order {
             for j in stride(from: order - 1, through: l, by: -1) {  // coefficient of εʲ in C₃ₗ
                 let degree = min(order - j - 1, j)
-                result.append(
+                result[count] =
                     polynomial(degree: degree, packed, from: offset, WGS84.thirdFlattening)
-                        / packed[offset + degree + 1])
+                    / packed[offset + degree + 1]
+                count += 1
                 offset += degree + 2
             }
         }
+        precondition(count == 15)
         return result
     }()
 
     /// C₃ₗ for l = 1…5 (the longitude series has one term fewer; term 6 is zero).
     static func c3(_ eps: Double) -> Terms {
+        let c3Coefficients = Self.c3Coefficients
         var terms = Terms(repeating: 0)
         var power = 1.0
         var offset = 0
@@ -176,7 +185,30 @@ enum GeodesicSeries {
     }
 
     /// Horner evaluation of `p[from]·x^degree + … + p[from + degree]`.
+    @inline(__always)
     static func polynomial(degree: Int, _ p: [Double], from start: Int, _ x: Double) -> Double {
+        p.withUnsafeBufferPointer { polynomial(degree: degree, $0, from: start, x) }
+    }
+
+    /// The same, over a fixed table (the coefficients of the series: no array, no lazy global to check).
+    @inline(__always)
+    static func polynomial<let N: Int>(
+        degree: Int, _ p: borrowing InlineArray<N, Double>, from start: Int, _ x: Double
+    ) -> Double {
+        var y = p[start]
+        var i = start
+        var remaining = degree
+        while remaining > 0 {
+            remaining -= 1
+            i += 1
+            y = y * x + p[i]
+        }
+        return y
+    }
+
+    /// The same, over a buffer.
+    @inline(__always)
+    static func polynomial(degree: Int, _ p: UnsafeBufferPointer<Double>, from start: Int, _ x: Double) -> Double {
         var y = p[start]
         var i = start
         var remaining = degree
