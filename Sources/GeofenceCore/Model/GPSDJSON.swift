@@ -47,10 +47,36 @@ package enum GPSDJSON {
     package static func decode(
         _ line: some Collection<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
     ) -> GPSDJSONReport {
+        if let report = line.withContiguousStorageIfAvailable({
+            decode(buffer: $0, defaultSubject: defaultSubject, receivedAt: receivedAt)
+        }) {
+            return report
+        }
+        return decode(Array(line), defaultSubject: defaultSubject, receivedAt: receivedAt)
+    }
+
+    /// `decode` of a line a reader hands over as a slice of its buffer (the JSON lines source, `replay`): called
+    /// from another module, the generic one reached the bytes through the collection's witness table.
+    package static func decode(
+        _ line: ArraySlice<UInt8>, defaultSubject: String = "gpsd", receivedAt: Date? = nil
+    ) -> GPSDJSONReport {
+        line.withUnsafeBufferPointer { decode(buffer: $0, defaultSubject: defaultSubject, receivedAt: receivedAt) }
+    }
+
+    /// `decode` of a whole array.
+    package static func decode(
+        _ line: [UInt8], defaultSubject: String = "gpsd", receivedAt: Date? = nil
+    ) -> GPSDJSONReport {
+        line.withUnsafeBufferPointer { decode(buffer: $0, defaultSubject: defaultSubject, receivedAt: receivedAt) }
+    }
+
+    private static func decode(
+        buffer line: UnsafeBufferPointer<UInt8>, defaultSubject: String, receivedAt: Date?
+    ) -> GPSDJSONReport {
         if let early = notJSONLine(line) { return early }
         // The common line (a flat object of plain ASCII strings, numbers and literals) is scanned in place; any
         // other goes to the strict reader, which judges it as it always has (`decodeStrictly`).
-        if let fields = line.withContiguousStorageIfAvailable({ scanPlainObject($0) }) ?? nil {
+        if let fields = scanPlainObject(line) {
             return finish(fields, defaultSubject: defaultSubject, receivedAt: receivedAt)
         }
         return decodeStrictly(line, defaultSubject: defaultSubject, receivedAt: receivedAt)
@@ -128,6 +154,9 @@ package enum GPSDJSON {
         var speed: Double?
         var track: Double?
         var badField: String?
+        /// The scan read `device` as a plain string (printable ASCII, no escapes): `VisibleName`'s rule and NFC need
+        /// no look-up.
+        var devicePlain = false
 
         mutating func take(_ key: TPVField, _ value: FieldValue) {
             func number() -> Double? {
@@ -183,7 +212,9 @@ package enum GPSDJSON {
         if let badField = f.badField {
             return .malformed(.init(.wrongType, "TPV field \"\(badField)\" has the wrong type"))
         }
-        if let device = f.device, let problem = SubjectName.problem(device) {
+        if let device = f.device,
+            let problem = f.devicePlain ? SubjectName.lengthProblem(device) : SubjectName.problem(device)
+        {
             return .malformed(.init(.badDevice, "TPV \"device\" \(problem)"))
         }
 
@@ -200,7 +231,8 @@ package enum GPSDJSON {
         let fixMode = modeValue.flatMap(FixMode.init(rawValue:)) ?? .unknown
         return .tpv(
             Fix(
-                subject: f.device.map(VisibleName.normalized) ?? defaultSubject, time: fixTime, receivedAt: receivedAt,
+                subject: f.device.map { f.devicePlain ? $0 : VisibleName.normalized($0) } ?? defaultSubject,
+                time: fixTime, receivedAt: receivedAt,
                 mode: fixMode,
                 latitude: finite(f.lat), longitude: finite(f.lon), altitudeHAE: finite(f.altHAE),
                 altitudeMSL: finite(f.altMSL ?? f.alt),
@@ -383,6 +415,8 @@ private struct PlainObjectScanner {
                     guard seen & bit == 0 else { return nil }
                     seen |= bit
                     f.take(key, value)
+                    // A plain string's bytes are 0x20-0x7E (`plainStringEnd`).
+                    if key == .device, case .string = value { f.devicePlain = true }
                 } else {
                     for other in others where other.count == keyCount {
                         if memcmp(b.baseAddress! + other.start, b.baseAddress! + keyStart, keyCount) == 0 { return nil }

@@ -56,9 +56,16 @@ package enum SubjectName {
 
     /// What is wrong with a vehicle name, or nil: empty, too long, or breaking `VisibleName`'s rule.
     package static func problem(_ name: String) -> String? {
+        if let problem = lengthProblem(name) { return problem }
+        return VisibleName.problem(name)
+    }
+
+    /// `problem` for a name its reader has already found to be printable ASCII (bytes 0x20-0x7E: nothing for
+    /// `VisibleName` to refuse, and already in NFC): only its length can be wrong.
+    package static func lengthProblem(_ name: String) -> String? {
         if name.isEmpty { return "is empty" }
         if name.utf8.count > maximumBytes { return "is longer than \(maximumBytes) bytes" }
-        return VisibleName.problem(name)
+        return nil
     }
 
     /// `text` as one topic level: every byte but `A-Z a-z 0-9 - _ ~` as `%XX`, so no MQTT (`/ + #`) or NATS
