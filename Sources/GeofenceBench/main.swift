@@ -5,7 +5,7 @@ import GeofenceCore
 // the same run; the table (Markdown) goes to standard output, progress to standard error.
 
 let sections = [
-    "fix", "polygons", "memory", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
+    "fix", "polygons", "memory", "vehicles", "geodesic", "import", "start", "commands", "replay", "outbox", "metrics",
     "hook-latency", "webhooks",
 ]
 // Run only when asked for: `--only layouts`, the measurements behind Docs/spatial-index.md; `--only checkpoint`,
@@ -102,6 +102,7 @@ report.add("machine", "load average at the start (1, 5, 15 min)", loadAverage(),
 do {
     // Memory first, while the process has freed nothing it could reuse.
     if only.contains("memory") { runMemory(n: quick ? 100_000 : 1_000_000, report: report) }
+    if only.contains("vehicles") { try runVehicleMemory(n: quick ? 20_000 : 200_000, report: report) }
     if only.contains("fix") {
         try runFixEvaluation(sizes: quick ? [1000, 10_000, 100_000] : [1000, 100_000, 1_000_000], report: report)
     }
