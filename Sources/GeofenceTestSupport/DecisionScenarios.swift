@@ -452,3 +452,48 @@ extension DecisionScenario {
         return #"{"regions":["# + entries.joined(separator: ",") + "]}\n"
     }
 }
+
+/// The poor receiver of the decisions on the track (Tests/GeofenceCoreTests/FusedDecisionTests.swift), here so
+/// that the end-to-end test of `run --track-factor` feeds the engine the very fixes the in-process tests judge.
+extension DecisionScenarios {
+    /// The 160 m region the approach drives through, centred on `origin`.
+    package static let yard = try! Region(id: "yard", center: origin, radius: 160)
+
+    /// A receiver `subject` reporting 110-190 m once a second from `start` (errors anywhere within 95 % of
+    /// that, as `SyntheticReceiver` draws them) along `path`.
+    package static func poorFixes(
+        along path: TruePath, seed: UInt64, subject: String = "van", start: Date = start
+    ) -> [Fix] {
+        var receiver = SyntheticReceiver(subject: subject, seed: seed, start: start)
+        receiver.accuracy = 110...190
+        return receiver.fixes(along: path)
+    }
+
+    /// Straight east at 20 m/s through the centre of `yard`, from 320 m before its centre (160 m outside its
+    /// boundary: a fix there is conclusively outside only when its error and accuracy happen to allow,
+    /// `d ≥ 160 + a` with `a` 110-190 m) to 320 m past it: 33 fixes, 16 of them inside. No fix of 110-190 m is
+    /// ever conclusively inside unless it lands within 50 m of the centre with `a` ≤ 110-ish, so the plain rule
+    /// often says nothing at all, or only `determined`.
+    package static func approach(seed: UInt64, start: Date = start) -> [Fix] {
+        let path = TruePath.profile(
+            from: origin, start: (0, -320), bearing: 90, speeds: Array(repeating: 20, count: 32))
+        return poorFixes(along: path, seed: seed, start: start)
+    }
+
+    /// What the monitor makes of `fixes` in process: each through a `FixFilter` of its defaults, then a
+    /// `RegionMonitor` of `configuration` holding `regions` (the engine's path, without the store), at `now`.
+    package static func monitored(
+        _ fixes: [Fix], regions: [Region], configuration: MonitorConfiguration, now: Date = start
+    ) -> (events: [RegionEvent], monitor: RegionMonitor) {
+        var filter = FixFilter()
+        var monitor = RegionMonitor(
+            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
+        var events: [RegionEvent] = []
+        for fix in fixes {
+            guard case .accepted(let weighted) = filter.evaluate(fix) else { continue }
+            events += monitor.process(weighted, now: now).events
+        }
+        return (events, monitor)
+    }
+}

@@ -12,43 +12,14 @@ struct FusedDecisionTests {
     ) {
         var configuration = MonitorConfiguration()
         configuration.fusedDecisions = fused
-        var filter = FixFilter()
-        var monitor = RegionMonitor(
-            configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
-        for (i, region) in regions.enumerated() { monitor.insert(region, seq: Int64(i + 1)) }
-        var events: [RegionEvent] = []
-        for fix in fixes {
-            guard case .accepted(let weighted) = filter.evaluate(fix) else { continue }
-            events += monitor.process(weighted, now: DecisionScenarios.start).events
-        }
-        return (events, monitor)
+        return DecisionScenarios.monitored(fixes, regions: regions, configuration: configuration)
     }
 
     private func crossings(_ events: [RegionEvent]) -> [RegionEventType] {
         events.filter { $0.type == .enter || $0.type == .exit }.map(\.type)
     }
 
-    private static let yard = try! Region(id: "yard", center: DecisionScenarios.origin, radius: 160)
-
-    /// A receiver reporting 110-190 m once a second (errors anywhere within 95 % of that, as
-    /// `SyntheticReceiver` draws them) along `path`.
-    private func poorFixes(along path: TruePath, seed: UInt64) -> [Fix] {
-        var receiver = SyntheticReceiver(subject: "van", seed: seed, start: DecisionScenarios.start)
-        receiver.accuracy = 110...190
-        return receiver.fixes(along: path)
-    }
-
-    /// Straight east at 20 m/s through the centre of the 160 m region, from 320 m before its centre (160 m
-    /// outside its boundary: a fix there is conclusively outside only when its error and accuracy happen to
-    /// allow, `d ≥ 160 + a` with `a` 110-190 m) to 320 m past it: 33 fixes, 16 of them inside. No fix of
-    /// 110-190 m is ever conclusively inside unless it lands within 50 m of the centre with `a` ≤ 110-ish, so
-    /// the plain rule often says nothing at all, or only `determined`.
-    private func approach(seed: UInt64, backwards: Bool = false) -> [Fix] {
-        let path = TruePath.profile(
-            from: DecisionScenarios.origin, start: (0, backwards ? 0 : -320), bearing: 90,
-            speeds: Array(repeating: 20, count: backwards ? 16 : 32))
-        return poorFixes(along: path, seed: seed)
-    }
+    private static let yard = DecisionScenarios.yard
 
     @Test(
         "the approach at 110-190 m: the track gives `enter` where the fixes alone do not, at the fix that made it conclusive"
@@ -60,7 +31,7 @@ struct FusedDecisionTests {
         var determinedOn = 0
         var determinedOff = 0
         for seed in UInt64(1)...20 {
-            let fixes = approach(seed: seed)
+            let fixes = DecisionScenarios.approach(seed: seed)
             let (events, _) = run(fixes, regions: [region])
             let (plain, _) = run(fixes, regions: [region], fused: false)
             let inside = events.first { $0.state == .inside }
@@ -95,7 +66,7 @@ struct FusedDecisionTests {
         var exitsOff = 0
         for seed in UInt64(1)...20 {
             // From 320 m before the centre, through it and out: the exit 160 m past it.
-            let fixes = approach(seed: seed + 100)
+            let fixes = DecisionScenarios.approach(seed: seed + 100)
             let (events, _) = run(fixes, regions: [region])
             let (plain, _) = run(fixes, regions: [region], fused: false)
             if crossings(events) == [.enter, .exit] { exitsOn += 1 }
@@ -184,7 +155,7 @@ struct FusedDecisionTests {
                 from: DecisionScenarios.origin, start: (220, -600), bearing: 90, speeds: Array(repeating: 15, count: 80)
             )
             for (name, path) in [("U-turn", uTurn), ("beside", beside)] {
-                let (events, _) = run(poorFixes(along: path, seed: seed), regions: [Self.yard])
+                let (events, _) = run(DecisionScenarios.poorFixes(along: path, seed: seed), regions: [Self.yard])
                 #expect(crossings(events) == [], "\(name), seed \(seed): \(events.map(\.type))")
                 #expect(!events.contains { $0.state == .inside }, "\(name), seed \(seed)")
                 // With lies: nothing beyond what the lies make on their own.
@@ -206,7 +177,7 @@ struct FusedDecisionTests {
         var on = 0
         var off = 0
         for seed in UInt64(1)...20 {
-            let fixes = approach(seed: seed + 200)
+            let fixes = DecisionScenarios.approach(seed: seed + 200)
             if crossings(run(fixes, regions: [square]).events) == [.enter, .exit] { on += 1 }
             if crossings(run(fixes, regions: [square], fused: false).events) == [.enter, .exit] { off += 1 }
             #expect(
@@ -217,7 +188,7 @@ struct FusedDecisionTests {
 
     @Test("off: the fixes alone decide, as before")
     func configurable() {
-        let fixes = approach(seed: 3)
+        let fixes = DecisionScenarios.approach(seed: 3)
         var c = MonitorConfiguration()
         #expect(c.fusedDecisions && c.fusedFactor == 1.5)
         c.fusedDecisions = false
