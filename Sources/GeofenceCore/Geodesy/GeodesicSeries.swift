@@ -88,7 +88,7 @@ enum GeodesicSeries {
     /// The coefficients of A₃ as a polynomial in ε (highest power first), already evaluated at
     /// WGS84's n, since n is a constant here.
     private static let a3Coefficients: InlineArray<6, Double> = {
-        let packed: [Double] = [
+        let packed: InlineArray<18, Double> = [
             -3, 128,
             -2, -3, 64,
             -1, -3, -1, 16,
@@ -115,7 +115,7 @@ enum GeodesicSeries {
     /// The coefficients of C₃ₗ, l = 1…5, as polynomials in ε (each highest power first, concatenated),
     /// already evaluated at WGS84's n.
     private static let c3Coefficients: InlineArray<15, Double> = {
-        let packed: [Double] = [
+        let packed: InlineArray<45, Double> = [
             3, 128,
             2, 5, 128,
             -1, 3, 3, 64,
@@ -184,31 +184,12 @@ enum GeodesicSeries {
         return 2 * sinx * cosx * y0
     }
 
-    /// Horner evaluation of `p[from]·x^degree + … + p[from + degree]`.
-    @inline(__always)
-    static func polynomial(degree: Int, _ p: [Double], from start: Int, _ x: Double) -> Double {
-        p.withUnsafeBufferPointer { polynomial(degree: degree, $0, from: start, x) }
-    }
-
-    /// The same, over a fixed table (the coefficients of the series: no array, no lazy global to check).
+    /// Horner evaluation of `p[from]·x^degree + … + p[from + degree]`, over a fixed table (the coefficients of
+    /// the series: no array, no lazy global to check).
     @inline(__always)
     static func polynomial<let N: Int>(
         degree: Int, _ p: borrowing InlineArray<N, Double>, from start: Int, _ x: Double
     ) -> Double {
-        var y = p[start]
-        var i = start
-        var remaining = degree
-        while remaining > 0 {
-            remaining -= 1
-            i += 1
-            y = y * x + p[i]
-        }
-        return y
-    }
-
-    /// The same, over a buffer.
-    @inline(__always)
-    static func polynomial(degree: Int, _ p: UnsafeBufferPointer<Double>, from start: Int, _ x: Double) -> Double {
         var y = p[start]
         var i = start
         var remaining = degree
