@@ -84,6 +84,36 @@ import Testing
         #expect(scanned > total / 10 && scanned < total * 9 / 10, "\(scanned) of \(total) scanned")
     }
 
+    /// The scan reads a plain number itself (`plainNumber`) and leaves the rest to the parser: numbers of 1 to 22
+    /// digits, with a point anywhere or none, leading zeros, a minus, an exponent, as a TPV's `lat` and `speed`.
+    @Test("numbers of every shape: the scan's value is the strict reader's, to the bit")
+    func numbersOfEveryShape() {
+        var random = SeededGenerator(seed: 31)
+        for _ in 0..<40_000 {
+            var text = Bool.random(using: &random) ? "-" : ""
+            let digits = Int.random(in: 1...22, using: &random)
+            let point = Int.random(in: 0...digits, using: &random)
+            for index in 0..<digits {
+                if index == point, index > 0 { text += "." }
+                text += String(Int.random(in: 0...9, using: &random))
+            }
+            if Int.random(in: 0..<8, using: &random) == 0 {
+                text += "e" + String(Int.random(in: -30...30, using: &random))
+            }
+            let line = Array(
+                #"{"class":"TPV","device":"v","mode":3,"lat":\#(text),"lon":2,"speed":\#(text)}"#.utf8)
+            let fast = GPSDJSON.decode(line)
+            let strict = GPSDJSON.decodeStrictly(line)
+            guard case .tpv(let a) = fast, case .tpv(let b) = strict else {
+                #expect(fast == strict, "\(text)")
+                continue
+            }
+            #expect(
+                a.latitude?.bitPattern == b.latitude?.bitPattern && a.speed?.bitPattern == b.speed?.bitPattern,
+                "\(text)")
+        }
+    }
+
     @Test("gpsd's recordings (../shared/fixtures/gpsd): every line decodes as the strict reader decodes it")
     func recordings() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -557,18 +557,7 @@ struct JSONParser {
             }
             exponent += exponentNegative ? -written : written
         }
-        if digitCount <= 19, mantissa <= 1 << 53, exponent >= -22, exponent <= 22 {
-            var value = Double(mantissa)
-            if exponent < 0 {
-                value /= exactPowersOfTen[-exponent]
-            } else if exponent > 0 {
-                value *= exactPowersOfTen[exponent]
-            }
-            return negative ? -value : value
-        }
-        if digitCount <= 19, exponent < 0, exponent >= -22,
-            let value = Self.nearestQuotient(mantissa, tenTo: -exponent)
-        {
+        if digitCount <= 19, let value = Self.decimal(mantissa, exponent: exponent) {
             return negative ? -value : value
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
@@ -576,6 +565,23 @@ struct JSONParser {
             throw error("number out of range", at: start)
         }
         return value
+    }
+
+    /// The double nearest to `mantissa` · 10^`exponent` (at most 19 digits), as `parseNumber` reads it when the
+    /// fast path or `nearestQuotient` can; nil when only `Double(_:)` can say.
+    @inline(__always)
+    static func decimal(_ mantissa: UInt64, exponent: Int) -> Double? {
+        if mantissa <= 1 << 53, exponent >= -22, exponent <= 22 {
+            var value = Double(mantissa)
+            if exponent < 0 {
+                value /= exactPowersOfTen[-exponent]
+            } else if exponent > 0 {
+                value *= exactPowersOfTen[exponent]
+            }
+            return value
+        }
+        guard exponent < 0, exponent >= -22 else { return nil }
+        return nearestQuotient(mantissa, tenTo: -exponent)
     }
 
     /// The double nearest to `w` / 10^`k` (1 ≤ k ≤ 22), when 128-bit integers prove it; nil when they cannot (a

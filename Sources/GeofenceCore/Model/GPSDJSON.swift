@@ -337,6 +337,50 @@ private struct PlainObjectScanner {
         return nil
     }
 
+    /// The number at `i` (on `-` or a digit) read in place when it is plain, and `i` past it: a minus, digits with
+    /// no leading zero (or a single 0), a fraction of one digit or more, no exponent, at most 19 digits, a value the
+    /// parser's exact paths read (`JSONParser.decimal`). Nil for anything else, `i` unmoved: the parser reads it
+    /// then, with its own errors, as before.
+    @inline(__always)
+    mutating func plainNumber() -> Double? {
+        var k = i
+        let negative = b[k] == UInt8(ascii: "-")
+        if negative { k += 1 }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var exponent = 0
+        guard k < n else { return nil }
+        if b[k] == UInt8(ascii: "0") {
+            k += 1
+            if k < n, b[k] &- UInt8(ascii: "0") < 10 { return nil }
+        } else {
+            let start = k
+            while k < n, case let d = b[k] &- UInt8(ascii: "0"), d < 10 {
+                mantissa = mantissa &* 10 &+ UInt64(d)
+                k += 1
+            }
+            guard k > start else { return nil }
+            digits = k - start
+        }
+        if k < n, b[k] == UInt8(ascii: ".") {
+            k += 1
+            let start = k
+            while k < n, case let d = b[k] &- UInt8(ascii: "0"), d < 10 {
+                mantissa = mantissa &* 10 &+ UInt64(d)
+                k += 1
+            }
+            guard k > start else { return nil }
+            digits += k - start
+            exponent = start - k
+        }
+        // An exponent, or more digits than a 64-bit mantissa holds: the parser's.
+        guard digits <= 19, k == n || b[k] | 0x20 != UInt8(ascii: "e"),
+            let value = JSONParser.decimal(mantissa, exponent: exponent)
+        else { return nil }
+        i = k
+        return negative ? -value : value
+    }
+
     /// Whether the four bytes at `i` are `word` (`null`, `true`, `fals`); moves past them if so.
     @inline(__always)
     mutating func four(_ a: UInt8, _ b1: UInt8, _ c: UInt8, _ d: UInt8) -> Bool {
@@ -396,11 +440,15 @@ private struct PlainObjectScanner {
                     }
                     i = end + 1
                 } else if c == UInt8(ascii: "-") || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) {
-                    var parser = JSONParser(bytes: b)
-                    parser.position = i
-                    guard let number = try? parser.parseNumber() else { return nil }
-                    i = parser.position
-                    value = .number(number)
+                    if let number = plainNumber() {
+                        value = .number(number)
+                    } else {
+                        var parser = JSONParser(bytes: b)
+                        parser.position = i
+                        guard let number = try? parser.parseNumber() else { return nil }
+                        i = parser.position
+                        value = .number(number)
+                    }
                 } else if four(0x6E, 0x75, 0x6C, 0x6C) {  // null
                     value = .null
                 } else if four(0x74, 0x72, 0x75, 0x65) {  // true
