@@ -76,7 +76,9 @@ package enum GPSDJSON {
         if let early = notJSONLine(line) { return early }
         // The common line (a flat object of plain ASCII strings, numbers and literals) is scanned in place; any
         // other goes to the strict reader, which judges it as it always has (`decodeStrictly`).
-        if let fields = scanPlainObject(line) {
+        // Filled in place: returned as an optional, the fields (some 250 bytes) were copied four times a line.
+        var fields = TPVFields()
+        if scanPlainObject(line, into: &fields) {
             return finish(fields, defaultSubject: defaultSubject, receivedAt: receivedAt)
         }
         return decodeStrictly(line, defaultSubject: defaultSubject, receivedAt: receivedAt)
@@ -120,7 +122,8 @@ package enum GPSDJSON {
 
     /// Whether `decode` reads `line` with its in-place scan (for tests: the scan must take the common lines).
     package static func scansInPlace(_ line: [UInt8]) -> Bool {
-        line.withUnsafeBufferPointer { scanPlainObject($0) } != nil
+        var fields = TPVFields()
+        return line.withUnsafeBufferPointer { scanPlainObject($0, into: &fields) }
     }
 
     /// A member's value as the TPV fields take it: what the strict reader and the scan both report.
@@ -241,14 +244,15 @@ package enum GPSDJSON {
                 course: finite(f.track)))
     }
 
-    /// Reads the common line in place: one JSON object of members whose keys and string values are printable
-    /// ASCII without escapes, and whose values are strings, numbers (read by the strict reader's own number
-    /// reader) or `true`/`false`/`null`, each key once. Nil for anything else (an escape, a byte outside
-    /// printable ASCII, a nested value, a repeated key, any syntax error): the strict reader then reads the
-    /// line whole, so the scan only ever decides lines the strict reader would read the same way.
-    static func scanPlainObject(_ b: UnsafeBufferPointer<UInt8>) -> TPVFields? {
+    /// Reads the common line in place into `fields`: one JSON object of members whose keys and string values are
+    /// printable ASCII without escapes, and whose values are strings, numbers (plain ones read in place, the rest
+    /// by the strict reader's own number reader) or `true`/`false`/`null`, each key once. False for anything else
+    /// (an escape, a byte outside printable ASCII, a nested value, a repeated key, any syntax error), `fields`
+    /// then partly filled: the strict reader reads the line whole, so the scan only ever decides lines the strict
+    /// reader would read the same way.
+    static func scanPlainObject(_ b: UnsafeBufferPointer<UInt8>, into fields: inout TPVFields) -> Bool {
         var scanner = PlainObjectScanner(b)
-        return scanner.scan()
+        return scanner.scan(into: &fields)
     }
 
     /// The TPV members the decoder reads; a key table lets the parser match them without building strings.
@@ -389,11 +393,10 @@ private struct PlainObjectScanner {
         return true
     }
 
-    mutating func scan() -> GPSDJSON.TPVFields? {
+    mutating func scan(into f: inout GPSDJSON.TPVFields) -> Bool {
         skipWhitespace()
-        guard i < n, b[i] == UInt8(ascii: "{") else { return nil }
+        guard i < n, b[i] == UInt8(ascii: "{") else { return false }
         i += 1
-        var f = GPSDJSON.TPVFields()
         var seen: UInt32 = 0
         var others: [(start: Int, count: Int)] = []
         skipWhitespace()
@@ -402,9 +405,9 @@ private struct PlainObjectScanner {
         } else {
             while true {
                 skipWhitespace()
-                guard i < n, b[i] == UInt8(ascii: "\"") else { return nil }
+                guard i < n, b[i] == UInt8(ascii: "\"") else { return false }
                 i += 1
-                guard let keyEnd = plainStringEnd() else { return nil }
+                guard let keyEnd = plainStringEnd() else { return false }
                 let keyStart = i
                 let keyCount = keyEnd - keyStart
                 i = keyEnd + 1
@@ -421,15 +424,15 @@ private struct PlainObjectScanner {
                 }
                 let field = keyCount <= 8 ? GPSDJSON.TPVField.matching(packed: packed) : nil
                 skipWhitespace()
-                guard i < n, b[i] == UInt8(ascii: ":") else { return nil }
+                guard i < n, b[i] == UInt8(ascii: ":") else { return false }
                 i += 1
                 skipWhitespace()
-                guard i < n else { return nil }
+                guard i < n else { return false }
                 let value: GPSDJSON.FieldValue
                 let c = b[i]
                 if c == UInt8(ascii: "\"") {
                     i += 1
-                    guard let end = plainStringEnd() else { return nil }
+                    guard let end = plainStringEnd() else { return false }
                     let text = UnsafeBufferPointer(rebasing: b[i..<end])
                     if field?.0 == .time, let seconds = TimestampParser.seconds(utf8: text) {
                         // Read straight from the bytes, without a string. A time it refuses is kept as text, as
@@ -445,7 +448,7 @@ private struct PlainObjectScanner {
                     } else {
                         var parser = JSONParser(bytes: b)
                         parser.position = i
-                        guard let number = try? parser.parseNumber() else { return nil }
+                        guard let number = try? parser.parseNumber() else { return false }
                         i = parser.position
                         value = .number(number)
                     }
@@ -457,33 +460,35 @@ private struct PlainObjectScanner {
                     i += 1
                     value = .other
                 } else {
-                    return nil
+                    return false
                 }
                 if let (key, bit) = field {
-                    guard seen & bit == 0 else { return nil }
+                    guard seen & bit == 0 else { return false }
                     seen |= bit
                     f.take(key, value)
                     // A plain string's bytes are 0x20-0x7E (`plainStringEnd`).
                     if key == .device, case .string = value { f.devicePlain = true }
                 } else {
                     for other in others where other.count == keyCount {
-                        if memcmp(b.baseAddress! + other.start, b.baseAddress! + keyStart, keyCount) == 0 { return nil }
+                        if memcmp(b.baseAddress! + other.start, b.baseAddress! + keyStart, keyCount) == 0 {
+                            return false
+                        }
                     }
-                    guard others.count < 64 else { return nil }
+                    guard others.count < 64 else { return false }
                     others.append((keyStart, keyCount))
                 }
                 skipWhitespace()
-                guard i < n else { return nil }
+                guard i < n else { return false }
                 if b[i] == UInt8(ascii: ",") {
                     i += 1
                     continue
                 }
-                guard b[i] == UInt8(ascii: "}") else { return nil }
+                guard b[i] == UInt8(ascii: "}") else { return false }
                 i += 1
                 break
             }
         }
         skipWhitespace()
-        return i == n ? f : nil
+        return i == n
     }
 }
