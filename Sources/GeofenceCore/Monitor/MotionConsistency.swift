@@ -25,8 +25,10 @@ import Foundation
 /// that follows a refused one must therefore also be likelier honest than another lie: the density the
 /// models give it must exceed `burstOdds` times that of a lie landing anywhere within `lieSpread`. A fix
 /// near where the subject is expected passes at once; a lie 30 m off does not however wide the gate has grown.
-/// The odds grow with the seconds since the last fix taken in (×1, ×2, ×3 at most): a longer burst widens the
-/// gate further, and the longer it has gone on, the likelier its next fix is one more of it.
+/// The odds grow with the seconds since the last fix taken in (×1 to ×4 at most): a longer burst widens the
+/// gate further, and the longer it has gone on, the likelier its next fix is one more of it. For a track that
+/// shows no motion, the steady model judges such a fix also where the subject stood, not only where its
+/// velocity (a parked receiver's noise, 1-2 m/s) would carry it over the burst.
 /// The price: a subject whose motion changed sharply during the burst may be refused until a run starts the
 /// filter over (below).
 ///
@@ -75,8 +77,12 @@ package struct MotionConsistency: Sendable, Equatable {
     static let burstSpan = 10.0
     /// The most `burstOdds` grows to, one time more for each second since the last fix taken in: a burst of
     /// four to six lies widens the gate for as many seconds, and the odds that the next fix is another lie
-    /// grow with it; capped, so that a sparse reporter's honest fix after a long gap is not refused for it.
-    static let burstOddsGrowth = 3.0
+    /// grow with it; capped, so that a sparse reporter's honest fix after a long gap is not refused for it. At
+    /// ×3 a track braked hard onto its stop took the sixth lie of a burst, 19 m from where it overshot.
+    static let burstOddsGrowth = 4.0
+    /// A track whose speed is within this many standard deviations of its velocity shows no motion: after a
+    /// refused fix, the next is judged also against where the subject stood (`advance`).
+    static let stillSpeed = 3.0
     /// How far from the truth a lie of a burst may land (metres): its density is one over that disc's area.
     static let lieSpread = 100.0
     /// The speed a run of outliers may move at between its first two fixes and still count as one run (m/s):
@@ -207,8 +213,23 @@ package struct MotionConsistency: Sendable, Equatable {
         // farther from the expectation than that is no such lie, and only the gate judges it (a vehicle that
         // really moved away, as far as its accelerations allow, is not held back).
         if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= Self.lieSpread * Self.lieSpread {
+            // The steady model stands for a subject parked or cruising. Parked, its velocity is its fixes' noise
+            // (1-2 m/s for a receiver of 3-12 m): carried over a burst of four or five seconds it moves the
+            // expectation 5-8 m, as often towards the burst's lies as away, and a lie 27-31 m off then passed.
+            // For a track that shows no motion (its speed within `stillSpeed` standard deviations of zero), the
+            // steady model judges the fix also where the subject stood, and the farther of the two counts; the
+            // manoeuvring model (a subject pulling away) still judges it where the velocity carries it.
+            var steadySquared = squared
+            let v2 = t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z
+            let vv = t.steadyWeight * t.steady.vv + (1 - t.steadyWeight) * t.manoeuvre.vv
+            if v2 <= Self.stillSpeed * Self.stillSpeed * vv {
+                let hx = point.x - t.position.x
+                let hy = point.y - t.position.y
+                let hz = point.z - t.position.z
+                steadySquared = max(squared, hx * hx + hy * hy + hz * hz)
+            }
             let density =
-                steadyNext * exp(-squared / (2 * sSteady)) / sSteady + (1 - steadyNext)
+                steadyNext * exp(-steadySquared / (2 * sSteady)) / sSteady + (1 - steadyNext)
                 * exp(-squared / (2 * sManoeuvre)) / sManoeuvre
             // The longer since the last fix taken in, the likelier the next is one more lie of the same burst,
             // as the gate it has to pass grows: the odds grow with the seconds (at most `burstOddsGrowth` times).
