@@ -39,7 +39,10 @@ import Foundation
 /// it. Honest fixes the main filter refused (its estimate overshot a hard brake) and the lies of a burst
 /// that follows at once then make two runs, not one: a lie 30-80 m off is no continuation of the honest
 /// fixes' motion, nor they of the lies'. So a burst shorter than `resyncRun` can never start the filter over,
-/// whatever came before it.
+/// whatever came before it. A run of `shortRun` fixes that were all within the gate (refused only as likely
+/// lies of a burst) and whose velocity continues the track's starts it over sooner: the honest fixes of a
+/// subject that pulled away during a burst. A burst's first lie, and mostly its second, is outside the gate,
+/// so that a burst of six puts at most four lies in such a run.
 package struct MotionConsistency: Sendable, Equatable {
     /// Standard deviation of the random accelerations of the steady model, m/s².
     package var steadyAcceleration: Double
@@ -83,6 +86,12 @@ package struct MotionConsistency: Sendable, Equatable {
     /// A track whose speed is within this many standard deviations of its velocity shows no motion: after a
     /// refused fix, the next is judged also against where the subject stood (`advance`).
     static let stillSpeed = 3.0
+    /// Consecutive refused fixes after which the filter starts over from them when every one of them was
+    /// within the gate (refused only as a likely lie of a burst, never as too far from where the subject was
+    /// expected) and their run's velocity continues the track's (`continues`): the honest fixes of a subject
+    /// that pulled away during a burst. A burst's first lie is outside the gate (30-80 m off, against a gate of
+    /// 15-25 m), and so mostly is its second: of a burst of six, at most four lies are within it.
+    static let shortRun: UInt8 = 5
     /// How far from the truth a lie of a burst may land (metres): its density is one over that disc's area.
     static let lieSpread = 100.0
     /// The speed a run of outliers may move at between its first two fixes and still count as one run (m/s):
@@ -137,6 +146,8 @@ package struct MotionConsistency: Sendable, Equatable {
         /// The run's own filter: its velocity and uncertainty (along any one axis).
         var runVelocity = GeocentricPoint(x: 0, y: 0, z: 0)
         var runCovariance = Covariance(pp: 0, pv: 0, vv: 0)
+        /// Whether every fix of the run was within the gate (refused only as a likely lie of a burst).
+        var runInGate = false
     }
 
     /// What the gate said about a fix.
@@ -206,7 +217,7 @@ package struct MotionConsistency: Sendable, Equatable {
         let sSteady = steady.pp + r
         let sManoeuvre = manoeuvre.pp + r
         guard squared <= gate * gate * (steadyNext * sSteady + (1 - steadyNext) * sManoeuvre) else {
-            return reject(&t, point: point, time: time, accuracy: accuracy)
+            return reject(&t, point: point, time: time, accuracy: accuracy, inGate: false)
         }
         // After a refused fix, the next is likely another lie: it must also be likelier honest than a lie (the
         // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread`: a fix
@@ -235,7 +246,7 @@ package struct MotionConsistency: Sendable, Equatable {
             // as the gate it has to pass grows: the odds grow with the seconds (at most `burstOddsGrowth` times).
             let odds = burstOdds * min(Self.burstOddsGrowth, max(1, dt))
             guard density > odds * 2 / (Self.lieSpread * Self.lieSpread) else {
-                return reject(&t, point: point, time: time, accuracy: accuracy)
+                return reject(&t, point: point, time: time, accuracy: accuracy, inGate: true)
             }
         }
 
@@ -268,12 +279,26 @@ package struct MotionConsistency: Sendable, Equatable {
         return .agrees
     }
 
+    /// Whether a run's track continues the main track's motion: its velocity within `gate` standard deviations
+    /// of the main track's, grown as a manoeuvring subject's would be since its last fix taken in.
+    private func continues(_ t: Track, time: Double) -> Bool {
+        let dt = time - t.time
+        let vv =
+            t.manoeuvre.predicted(dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration).vv + t.runCovariance.vv
+        let dx = t.runVelocity.x - t.velocity.x
+        let dy = t.runVelocity.y - t.velocity.y
+        let dz = t.runVelocity.z - t.velocity.z
+        return dx * dx + dy * dy + dz * dz <= gate * gate * vv
+    }
+
     /// The uncertainty of a run's filter at its first fix (of error variance `variance`): no velocity known.
     static func runStart(variance: Double) -> Covariance {
         Covariance(pp: variance, pv: 0, vv: runSpeed * runSpeed / (runGate * runGate))
     }
 
-    private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double, inGate: Bool)
+        -> Verdict
+    {
         // A run of outliers that agree with each other as a track (each where the run's own filter expects
         // it, at a vehicle's accelerations) may be the truth the track lost.
         let r = measurementVariance(accuracy)
@@ -295,7 +320,9 @@ package struct MotionConsistency: Sendable, Equatable {
                 t.runCovariance = Covariance(pp: (1 - kp) * c.pp, pv: (1 - kp) * c.pv, vv: c.vv - kv * c.pv)
                 t.runTime = time
                 t.runAccuracy = accuracy
-                guard run >= Self.resyncRun else {
+                t.runInGate = t.runInGate && inGate
+                guard run >= Self.resyncRun || (t.runInGate && run >= Self.shortRun && continues(t, time: time))
+                else {
                     t.run = run
                     return .outlier
                 }
@@ -309,6 +336,7 @@ package struct MotionConsistency: Sendable, Equatable {
             }
         }
         t.run = 1
+        t.runInGate = inGate
         t.runLast = point
         t.runTime = time
         t.runAccuracy = accuracy
