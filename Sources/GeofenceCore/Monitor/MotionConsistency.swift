@@ -220,10 +220,15 @@ package struct MotionConsistency: Sendable, Equatable {
             return reject(&t, point: point, time: time, accuracy: accuracy, inGate: false)
         }
         // After a refused fix, the next is likely another lie: it must also be likelier honest than a lie (the
-        // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread`: a fix
-        // farther from the expectation than that is no such lie, and only the gate judges it (a vehicle that
+        // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread` of the
+        // truth, and the truth within the distance the track's velocity carries it over the gap (a subject that
+        // braked to a stop during the burst is anywhere between; the track overshoots it by up to 80 m): a fix
+        // farther from the expectation than both is no such lie, and only the gate judges it (a vehicle that
         // really moved away, as far as its accelerations allow, is not held back).
-        if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= Self.lieSpread * Self.lieSpread {
+        let speed = (t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z)
+            .squareRoot()
+        let reach = Self.lieSpread + speed * dt
+        if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= reach * reach {
             // The steady model stands for a subject parked or cruising. Parked, its velocity is its fixes' noise
             // (1-2 m/s for a receiver of 3-12 m): carried over a burst of four or five seconds it moves the
             // expectation 5-8 m, as often towards the burst's lies as away, and a lie 27-31 m off then passed.
