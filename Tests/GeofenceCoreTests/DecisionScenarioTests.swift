@@ -244,7 +244,8 @@ struct DecisionScenarioTests {
                 // One known miss, not the burst's doing: after a burst of two 4 s before it moves, a truck pulling
                 // away at 2.5 m/s² through a 40 m region (4 fixes deep inside) has its fixes refused from the 5th
                 // second on (the track lags the acceleration), and the run of `resyncRun` (7) that starts it over
-                // comes as it leaves. With a run of 5 (before issue 27's long bursts) it was entered 4 fixes late.
+                // comes as it leaves: its first fixes are outside the gate, so the shorter run does not apply. With
+                // a run of 5 (before issue 27's long bursts) it was entered 4 fixes late.
                 if !t.right && !t.hidden && t.got.isEmpty {
                     missed.append(m.scenario.name)
                     continue
@@ -289,6 +290,31 @@ struct DecisionScenarioTests {
                     #expect(crossings(events, "edge") == [], "\(scenario.name), seed \(seed): \(events.map(\.type))")
                 }
             }
+        }
+    }
+
+    @Test(
+        "the lies of bursts of 5 and 6 that gave false events are refused: a parked track's noise velocity carried towards them, a braked track's overshoot"
+    )
+    func longBurstLiesRefused() {
+        // Parked 3 m inside a 200 m circle, bursts of five: the fifth lie of one (27-31 m off, claiming 4 m, 5 s
+        // after the last fix taken in) was 17-19 m from where the track's velocity (1.4-1.7 m/s, its fixes'
+        // noise) carried the expectation, and passed as likelier honest: `exit`, then `enter` when the honest
+        // fixes started the filter over. Braked at 7 m/s² onto a 40 m circle's edge with a burst of six at
+        // once: the sixth lie fell 19 m from where the track, still at 10 m/s, overshot the stop. Three braked
+        // hours on seeds the table does not use: a lie 100-115 m from that overshot expectation, judged by the
+        // gate alone as a departure until the burst rule reached as far as the track's velocity carries it.
+        let scenarios = [
+            DecisionScenarios.parkedOnEdge(radius: 200, offset: -3, burst: 5, pattern: .opposed, seed: 4),
+            DecisionScenarios.parkedOnEdge(radius: 200, offset: -3, burst: 5, pattern: .angled, seed: 1),
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: -3, burst: 6, pattern: .angled, seed: 4),
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: 3, burst: 6, pattern: .together, seed: 8),
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: 3, burst: 6, pattern: .angled, seed: 8),
+            DecisionScenarios.brakedOnEdge(radius: 200, offset: -3, burst: 6, pattern: .angled, seed: 13),
+        ]
+        for scenario in scenarios {
+            let (events, _, _) = run(scenario)
+            #expect(crossings(events, "edge") == [], "\(scenario.name): \(events.map(\.type))")
         }
     }
 
@@ -342,10 +368,9 @@ struct DecisionScenarioTests {
             rows.append(
                 "| \(burst) | \(parked) of 24 | \(braked) of 24 | \(kinds.map { String(hidden[$0] ?? 0) }.joined(separator: " / ")) | \(kinds.map { String(missed[$0] ?? 0) }.joined(separator: " / ")) | \(wrong) | \(lateness.joined(separator: " / ")) |"
             )
-            if burst <= 3 {
-                #expect(parked == 0 && braked == 0, "bursts of \(burst): \(parked) parked, \(braked) braked")
-                #expect(wrong == 0, "bursts of \(burst): \(wrong) wrong")
-            }
+            // Bursts of up to six: no false event parked or braked (issue 27's acceptance), nothing false while moving.
+            #expect(parked == 0 && braked == 0, "bursts of \(burst): \(parked) parked, \(braked) braked")
+            #expect(wrong == 0, "bursts of \(burst): \(wrong) wrong")
         }
         try GeneratedDocBlock.check(
             "long bursts", in: "Docs/events.md", by: "DecisionScenarioTests", is: rows.joined(separator: "\n"))

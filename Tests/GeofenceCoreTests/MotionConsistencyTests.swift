@@ -112,6 +112,41 @@ struct MotionConsistencyTests {
         #expect(motion.update(&track, point: point(north: 4), time: 63, accuracy: 8) == .agrees)
     }
 
+    @Test(
+        "a subject that pulled away during a burst is taken back after five honest fixes within the gate")
+    func pullAwayDuringBurst() {
+        // Parked a minute, then off east at 4 m/s² from second 60 while a burst of three lies (45 m north, 4 m
+        // claimed) hides the start. The honest fixes after it are where the track, widened by the burst, may
+        // expect a subject that manoeuvred (within the gate), yet each follows a refused one and is far from
+        // where the parked track stood: likelier another lie. Their run continues the track's motion, so five
+        // of them start it over (before, the first taken in was the sixth; with a run that had to reach
+        // `resyncRun`, the seventh).
+        var track = parkedMinute()
+        for t in 60..<63 {
+            #expect(motion.update(&track, point: point(north: 45), time: Double(t), accuracy: 4) == .outlier)
+        }
+        var verdicts: [MotionConsistency.Verdict] = []
+        for t in 63..<70 {
+            let s = Double(t - 60)
+            verdicts.append(
+                motion.update(&track, point: point(north: 0, east: 2 * s * s), time: Double(t), accuracy: 5))
+        }
+        #expect(verdicts == Array(repeating: .outlier, count: 4) + [.resynchronized, .agrees, .agrees], "\(verdicts)")
+    }
+
+    @Test("the lies of a burst of six, 35 m off, never start the filter over: the first is outside the gate")
+    func longBurstNoShortRun() {
+        // The first lie of a burst is far outside a parked track's gate, and a run that holds it needs all of
+        // `resyncRun`; lies that start a run of their own later in the burst are at most four.
+        var track = parkedMinute()
+        var verdicts: [MotionConsistency.Verdict] = []
+        for t in 60..<66 {
+            verdicts.append(motion.update(&track, point: point(north: 35), time: Double(t), accuracy: 4))
+        }
+        #expect(verdicts == Array(repeating: .outlier, count: 6))
+        #expect(motion.update(&track, point: point(north: 1), time: 66, accuracy: 5) == .agrees)
+    }
+
     @Test("a vehicle braking hard and turning stays within the gate")
     func manoeuvres() {
         var track: MotionConsistency.Track?

@@ -249,6 +249,16 @@ struct PartitionCheckpointEncodingTests {
         }
     }
 
+    @Test("a run's byte with 128 (every fix of the run within the gate) loads, and is written back the same")
+    func runWithinGate() throws {
+        // 169 is the run's byte (the hostile cases refuse 255 and `resyncRun` there). A checkpoint written
+        // before the bit existed never has it: its run is held to the full `resyncRun`.
+        let forged = Self.forged(try Self.oneVehicle(), at: 169, [128 | 3])
+        let decoded = try PartitionCheckpoint(decoding: forged)
+        #expect(decoded.encode() == forged)
+        #expect(Self.refusal(Self.forged(forged, at: 169, [128 | MotionConsistency.resyncRun])) != nil)
+    }
+
     @Test("a checkpoint written before the run had its own track (no flag 16) still loads, its run's track afresh")
     func oldLayoutWithoutRunTrack() throws {
         let bytes = try Self.oneVehicle()

@@ -25,8 +25,10 @@ import Foundation
 /// that follows a refused one must therefore also be likelier honest than another lie: the density the
 /// models give it must exceed `burstOdds` times that of a lie landing anywhere within `lieSpread`. A fix
 /// near where the subject is expected passes at once; a lie 30 m off does not however wide the gate has grown.
-/// The odds grow with the seconds since the last fix taken in (×1, ×2, ×3 at most): a longer burst widens the
-/// gate further, and the longer it has gone on, the likelier its next fix is one more of it.
+/// The odds grow with the seconds since the last fix taken in (×1 to ×4 at most): a longer burst widens the
+/// gate further, and the longer it has gone on, the likelier its next fix is one more of it. For a track that
+/// shows no motion, the steady model judges such a fix also where the subject stood, not only where its
+/// velocity (a parked receiver's noise, 1-2 m/s) would carry it over the burst.
 /// The price: a subject whose motion changed sharply during the burst may be refused until a run starts the
 /// filter over (below).
 ///
@@ -37,7 +39,10 @@ import Foundation
 /// it. Honest fixes the main filter refused (its estimate overshot a hard brake) and the lies of a burst
 /// that follows at once then make two runs, not one: a lie 30-80 m off is no continuation of the honest
 /// fixes' motion, nor they of the lies'. So a burst shorter than `resyncRun` can never start the filter over,
-/// whatever came before it.
+/// whatever came before it. A run of `shortRun` fixes that were all within the gate (refused only as likely
+/// lies of a burst) and whose velocity continues the track's starts it over sooner: the honest fixes of a
+/// subject that pulled away during a burst. A burst's first lie, and mostly its second, is outside the gate,
+/// so that a burst of six puts at most four lies in such a run.
 package struct MotionConsistency: Sendable, Equatable {
     /// Standard deviation of the random accelerations of the steady model, m/s².
     package var steadyAcceleration: Double
@@ -75,8 +80,18 @@ package struct MotionConsistency: Sendable, Equatable {
     static let burstSpan = 10.0
     /// The most `burstOdds` grows to, one time more for each second since the last fix taken in: a burst of
     /// four to six lies widens the gate for as many seconds, and the odds that the next fix is another lie
-    /// grow with it; capped, so that a sparse reporter's honest fix after a long gap is not refused for it.
-    static let burstOddsGrowth = 3.0
+    /// grow with it; capped, so that a sparse reporter's honest fix after a long gap is not refused for it. At
+    /// ×3 a track braked hard onto its stop took the sixth lie of a burst, 19 m from where it overshot.
+    static let burstOddsGrowth = 4.0
+    /// A track whose speed is within this many standard deviations of its velocity shows no motion: after a
+    /// refused fix, the next is judged also against where the subject stood (`advance`).
+    static let stillSpeed = 3.0
+    /// Consecutive refused fixes after which the filter starts over from them when every one of them was
+    /// within the gate (refused only as a likely lie of a burst, never as too far from where the subject was
+    /// expected) and their run's velocity continues the track's (`continues`): the honest fixes of a subject
+    /// that pulled away during a burst. A burst's first lie is outside the gate (30-80 m off, against a gate of
+    /// 15-25 m), and so mostly is its second: of a burst of six, at most four lies are within it.
+    static let shortRun: UInt8 = 5
     /// How far from the truth a lie of a burst may land (metres): its density is one over that disc's area.
     static let lieSpread = 100.0
     /// The speed a run of outliers may move at between its first two fixes and still count as one run (m/s):
@@ -131,6 +146,8 @@ package struct MotionConsistency: Sendable, Equatable {
         /// The run's own filter: its velocity and uncertainty (along any one axis).
         var runVelocity = GeocentricPoint(x: 0, y: 0, z: 0)
         var runCovariance = Covariance(pp: 0, pv: 0, vv: 0)
+        /// Whether every fix of the run was within the gate (refused only as a likely lie of a burst).
+        var runInGate = false
     }
 
     /// What the gate said about a fix.
@@ -200,21 +217,41 @@ package struct MotionConsistency: Sendable, Equatable {
         let sSteady = steady.pp + r
         let sManoeuvre = manoeuvre.pp + r
         guard squared <= gate * gate * (steadyNext * sSteady + (1 - steadyNext) * sManoeuvre) else {
-            return reject(&t, point: point, time: time, accuracy: accuracy)
+            return reject(&t, point: point, time: time, accuracy: accuracy, inGate: false)
         }
         // After a refused fix, the next is likely another lie: it must also be likelier honest than a lie (the
-        // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread`: a fix
-        // farther from the expectation than that is no such lie, and only the gate judges it (a vehicle that
+        // two models' planar densities, against a lie's, both times 2π). A lie lands within `lieSpread` of the
+        // truth, and the truth within the distance the track's velocity carries it over the gap (a subject that
+        // braked to a stop during the burst is anywhere between; the track overshoots it by up to 80 m): a fix
+        // farther from the expectation than both is no such lie, and only the gate judges it (a vehicle that
         // really moved away, as far as its accelerations allow, is not held back).
-        if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= Self.lieSpread * Self.lieSpread {
+        let speed = (t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z)
+            .squareRoot()
+        let reach = Self.lieSpread + speed * dt
+        if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= reach * reach {
+            // The steady model stands for a subject parked or cruising. Parked, its velocity is its fixes' noise
+            // (1-2 m/s for a receiver of 3-12 m): carried over a burst of four or five seconds it moves the
+            // expectation 5-8 m, as often towards the burst's lies as away, and a lie 27-31 m off then passed.
+            // For a track that shows no motion (its speed within `stillSpeed` standard deviations of zero), the
+            // steady model judges the fix also where the subject stood, and the farther of the two counts; the
+            // manoeuvring model (a subject pulling away) still judges it where the velocity carries it.
+            var steadySquared = squared
+            let v2 = t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z
+            let vv = t.steadyWeight * t.steady.vv + (1 - t.steadyWeight) * t.manoeuvre.vv
+            if v2 <= Self.stillSpeed * Self.stillSpeed * vv {
+                let hx = point.x - t.position.x
+                let hy = point.y - t.position.y
+                let hz = point.z - t.position.z
+                steadySquared = max(squared, hx * hx + hy * hy + hz * hz)
+            }
             let density =
-                steadyNext * exp(-squared / (2 * sSteady)) / sSteady + (1 - steadyNext)
+                steadyNext * exp(-steadySquared / (2 * sSteady)) / sSteady + (1 - steadyNext)
                 * exp(-squared / (2 * sManoeuvre)) / sManoeuvre
             // The longer since the last fix taken in, the likelier the next is one more lie of the same burst,
             // as the gate it has to pass grows: the odds grow with the seconds (at most `burstOddsGrowth` times).
             let odds = burstOdds * min(Self.burstOddsGrowth, max(1, dt))
             guard density > odds * 2 / (Self.lieSpread * Self.lieSpread) else {
-                return reject(&t, point: point, time: time, accuracy: accuracy)
+                return reject(&t, point: point, time: time, accuracy: accuracy, inGate: true)
             }
         }
 
@@ -247,12 +284,26 @@ package struct MotionConsistency: Sendable, Equatable {
         return .agrees
     }
 
+    /// Whether a run's track continues the main track's motion: its velocity within `gate` standard deviations
+    /// of the main track's, grown as a manoeuvring subject's would be since its last fix taken in.
+    private func continues(_ t: Track, time: Double) -> Bool {
+        let dt = time - t.time
+        let vv =
+            t.manoeuvre.predicted(dt: dt, q: manoeuvreAcceleration * manoeuvreAcceleration).vv + t.runCovariance.vv
+        let dx = t.runVelocity.x - t.velocity.x
+        let dy = t.runVelocity.y - t.velocity.y
+        let dz = t.runVelocity.z - t.velocity.z
+        return dx * dx + dy * dy + dz * dz <= gate * gate * vv
+    }
+
     /// The uncertainty of a run's filter at its first fix (of error variance `variance`): no velocity known.
     static func runStart(variance: Double) -> Covariance {
         Covariance(pp: variance, pv: 0, vv: runSpeed * runSpeed / (runGate * runGate))
     }
 
-    private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    private func reject(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double, inGate: Bool)
+        -> Verdict
+    {
         // A run of outliers that agree with each other as a track (each where the run's own filter expects
         // it, at a vehicle's accelerations) may be the truth the track lost.
         let r = measurementVariance(accuracy)
@@ -274,7 +325,9 @@ package struct MotionConsistency: Sendable, Equatable {
                 t.runCovariance = Covariance(pp: (1 - kp) * c.pp, pv: (1 - kp) * c.pv, vv: c.vv - kv * c.pv)
                 t.runTime = time
                 t.runAccuracy = accuracy
-                guard run >= Self.resyncRun else {
+                t.runInGate = t.runInGate && inGate
+                guard run >= Self.resyncRun || (t.runInGate && run >= Self.shortRun && continues(t, time: time))
+                else {
                     t.run = run
                     return .outlier
                 }
@@ -288,6 +341,7 @@ package struct MotionConsistency: Sendable, Equatable {
             }
         }
         t.run = 1
+        t.runInGate = inGate
         t.runLast = point
         t.runTime = time
         t.runAccuracy = accuracy

@@ -9,7 +9,8 @@ import Foundation
 ///     vehicle  subject length u16 · subject (UTF-8) · parts u8 (+1: monitor state, +2: filter memory)
 ///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix,
 ///                 16: run's track) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
-///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 · run's last
+///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 (+128: every
+///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
 ///                 latitude · longitude · accuracy · [speed] · [course]] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
@@ -149,7 +150,9 @@ private struct CheckpointWriter {
             f64(t.manoeuvre.vv)
             f64(t.steadyWeight)
             f64(t.time)
-            u8(t.run)
+            // +128: every fix of the run was within the gate (it may start the filter over sooner). A checkpoint
+            // written before has no such bit: its run is held to the full `resyncRun`.
+            u8(t.run | (t.runInGate ? 128 : 0))
             point(t.runLast)
             f64(t.runTime)
             f64(t.runAccuracy)
@@ -394,7 +397,8 @@ private struct CheckpointReader {
         guard (0...1).contains(weight) else { throw invalid("steady weight", at: weightAt, "is not within 0-1") }
         let time = try seconds("track time")
         let runAt = offset
-        let run = try u8("run")
+        let runByte = try u8("run")
+        let run = runByte & 127
         // `reject` counts a run up by one: a longer one than the motion check ever keeps would overflow.
         guard run < MotionConsistency.resyncRun else {
             throw invalid("run", at: runAt, "is \(run), not below \(MotionConsistency.resyncRun)")
@@ -403,6 +407,7 @@ private struct CheckpointReader {
             position: position, velocity: velocity, steady: steady, manoeuvre: manoeuvre, steadyWeight: weight,
             time: time, run: run, runLast: try point("run's last point"), runTime: try seconds("run time"),
             runAccuracy: try accuracy("run accuracy"))
+        track.runInGate = runByte & 128 != 0
         if withRun {
             track.runVelocity = try point("run velocity")
             track.runCovariance = MotionConsistency.Covariance(
