@@ -34,6 +34,8 @@ package final class FixPipeline {
     /// The decisions waiting for a commit (events, region states, regions' status), in order, without the
     /// vehicles' rows (`Vehicle.row`).
     @exclusivity(unchecked) private var pending: [MonitorOutput] = []
+    /// The time a batch was taken (`processForEvents(batch:)`): the monitor's `now` for each of its fixes.
+    @exclusivity(unchecked) private var batchNow: Date?
     @exclusivity(unchecked) private var urgent = false
     private var lastCommit: Date
     private let clock: @Sendable () -> Date
@@ -245,6 +247,10 @@ package final class FixPipeline {
     /// A fast stream then writes a transaction a batch, not one an event. If the commit fails, the error
     /// is thrown and nothing is lost: the changes stay queued.
     package func processForEvents(batch fixes: [Fix]) throws -> [RegionEvent] {
+        // The batch's fixes were read at once: the monitor takes them all at that time (one read of the clock a
+        // batch, not one a fix).
+        batchNow = clock()
+        defer { batchNow = nil }
         for fix in fixes { offer(fix) { _, _ in } }
         return try commitIfDue()
     }
@@ -434,7 +440,7 @@ package final class FixPipeline {
         }
         let verdict = filter.evaluate(fix, hint: &vehicles[vehicle].filter)
         guard case .accepted(let weighted) = verdict else { return verdict }
-        let out = monitor.process(weighted, now: clock(), track: vehicles[vehicle].track)
+        let out = monitor.process(weighted, now: batchNow ?? clock(), track: vehicles[vehicle].track)
         // Asked once: each `isEmpty` of an output is a call into the other module.
         let changed = !out.isEmpty
         // A fleet's fix carries no receipt time (its filter judges it by its own time alone): it is timed from
