@@ -507,7 +507,7 @@ package struct RegionMonitor: Sendable {
         switch verdict {
         case .outlier:
             outliers += 1
-            tracks[trackIndex] = track
+            tracks[trackIndex] = consume track
             return out
         case .resynchronized: resynchronized += 1
         case .first, .agrees: break
@@ -623,7 +623,7 @@ package struct RegionMonitor: Sendable {
 
         track.lastFixTime = fix.time
         track.baselineSeq = maxSeq
-        tracks[trackIndex] = track
+        tracks[trackIndex] = consume track
         out.subjectUpdate = .init(
             subject: fix.subject,
             record: SubjectRecord(lastFixTime: fix.time, baselineSeq: maxSeq, lastFix: EventFix(fix)))
