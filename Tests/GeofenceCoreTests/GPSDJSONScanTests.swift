@@ -90,13 +90,7 @@ import Testing
     func numbersOfEveryShape() {
         var random = SeededGenerator(seed: 31)
         for _ in 0..<40_000 {
-            var text = Bool.random(using: &random) ? "-" : ""
-            let digits = Int.random(in: 1...22, using: &random)
-            let point = Int.random(in: 0...digits, using: &random)
-            for index in 0..<digits {
-                if index == point, index > 0 { text += "." }
-                text += String(Int.random(in: 0...9, using: &random))
-            }
+            var text = RandomDecimal.text(using: &random, leadingZeros: true)
             if Int.random(in: 0..<8, using: &random) == 0 {
                 text += "e" + String(Int.random(in: -30...30, using: &random))
             }

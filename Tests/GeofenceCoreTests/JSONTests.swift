@@ -203,16 +203,7 @@ struct JSONTests {
     @Test func numbersMatchTheStandardLibrary() throws {
         var random = SeededGenerator(seed: 42)
         for _ in 0..<30_000 {
-            var text = Bool.random(using: &random) ? "-" : ""
-            let digits = Int.random(in: 1...22, using: &random)
-            let point = Int.random(in: 0...digits, using: &random)
-            for index in 0..<digits {
-                if index == point, index > 0 { text += "." }
-                let digit =
-                    index == 0 && digits > 1 && point != 1
-                    ? Int.random(in: 1...9, using: &random) : Int.random(in: 0...9, using: &random)
-                text += String(digit)
-            }
+            var text = RandomDecimal.text(using: &random, leadingZeros: false)
             if Bool.random(using: &random) {
                 text += "e" + String(Int.random(in: -340...320, using: &random))
             }

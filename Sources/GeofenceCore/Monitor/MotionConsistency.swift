@@ -225,9 +225,8 @@ package struct MotionConsistency: Sendable, Equatable {
         // braked to a stop during the burst is anywhere between; the track overshoots it by up to 80 m): a fix
         // farther from the expectation than both is no such lie, and only the gate judges it (a vehicle that
         // really moved away, as far as its accelerations allow, is not held back).
-        let speed = (t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z)
-            .squareRoot()
-        let reach = Self.lieSpread + speed * dt
+        let v2 = t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z
+        let reach = Self.lieSpread + v2.squareRoot() * dt
         if t.run > 0 && time - t.runTime <= Self.burstSpan && squared <= reach * reach {
             // The steady model stands for a subject parked or cruising. Parked, its velocity is its fixes' noise
             // (1-2 m/s for a receiver of 3-12 m): carried over a burst of four or five seconds it moves the
@@ -236,7 +235,6 @@ package struct MotionConsistency: Sendable, Equatable {
             // steady model judges the fix also where the subject stood, and the farther of the two counts; the
             // manoeuvring model (a subject pulling away) still judges it where the velocity carries it.
             var steadySquared = squared
-            let v2 = t.velocity.x * t.velocity.x + t.velocity.y * t.velocity.y + t.velocity.z * t.velocity.z
             let vv = t.steadyWeight * t.steady.vv + (1 - t.steadyWeight) * t.manoeuvre.vv
             if v2 <= Self.stillSpeed * Self.stillSpeed * vv {
                 let hx = point.x - t.position.x
