@@ -149,9 +149,9 @@ package struct FixFilter: Sendable {
         package var point: GeocentricPoint
         package var accuracy: Double
 
-        init(_ fix: WeightedFix) {
+        init(_ fix: borrowing WeightedFix) {
             time = fix.time
-            point = GeocentricPoint(fix.coordinate)
+            point = fix.point
             accuracy = fix.accuracy
         }
 

@@ -21,31 +21,96 @@ public struct Fix: Sendable, Equatable {
     /// Who moved: the gpsd device path, or a vehicle name in fleet ingest.
     public var subject: String
     /// GPS time of the fix (gpsd `time`); may be absent.
-    public var time: Date?
+    @inlinable public var time: Date? {
+        get { Self.date(timeValue) }
+        set { timeValue = Self.stored(newValue) }
+    }
     /// Wall-clock time at which the engine received the report; nil in replays of recordings.
-    public var receivedAt: Date?
+    @inlinable public var receivedAt: Date? {
+        get { Self.date(receivedValue) }
+        set { receivedValue = Self.stored(newValue) }
+    }
     /// The kind of solution; only `twoD` and `threeD` fixes with a position are usable.
     public var mode: FixMode
     /// WGS84 latitude, degrees (-90...90 to be usable); nil when not reported.
-    public var latitude: Double?
+    @inlinable public var latitude: Double? {
+        get { Self.value(latitudeValue) }
+        set { latitudeValue = Self.stored(newValue) }
+    }
     /// WGS84 longitude, degrees (-180...180 to be usable); nil when not reported.
-    public var longitude: Double?
+    @inlinable public var longitude: Double? {
+        get { Self.value(longitudeValue) }
+        set { longitudeValue = Self.stored(newValue) }
+    }
     /// Height above the ellipsoid, metres.
-    public var altitudeHAE: Double?
+    @inlinable public var altitudeHAE: Double? {
+        get { Self.value(altitudeHAEValue) }
+        set { altitudeHAEValue = Self.stored(newValue) }
+    }
     /// Height above mean sea level, metres.
-    public var altitudeMSL: Double?
+    @inlinable public var altitudeMSL: Double? {
+        get { Self.value(altitudeMSLValue) }
+        set { altitudeMSLValue = Self.stored(newValue) }
+    }
     /// Horizontal accuracy, metres (~95%): gpsd `eph`, else derived from `epx`/`epy`.
-    public var horizontalAccuracy: Double?
+    @inlinable public var horizontalAccuracy: Double? {
+        get { Self.value(horizontalAccuracyValue) }
+        set { horizontalAccuracyValue = Self.stored(newValue) }
+    }
     /// Vertical accuracy, metres (gpsd `epv`).
-    public var verticalAccuracy: Double?
+    @inlinable public var verticalAccuracy: Double? {
+        get { Self.value(verticalAccuracyValue) }
+        set { verticalAccuracyValue = Self.stored(newValue) }
+    }
     /// Speed over ground, m/s.
-    public var speed: Double?
+    @inlinable public var speed: Double? {
+        get { Self.value(speedValue) }
+        set { speedValue = Self.stored(newValue) }
+    }
     /// Course over ground, degrees from true north.
-    public var course: Double?
+    @inlinable public var course: Double? {
+        get { Self.value(courseValue) }
+        set { courseValue = Self.stored(newValue) }
+    }
+
+    // Each optional number is kept as a plain `Double`, absent as one NaN of the engine's own (`absentBits`):
+    // an optional `Double` takes 16 bytes in a struct, a `Double` 8, and a fix is copied several times on its
+    // way through the filter and the monitor (104 bytes a copy instead of 184). A NaN a caller sets stays a
+    // NaN (its bits differ from the marker's); only the marker's exact bits read as nil.
+    @usableFromInline var timeValue: Double
+    @usableFromInline var receivedValue: Double
+    @usableFromInline var latitudeValue: Double
+    @usableFromInline var longitudeValue: Double
+    @usableFromInline var altitudeHAEValue: Double
+    @usableFromInline var altitudeMSLValue: Double
+    @usableFromInline var horizontalAccuracyValue: Double
+    @usableFromInline var verticalAccuracyValue: Double
+    @usableFromInline var speedValue: Double
+    @usableFromInline var courseValue: Double
+
+    /// The bits of the NaN that stands for "not reported": a quiet NaN with a payload no arithmetic on the
+    /// engine's numbers makes (a NaN from arithmetic carries its operand's payload, or none).
+    @inlinable static var absentBits: UInt64 { 0x7FF8_0000_0A85_E17E }
+
+    @inlinable static func value(_ stored: Double) -> Double? {
+        stored.bitPattern == absentBits ? nil : stored
+    }
+
+    @inlinable static func stored(_ value: Double?) -> Double {
+        value ?? Double(bitPattern: absentBits)
+    }
+
+    @inlinable static func date(_ stored: Double) -> Date? {
+        stored.bitPattern == absentBits ? nil : Date(timeIntervalSinceReferenceDate: stored)
+    }
+
+    @inlinable static func stored(_ date: Date?) -> Double {
+        date?.timeIntervalSinceReferenceDate ?? Double(bitPattern: absentBits)
+    }
 
     /// A fix as delivered, field by field (degrees, metres, m/s); nothing is validated here, the fix filter
     /// judges it.
-    public init(
+    @inlinable public init(
         subject: String,
         time: Date?,
         receivedAt: Date? = nil,
@@ -60,17 +125,25 @@ public struct Fix: Sendable, Equatable {
         course: Double? = nil
     ) {
         self.subject = subject
-        self.time = time
-        self.receivedAt = receivedAt
+        self.timeValue = Self.stored(time)
+        self.receivedValue = Self.stored(receivedAt)
         self.mode = mode
-        self.latitude = latitude
-        self.longitude = longitude
-        self.altitudeHAE = altitudeHAE
-        self.altitudeMSL = altitudeMSL
-        self.horizontalAccuracy = horizontalAccuracy
-        self.verticalAccuracy = verticalAccuracy
-        self.speed = speed
-        self.course = course
+        self.latitudeValue = Self.stored(latitude)
+        self.longitudeValue = Self.stored(longitude)
+        self.altitudeHAEValue = Self.stored(altitudeHAE)
+        self.altitudeMSLValue = Self.stored(altitudeMSL)
+        self.horizontalAccuracyValue = Self.stored(horizontalAccuracy)
+        self.verticalAccuracyValue = Self.stored(verticalAccuracy)
+        self.speedValue = Self.stored(speed)
+        self.courseValue = Self.stored(course)
+    }
+
+    /// Two fixes are equal when every field reads the same (a NaN, as ever, equals nothing).
+    public static func == (a: Fix, b: Fix) -> Bool {
+        a.subject == b.subject && a.time == b.time && a.receivedAt == b.receivedAt && a.mode == b.mode
+            && a.latitude == b.latitude && a.longitude == b.longitude && a.altitudeHAE == b.altitudeHAE
+            && a.altitudeMSL == b.altitudeMSL && a.horizontalAccuracy == b.horizontalAccuracy
+            && a.verticalAccuracy == b.verticalAccuracy && a.speed == b.speed && a.course == b.course
     }
 
     /// The fix times (seconds since 1970) a decoder takes: the years 0000-9999 in UTC, which
@@ -108,9 +181,17 @@ public struct Fix: Sendable, Equatable {
 
 /// A fix that passed the filter, with a usable time, position and horizontal accuracy.
 package struct WeightedFix: Sendable, Equatable {
-    package var subject: String
+    /// The fix's subject (kept once, in `fix`).
+    package var subject: String {
+        get { fix.subject }
+        set { fix.subject = newValue }
+    }
     package var time: Date
-    package var coordinate: Coordinate
+    package private(set) var coordinate: Coordinate
+    /// `coordinate` in earth-centred axes, worked out once a fix (the filter's plausibility check and the
+    /// monitor both measure with it: two conversions, a sine and a cosine each, were a tenth of a fleet fix's
+    /// judging).
+    package private(set) var point: GeocentricPoint
     /// Horizontal accuracy in metres (never nil here: the filter fills in its default).
     package var accuracy: Double
     /// True when the receiver reported no accuracy and the configured default was used.
@@ -118,9 +199,9 @@ package struct WeightedFix: Sendable, Equatable {
     package var fix: Fix
 
     package init(fix: Fix, time: Date, coordinate: Coordinate, accuracy: Double, accuracyEstimated: Bool) {
-        self.subject = fix.subject
         self.time = time
         self.coordinate = coordinate
+        self.point = GeocentricPoint(coordinate)
         self.accuracy = accuracy
         self.accuracyEstimated = accuracyEstimated
         self.fix = fix

@@ -47,7 +47,7 @@ public struct EventFix: Sendable, Equatable {
     public var course: Double?
 
     /// The fix as the filter accepted it, with its accuracy filled in.
-    package init(_ fix: WeightedFix) {
+    package init(_ fix: borrowing WeightedFix) {
         latitude = fix.coordinate.latitude
         longitude = fix.coordinate.longitude
         accuracy = fix.accuracy

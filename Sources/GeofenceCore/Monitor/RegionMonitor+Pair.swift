@@ -42,7 +42,7 @@ extension RegionMonitor {
             // The same rule with the signed distance to the boundary for `d` and 0 for `r`; it needs the
             // distance only out to the band's edge (and the vicinity's, for a pair not yet determined).
             let reach = margin + (pair.record.state == .unknown ? configuration.vicinity : 0)
-            let d = polygon.signedDistance(to: GeocentricPoint(fix.coordinate), limit: reach * 1.001 + 0.01)
+            let d = polygon.signedDistance(to: fix.point, limit: reach * 1.001 + 0.01)
             bounds = (d, d)
             r = 0
         }
