@@ -4,25 +4,16 @@ extension RegionMonitor {
     /// What the subject's track says at one fix, for the decisions on the track (Docs/events.md, "Decisions
     /// on the track"): built in `process` when `fusedDecisions` is on and the fix agreed with the motion.
     struct FusedTrack: Sendable {
-        /// The track before this fix was taken in, and with it; the fix's time (seconds since 1970). Its
-        /// estimates are read only for a pair whose fix is in the band (`fusedState`): most fixes need none.
-        var prior: MotionConsistency.Track
-        var posterior: MotionConsistency.Track
-        var time: Double
+        /// Where the fixes before this one put the subject at its time (the track's expectation, this fix not
+        /// taken in), and where the track puts it with this fix. Two estimates of 56 bytes, not the two tracks
+        /// they are read from (some 220 bytes each, copied several times a fix on their way to `fusedState`).
+        var before: MotionConsistency.Estimate
+        var after: MotionConsistency.Estimate
     }
 
     /// The least speed (m/s) at which a track may change a pair's state: a parked receiver's estimate, however
     /// certain, sits where its fixes' errors put it and must not creep across a boundary.
     static let fusedSpeed = 1.0
-
-    /// The track at this fix, or nil when it may not decide: the fix is the track's first, started it over or
-    /// was refused, or comes after a stretch the engine did not watch.
-    func fusedTrack(prior: MotionConsistency.Track?, posterior: MotionConsistency.Track?, time: Double)
-        -> FusedTrack?
-    {
-        guard let prior, let posterior else { return nil }
-        return FusedTrack(prior: prior, posterior: posterior, time: time)
-    }
 
     /// What the track decides for a pair whose fix is in the band (it says nothing), or nil. The track
     /// decides only when its estimate is conclusive on one side, both from the fixes before this one and
@@ -33,15 +24,13 @@ extension RegionMonitor {
         _ fused: FusedTrack, current: RegionState, slot: Int32, record: RegionTable.Record,
         fixBounds: (lower: Double, upper: Double), radius r: Double
     ) -> RegionState? {
-        let motion = configuration.motion
-        let after = motion.estimate(of: fused.posterior)
+        let after = fused.after
         // Moving: the speed well clear of zero (more than `fusedSpeed` and three standard deviations).
         let moving = after.speed > max(Self.fusedSpeed, 3 * after.speedSigma)
         guard current == .unknown || moving else { return nil }
         // Where the fixes before this one put the subject at its time (this fix not taken in), and with it.
         guard let side = fusedSide(after, slot: slot, record: record, radius: r), side != current,
-            fusedSide(motion.prediction(of: fused.prior, at: fused.time), slot: slot, record: record, radius: r)
-                == side
+            fusedSide(fused.before, slot: slot, record: record, radius: r) == side
         else { return nil }
         // The fix on the decided side of the boundary (for a polygon, `r` is 0 and the bounds are its
         // signed distance).

@@ -476,6 +476,16 @@ package struct RegionMonitor: Sendable {
     /// `track(of:hint:)`: the position of the subject's track, if the caller knows it (checked, as there).
     package mutating func process(_ fix: WeightedFix, now: Date, track hint: Int = -1) -> MonitorOutput {
         var out = MonitorOutput()
+        process(fix, now: now, track: hint, into: &out)
+        return out
+    }
+
+    /// `process(_:now:track:)`, its output appended to `out`. (Built in a local of the long function and
+    /// returned, the output was copied on the way out, some 150 instructions a fix: the local is captured by
+    /// the function's closures, so the compiler cannot move it.)
+    package mutating func process(
+        _ fix: WeightedFix, now: Date, track hint: Int = -1, into out: inout MonitorOutput
+    ) {
         expireRegions(upTo: fix.time, now: now, into: &out)
         // Regions inserted since the last fix may sit in unsorted tails of the index: sorted in here, so
         // that queries stay short (a few microseconds, after a batch of insertions only).
@@ -495,20 +505,24 @@ package struct RegionMonitor: Sendable {
         // Out of the array while it changes, so that its pair table is not copied on write.
         var track = Track(lastFixTime: nil, baselineSeq: 0)
         swap(&track, &tracks[trackIndex])
-        let point = GeocentricPoint(fix.coordinate)
+        let point = fix.point
 
         // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
         // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
         // Services off), the motion starts over: what the subject did meanwhile is unknown.
         if track.gapPending { motions[trackIndex] = nil }
-        let prior = c.fusedDecisions ? motions[trackIndex] : nil
+        // The track's expectation at this fix before it is taken in, for the decisions on the track.
+        var before: MotionConsistency.Estimate? = nil
+        if c.fusedDecisions, let prior = motions[trackIndex] {
+            before = c.motion.prediction(of: prior, at: fix.time.timeIntervalSince1970)
+        }
         let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
         switch verdict {
         case .outlier:
             outliers += 1
             tracks[trackIndex] = consume track
-            return out
+            return
         case .resynchronized: resynchronized += 1
         case .first, .agrees: break
         }
@@ -520,10 +534,12 @@ package struct RegionMonitor: Sendable {
         // Where that fix was, as the candidate search left it (nil after a restore: computed again).
         let passFromPoint = track.lastPoint
 
-        // What the track says at this fix, when it may decide (a fix that agreed with a motion seen throughout).
-        let fused =
-            c.fusedDecisions && verdict == .agrees && !track.gapPending
-            ? fusedTrack(prior: prior, posterior: motions[trackIndex], time: fix.time.timeIntervalSince1970) : nil
+        // What the track says at this fix, when it may decide: a fix that agreed with a motion seen throughout,
+        // not the track's first, not one that started it over, not the first after a stretch not watched.
+        var fused: FusedTrack? = nil
+        if c.fusedDecisions, verdict == .agrees, !track.gapPending, let before, let posterior = motions[trackIndex] {
+            fused = FusedTrack(before: before, after: c.motion.estimate(of: posterior))
+        }
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
         track.gapPending = false
@@ -627,7 +643,6 @@ package struct RegionMonitor: Sendable {
         out.subjectUpdate = .init(
             subject: fix.subject,
             record: SubjectRecord(lastFixTime: fix.time, baselineSeq: maxSeq, lastFix: EventFix(fix)))
-        return out
     }
 
     /// Puts a pair back in its subject's table after a step, and records what the store must learn.
