@@ -84,6 +84,32 @@ import Testing
         #expect(scanned > total / 10 && scanned < total * 9 / 10, "\(scanned) of \(total) scanned")
     }
 
+    @Test("a byte that ends or refuses a string, at every place in the scan's eight-byte words, in keys and values")
+    func stringEnds() {
+        // The quote ends the string early; the others make it not plain (the strict reader decides then).
+        let specials: [UInt8] = [0x22, 0x5C, 0x00, 0x01, 0x09, 0x1F, 0x7F, 0x80, 0xC3, 0xFF, 0x20, 0x21, 0x7E]
+        var checked = 0
+        for length in 0..<20 {
+            for special in specials {
+                for inKey in [false, true] {
+                    let run = Array(repeating: UInt8(ascii: "a"), count: length) + [special] + Array("bcdefghij".utf8)
+                    var line = Array(#"{"class":"TPV","mode":3,"#.utf8)
+                    if inKey {
+                        line += [0x22] + run + Array(#"":1,"device":"veh-1""#.utf8)
+                    } else {
+                        line += Array(#""device":""#.utf8) + run + [0x22]
+                    }
+                    line += Array(#","lat":48.1,"lon":2.2,"time":"2026-12-03T10:00:01.000Z"}"#.utf8)
+                    let fast = GPSDJSON.decode(line, defaultSubject: "fleet")
+                    let strict = GPSDJSON.decodeStrictly(line, defaultSubject: "fleet")
+                    #expect(fast == strict, "\(String(decoding: line, as: UTF8.self)): \(fast) against \(strict)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 20 * 13 * 2)
+    }
+
     /// The scan reads a plain number itself (`plainNumber`) and leaves the rest to the parser: numbers of 1 to 22
     /// digits, with a point anywhere or none, leading zeros, a minus, an exponent, as a TPV's `lat` and `speed`.
     @Test("numbers of every shape: the scan's value is the strict reader's, to the bit")
