@@ -572,6 +572,21 @@ struct JSONTests {
             numbers.append(Double(Int64(bitPattern: random.next()) >> (random.next() % 64)))
             numbers.append((Double(random.next() % 2_000_000_000) / 1e7).rounded(toPlaces: random.next() % 9))
         }
+        // The writer's own path for non-integers of magnitude 1e-4 to 1e9 with up to nine digits after the point
+        // (`shortestFixed`): decimals of every length and magnitude there, either sign, their neighbours one unit
+        // in the last place away (which need 16-17 digits), powers of two, and values drawn at random in the range.
+        for _ in 0..<150_000 {
+            let places = Int(random.next() % 10)
+            let whole = Double(random.next() % 1_000_000_000) / Double(1 << (random.next() % 40))
+            let decimal = (whole * pow(10, Double(places))).rounded() / pow(10, Double(places))
+            let sign: Double = random.next() % 2 == 0 ? 1 : -1
+            numbers.append(sign * decimal)
+            numbers.append(sign * decimal.nextUp)
+            numbers.append(sign * decimal.nextDown)
+            numbers.append(sign * pow(10, Double.random(in: -4...9, using: &random)))
+        }
+        for exponent in -14...30 { numbers.append(pow(2, Double(exponent)) * 1.0) }
+        for exponent in -14...30 { numbers.append(-pow(2, Double(exponent)) * 3) }
         for number in numbers {
             #expect(JSONValue.number(number).serialized() == reference(number), "\(number)")
         }

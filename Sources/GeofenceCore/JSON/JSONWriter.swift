@@ -128,6 +128,10 @@ private struct JSONWriter {
             }
             return
         }
+        if let (digits, fraction) = Self.shortestFixed(value) {
+            writeFixed(digits, fraction: fraction, negative: value < 0)
+            return
+        }
         // The bytes are copied as they are (appending a String's `utf8` goes a byte at a time), without the
         // trailing ".0".
         var text = value.description
@@ -135,6 +139,63 @@ private struct JSONWriter {
             let count = bytes.count
             let point = count >= 2 && bytes[count - 2] == UInt8(ascii: ".") && bytes[count - 1] == UInt8(ascii: "0")
             output.append(contentsOf: point ? UnsafeBufferPointer(rebasing: bytes[..<(count - 2)]) : bytes)
+        }
+    }
+
+    /// The text `description` gives a number that is not an integer, for the numbers a fix and an event carry
+    /// (magnitude 0.0001 to 10^9, at most nine digits after the point), without making a `String` (a fix's row
+    /// has five such numbers, and `description` cost about a thousand instructions each): the fewest digits
+    /// after the point that read back as `value`, as `digits` × 10^−`fraction`. Nil for anything else, and
+    /// wherever a digit is in doubt: `description` writes it then.
+    ///
+    /// Why it is `description`'s text: for `m` and 10^k exact (below 2^53), `m / 10^k` in floating point is the
+    /// double nearest the decimal m·10^−k, which is what reading "m·10^−k" gives; so the text reads back as
+    /// `value` exactly when that quotient is `value`. With k the least that works, no text with fewer digits
+    /// after the point (and so fewer significant digits) reads back, and `m` is the integer nearest value·10^k
+    /// (checked: the product's rounding error, under one unit in its last place, must leave it clear of the
+    /// midpoint), the one `description` picks, being the closest to the value of the shortest texts (the reading
+    /// interval is symmetric about the value, so when any text with k digits reads back, the nearest does).
+    static func shortestFixed(_ value: Double) -> (digits: UInt64, fraction: Int)? {
+        let magnitude = value.magnitude
+        // A power of two's reading interval is narrower below it than above, where the nearest text may not read
+        // back when a farther one does: left to `description`.
+        guard magnitude >= 1e-4, magnitude < 1e9, value.significandBitPattern != 0 else { return nil }
+        var scale = 1.0
+        for fraction in 1...9 {
+            scale *= 10
+            let scaled = magnitude * scale
+            guard scaled < 9_007_199_254_740_992 else { return nil }
+            let rounded = scaled.rounded(.toNearestOrEven)
+            // Clear of the midpoint by more than the product's error: `rounded` is the nearest integer.
+            guard (scaled - rounded).magnitude < 0.5 - 2 * scaled.ulp else { return nil }
+            if rounded / scale == magnitude { return (UInt64(rounded), fraction) }
+        }
+        return nil
+    }
+
+    /// Writes `digits` × 10^−`fraction` as `description` does: the integer part (0 when there is none), the
+    /// point, then exactly `fraction` digits. Made from the last byte in a buffer on the stack (`digits` is below
+    /// 2^53: at most 16 digits, a point and a sign), then appended at once.
+    private mutating func writeFixed(_ digits: UInt64, fraction: Int, negative: Bool) {
+        var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &buffer) { bytes in
+            var position = bytes.count
+            var rest = digits
+            for place in 0... {
+                if place == fraction {
+                    position -= 1
+                    bytes[position] = UInt8(ascii: ".")
+                }
+                position -= 1
+                bytes[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+                if rest == 0 && place >= fraction { break }
+            }
+            if negative {
+                position -= 1
+                bytes[position] = UInt8(ascii: "-")
+            }
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[position...]))
         }
     }
 
