@@ -279,6 +279,46 @@ struct DecisionScenarioTests {
     }
 
     @Test(
+        "a burst of five hides a drive through a 40 m region at 28 m/s: an inferred pass, reported by the first fix after it; parked and braked, nothing"
+    )
+    func burstHiddenDriveThroughIsAPass() throws {
+        // Fixes of seconds 31-35 lie (the subject 12 m past the centre to 128 m out); the fix before, 45.7 m from
+        // the centre (claiming 9.7 m), is in the band, and the one after, 127.5 m out, is conclusively outside.
+        // Before the pass could start from a fix in the band (and before the fixes reported a speed), nothing.
+        let speed = 28.0
+        let path = TruePath.profile(
+            from: DecisionScenarios.origin, start: (0, -(40 + 30 * speed)), bearing: 90,
+            speeds: Array(repeating: speed, count: Int((80 + 60 * speed) / speed)))
+        let region = try Region(id: "gate", center: DecisionScenarios.origin, radius: 40)
+        let scenario = DecisionScenarios.movingThroughBurst(
+            "28 m/s through a 40 m region", path: path, region: region, burstAt: 31, burst: 5, pattern: .together,
+            seed: 31 * 7 + 5)
+        let (events, _, monitor) = run(scenario)
+        let got = events.filter { $0.type == .enter || $0.type == .exit }
+        #expect(got.map(\.type) == [.enter, .exit])
+        #expect(got.allSatisfy { $0.inferred })
+        #expect(monitor.outliers == 5, "the five lies, and no honest fix, refused")
+        // Estimated between the last fix before the burst and the first after it, which revealed the pass.
+        let before = try #require(scenario.fixes[30].time)
+        let after = try #require(scenario.fixes[36].time)
+        for event in got {
+            #expect(event.time > before && event.time <= after, "\(event.type) at \(event.time)")
+            #expect(event.fix?.latitude == scenario.fixes[36].latitude)
+        }
+        // The same bursts, parked and braked at 7 m/s² onto the edge (speeds of 0 at the stop): nothing.
+        for offset in [0.0, -3, 3] {
+            for pattern in DecisionScenarios.BurstPattern.allCases {
+                let still = DecisionScenarios.parkedOnEdge(
+                    radius: 40, offset: offset, burst: 5, pattern: pattern, seed: 2)
+                #expect(crossings(run(still).events, "edge") == [], "\(still.name)")
+                let stopped = DecisionScenarios.brakedOnEdge(
+                    radius: 40, offset: offset, burst: 5, pattern: pattern, seed: 2)
+                #expect(crossings(run(stopped).events, "edge") == [], "\(stopped.name)")
+            }
+        }
+    }
+
+    @Test(
         "braking at 4 and 7 m/s² into a region and stopping 30 m inside, through a burst of lies: one enter, at most 6 fixes late"
     )
     func brakeThroughBurst() {
