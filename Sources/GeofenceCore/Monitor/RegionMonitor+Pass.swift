@@ -56,6 +56,19 @@ extension RegionMonitor {
         // (`b² = (S² − d²)/4`), its narrowest over the segment.
         let narrowest = (sum * sum - chord * chord) / (2 * sum)
         guard chord + m1 >= m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
+        // Tighter, for fast dense fixes (the first fix may be in the band, so the test above passes for many at
+        // 25-30 m/s): such a point is `ℓ` along the segment with `ℓ ≥ depth − m1 ≥ narrowest + minMargin − m1`
+        // and `d − ℓ ≥ depth + m2 ≥ narrowest + minMargin + m2`; the ellipse's half-width is concave along the
+        // segment, so there it is at least its least at those two ends, and the depth at least that plus
+        // `minMargin`.
+        let halfMinor = (sum * sum - chord * chord).squareRoot() / 2
+        func halfWidth(at l: Double) -> Double {
+            let u = min(chord, max(0, l)) - chord / 2
+            return halfMinor * max(0, 1 - (u * u) / (sum * sum / 4)).squareRoot()
+        }
+        let least = min(
+            halfWidth(at: narrowest + c.minMargin - m1), halfWidth(at: chord - (narrowest + c.minMargin + m2)))
+        guard chord + m1 + 0.01 >= m2 + 2 * (least * 0.999 + c.minMargin) else { return }
 
         // The segment's length: the chord, which for the few kilometres between two fixes is the geodesic to
         // a millimetre (shorter, so the ellipse below comes out wider: more cautious).
