@@ -292,7 +292,7 @@ package enum DecisionScenarios {
     /// Parked for an hour at 1 Hz `offset` metres outside (negative: inside) the boundary of a circle of
     /// `radius`, honest fixes of 3-12 m jittering within their accuracy, and once a minute a burst of
     /// `burst` lying fixes in a row, each 30-80 m off, claiming 3-5 m, aimed across the boundary as
-    /// `pattern` says, so that every lie lands well on one side or the other.
+    /// `pattern` says, so that every lie lands well on one side or the other. Every fix reports a speed of 0.
     package static func parkedOnEdge(
         radius: Double, offset edge: Double = 0, burst: Int, pattern: BurstPattern, seed: UInt64
     ) -> DecisionScenario {
@@ -327,7 +327,8 @@ package enum DecisionScenarios {
     /// comes at once with the braking: from the last second of it to two seconds after the stop (as `seed`
     /// says), when the motion check may still be refusing honest fixes for the braking (its estimate
     /// overshoots); then one a minute, as `parkedOnEdge`. The truck is always `offset` metres off the
-    /// boundary, on the side it stops on: every `enter` or `exit` is false.
+    /// boundary, on the side it stops on: every `enter` or `exit` is false. Every fix reports the path's speed
+    /// and course (`reportVelocity`).
     package static func brakedOnEdge(
         radius: Double, offset edge: Double = 0, deceleration: Double = 7, burst: Int, pattern: BurstPattern,
         seed: UInt64
@@ -395,7 +396,8 @@ package enum DecisionScenarios {
         return (path, try! Region(id: "bay", center: origin, radius: radius))
     }
 
-    /// A subject that really moves along `path` (one fix a second, 3-12 m, honest) in and out of `region`,
+    /// A subject that really moves along `path` (one fix a second, 3-12 m, honest, each with the path's speed
+    /// and course: `reportVelocity`) in and out of `region`,
     /// with a burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary from where the subject
     /// really is) in place of the fixes of seconds `burstAt..<burstAt + burst`. Required: the path's
     /// crossings.
