@@ -23,6 +23,20 @@ package struct DecisionScenario: Sendable {
     }
 }
 
+extension DecisionScenario {
+    /// Every fix reports the speed and course of the true path at its second (one fix a second from the
+    /// path's first point), as a receiver's Doppler velocity does (gpsd's `speed` and `track`). A lie reports
+    /// them too: multipath moves the position, not the receiver's measured velocity; and a lie that carries a
+    /// plausible velocity is the harder case for a pass between fixes, should one ever be taken in.
+    package mutating func reportVelocity(along path: TruePath) {
+        let velocities = path.velocities()
+        for i in fixes.indices where i < velocities.count {
+            fixes[i].speed = velocities[i].speed
+            fixes[i].course = velocities[i].course
+        }
+    }
+}
+
 /// A true path: where the subject is at each second.
 package struct TruePath: Sendable {
     package var points: [Coordinate]
@@ -65,6 +79,23 @@ package struct TruePath: Sendable {
             points.append(offset(origin, north: start.north + s * cos(b), east: start.east + s * sin(b)))
         }
         return TruePath(points: points)
+    }
+
+    /// The speed (m/s) and course (degrees clockwise from north; nil when still) at each second, as a receiver
+    /// measures them from the Doppler shift: from the points a second either side (one side at the ends).
+    package func velocities() -> [(speed: Double, course: Double?)] {
+        points.indices.map { i in
+            let a = points[max(0, i - 1)]
+            let b = points[min(points.count - 1, i + 1)]
+            let seconds = Double(min(points.count - 1, i + 1) - max(0, i - 1))
+            guard seconds > 0 else { return (0, nil) }
+            let speed = Geodesic.distance(a, b) / seconds
+            guard speed > 0.01 else { return (0, nil) }
+            let east = (b.longitude - a.longitude) * cos(a.latitude * .pi / 180)
+            var course = atan2(east, b.latitude - a.latitude) * 180 / .pi
+            if course < 0 { course += 360 }
+            return (speed, course)
+        }
     }
 
     /// The crossings of a circle by the path with a margin: the subject counts as inside once it is deeper
@@ -261,7 +292,7 @@ package enum DecisionScenarios {
     /// Parked for an hour at 1 Hz `offset` metres outside (negative: inside) the boundary of a circle of
     /// `radius`, honest fixes of 3-12 m jittering within their accuracy, and once a minute a burst of
     /// `burst` lying fixes in a row, each 30-80 m off, claiming 3-5 m, aimed across the boundary as
-    /// `pattern` says, so that every lie lands well on one side or the other.
+    /// `pattern` says, so that every lie lands well on one side or the other. Every fix reports a speed of 0.
     package static func parkedOnEdge(
         radius: Double, offset edge: Double = 0, burst: Int, pattern: BurstPattern, seed: UInt64
     ) -> DecisionScenario {
@@ -285,6 +316,7 @@ package enum DecisionScenarios {
             name: "parked \(edge) m off the edge of a \(Int(radius)) m region, bursts of \(burst) \(pattern)",
             regions: [region], fixes: fixes, required: ["edge": []])
         scenario.parked = true
+        scenario.reportVelocity(along: TruePath(points: Array(repeating: spot, count: fixes.count)))
         return scenario
     }
 
@@ -295,7 +327,8 @@ package enum DecisionScenarios {
     /// comes at once with the braking: from the last second of it to two seconds after the stop (as `seed`
     /// says), when the motion check may still be refusing honest fixes for the braking (its estimate
     /// overshoots); then one a minute, as `parkedOnEdge`. The truck is always `offset` metres off the
-    /// boundary, on the side it stops on: every `enter` or `exit` is false.
+    /// boundary, on the side it stops on: every `enter` or `exit` is false. Every fix reports the path's speed
+    /// and course (`reportVelocity`).
     package static func brakedOnEdge(
         radius: Double, offset edge: Double = 0, deceleration: Double = 7, burst: Int, pattern: BurstPattern,
         seed: UInt64
@@ -338,6 +371,7 @@ package enum DecisionScenarios {
                 "braked at \(deceleration) m/s² to \(edge) m off the edge of a \(Int(radius)) m region, bursts of \(burst) \(pattern) from \(burstAt) s",
             regions: [region], fixes: fixes, required: ["edge": []])
         scenario.parked = true
+        scenario.reportVelocity(along: path)
         return scenario
     }
 
@@ -362,7 +396,8 @@ package enum DecisionScenarios {
         return (path, try! Region(id: "bay", center: origin, radius: radius))
     }
 
-    /// A subject that really moves along `path` (one fix a second, 3-12 m, honest) in and out of `region`,
+    /// A subject that really moves along `path` (one fix a second, 3-12 m, honest, each with the path's speed
+    /// and course: `reportVelocity`) in and out of `region`,
     /// with a burst of `burst` lies (as `parkedOnEdge`'s, aimed across the boundary from where the subject
     /// really is) in place of the fixes of seconds `burstAt..<burstAt + burst`. Required: the path's
     /// crossings.
@@ -388,9 +423,11 @@ package enum DecisionScenarios {
                 at: Array(path.points[burstAt..<min(burstAt + burst, path.points.count)]), across: bearing,
                 pattern: pattern, outwardsFirst: outwardsFirst)
         }
-        return DecisionScenario(
+        var scenario = DecisionScenario(
             name: "\(name), a burst of \(burst) \(pattern) at \(burstAt) s", regions: [region], fixes: fixes,
             required: [region.id: path.crossings(of: region, margin: 0)])
+        scenario.reportVelocity(along: path)
+        return scenario
     }
 
     /// Parked for an hour 20 m inside a 200 m region with a receiver that reports `eph` 150 m (a basement,

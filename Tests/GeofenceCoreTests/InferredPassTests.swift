@@ -175,6 +175,43 @@ struct InferredPassTests {
         #expect(accepted.count == scenario.fixes.count)
     }
 
+    @Test(
+        "a pass may start from a fix in the band, never end on one: in through the band, 5 s unseen, out conclusively"
+    )
+    func passFromTheBand() throws {
+        let o = DecisionScenarios.origin
+        let region = try Region(id: "gate", center: o, radius: 40)
+        // East at 28 m/s along a line through the centre, fixes of 4 m (margin 5 m, band 35-45 m) every second
+        // to 44 m before the centre (in the band), then none for 5 s (a burst refused, a tunnel), then `last`.
+        func drive(last: Double, speed lastSpeed: Double = 28) -> [RegionEventType] {
+            var monitor = RegionMonitor(ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+            monitor.insert(region, seq: 1)
+            var events: [RegionEvent] = []
+            let stations: [(east: Double, speed: Double)] =
+                stride(from: -44.0 - 28 * 20, through: -44, by: 28).map { ($0, 28) } + [(last, lastSpeed)]
+            for (k, (east, speed)) in stations.enumerated() {
+                let time = DecisionScenarios.start.addingTimeInterval(Double(k) + (k == stations.count - 1 ? 4 : 0))
+                let at = offset(o, north: 0, east: east)
+                var fix = Fix(
+                    subject: "truck", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+                    horizontalAccuracy: 4)
+                fix.speed = speed
+                fix.course = 90
+                let weighted = WeightedFix(
+                    fix: fix, time: time, coordinate: at, accuracy: 4, accuracyEstimated: false)
+                events += monitor.process(weighted, now: time).events
+            }
+            #expect(monitor.outliers == 0)
+            return events.filter { ($0.type == .enter || $0.type == .exit) && $0.inferred }.map(\.type)
+        }
+        // 44 m before the centre to 96 m past it in 5 s: every plausible path went through the middle.
+        #expect(drive(last: 96) == [.enter, .exit])
+        // Ending in the band (44 m past): it may still be inside, so no exit can be said, and no pass.
+        #expect(drive(last: 44).isEmpty)
+        // Stopped at the end: it may have gone anywhere between.
+        #expect(drive(last: 96, speed: 0).isEmpty)
+    }
+
     @Test("an inferred enter and exit have distinct ids derived from what they say, the same on every run")
     func identities() throws {
         let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)

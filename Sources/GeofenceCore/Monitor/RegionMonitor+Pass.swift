@@ -1,8 +1,8 @@
 import Foundation
 
-/// Passes between two fixes (Docs/events.md, "Passes between fixes"): a subject whose two consecutive fixes are
-/// both conclusively outside a region, and every plausible path between which goes through it, passed through it
-/// unseen. The rule, in short: any path between the two true positions is no longer than `L` (the faster of the
+/// Passes between two fixes (Docs/events.md, "Passes between fixes"): a subject known to be outside a region,
+/// whose fix is conclusively outside it, and every plausible path between which and the fix before goes through
+/// it, passed through it unseen. The rule, in short: any path between the two true positions is no longer than `L` (the faster of the
 /// fixes' speeds over the gap, plus what `passAcceleration` could add and take away again), so it lies in the
 /// ellipse with foci at the two fixes and axes sum `L + a1 + a2` (the fixes' accuracies). Every such path crosses
 /// each line perpendicular to the segment between the fixes, inside the ellipse: if at some point of the segment
@@ -50,11 +50,25 @@ extension RegionMonitor {
         let m1 = c.band.margin(accuracy: a1)
         let m2 = c.band.margin(accuracy: a2)
         // Cheapest test first (every dense fix makes it): a point `depth` inside the region is at least
-        // `m1 + depth` from the first fix and `depth + m2` from the second, so `depth ≤ (d − m1 − m2)/2`; and the
-        // depth needed is at least `minMargin` plus the ellipse's half-width at the segment's ends, `2b²/S`
+        // `depth − m1` from the first fix (not conclusively inside: in the band at most `m1` deep) and
+        // `depth + m2` from the second (conclusively outside), so `depth ≤ (d + m1 − m2)/2`; and the depth needed
+        // is at least `minMargin` plus the ellipse's half-width at the segment's ends, `2b²/S`
         // (`b² = (S² − d²)/4`), its narrowest over the segment.
         let narrowest = (sum * sum - chord * chord) / (2 * sum)
-        guard chord >= m1 + m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
+        guard chord + m1 >= m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
+        // Tighter, for fast dense fixes (the first fix may be in the band, so the test above passes for many at
+        // 25-30 m/s): such a point is `ℓ` along the segment with `ℓ ≥ depth − m1 ≥ narrowest + minMargin − m1`
+        // and `d − ℓ ≥ depth + m2 ≥ narrowest + minMargin + m2`; the ellipse's half-width is concave along the
+        // segment, so there it is at least its least at those two ends, and the depth at least that plus
+        // `minMargin`.
+        let halfMinor = (sum * sum - chord * chord).squareRoot() / 2
+        func halfWidth(at l: Double) -> Double {
+            let u = min(chord, max(0, l)) - chord / 2
+            return halfMinor * max(0, 1 - (u * u) / (sum * sum / 4)).squareRoot()
+        }
+        let least = min(
+            halfWidth(at: narrowest + c.minMargin - m1), halfWidth(at: chord - (narrowest + c.minMargin + m2)))
+        guard chord + m1 + 0.01 >= m2 + 2 * (least * 0.999 + c.minMargin) else { return }
 
         // The segment's length: the chord, which for the few kilometres between two fixes is the geodesic to
         // a millimetre (shorter, so the ellipse below comes out wider: more cautious).
@@ -141,8 +155,11 @@ extension RegionMonitor {
                 let bounds = Geodesic.distanceBounds(chord: p.chord(to: centre))
                 return r - (cautious ? bounds.upper : (bounds.lower + bounds.upper) / 2)
             }
-            // Both fixes conclusively outside.
-            guard depth(p1, cautious: false) <= -m1, depth(point, cautious: false) <= -m2 else { continue }
+            // This fix conclusively outside, so that the subject surely came out again; the one before not
+            // conclusively inside (the pair is outside: it was, at the last fix that said so), though it may be
+            // in the band: a subject whose fix on the boundary was the last before a burst of lies, or before a
+            // gap, and which was deep inside between, went in after the pair was last known outside.
+            guard depth(p1, cautious: false) < m1, depth(point, cautious: false) <= -m2 else { continue }
 
             var certain = false
             var first: Int?

@@ -21,8 +21,8 @@ public struct MonitorConfiguration: Sendable, Equatable {
     /// `determined outside` is reported only for regions whose boundary is within this many metres
     /// of the fix (beyond the band); every region farther away is silently outside.
     public var vicinity: Double = 1000
-    /// Report a pass between two fixes that are both conclusively outside a region when every plausible path
-    /// between them goes through it (`enter` then `exit`, both `inferred`, at their estimated times; the rule
+    /// Report a pass between two fixes of a subject known to be outside a region, the second conclusively
+    /// outside and the first not conclusively inside, when every plausible path between them goes through it (`enter` then `exit`, both `inferred`, at their estimated times; the rule
     /// is in Docs/events.md, "Passes between fixes").
     public var inferPasses: Bool = true
     /// For an inferred pass: how fast a subject may speed up, then slow down again, between two fixes beyond
