@@ -80,6 +80,59 @@ struct DurationParserTests {
 struct TimestampParserTests {
     static func date(_ seconds: Double) -> Date { Date(timeIntervalSince1970: seconds) }
 
+    /// The line scan reads a time from its bytes (`seconds(utf8:)`), the common shape at fixed places: the value
+    /// must be `parse`'s, to the bit, and whatever `parse` refuses it refuses, for every field at the edges of its
+    /// range and beyond, leap seconds, other separators and lengths, and single bytes changed anywhere.
+    @Test("the bytes' reader gives parse's value or nothing, on 300,000 times of the common shape and near it")
+    func bytesReaderAgreesWithParse() {
+        var random = SeededGenerator(seed: 12)
+        func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var agreed = 0
+        var fast = 0
+        for round in 0..<300_000 {
+            let year = pick([
+                0, 1, 1600, 1899, 1900, 1969, 1970, 2000, 2024, 2026, 2100, 9999, Int(random.next() % 10_000),
+            ])
+            let yearText = String(repeating: "0", count: 4 - String(year).count) + String(year)
+            let month = pick([0, 1, 2, 3, 11, 12, 13, Int(random.next() % 12) + 1])
+            let day = pick([0, 1, 28, 29, 30, 31, 32, Int(random.next() % 28) + 1])
+            let hour = pick([0, 23, 24, Int(random.next() % 24)])
+            let minute = pick([0, 59, 60, Int(random.next() % 60)])
+            let second = pick([0, 59, 60, 61, Int(random.next() % 60)])
+            let fraction = pick([
+                "", ".000", ".5", ".999", ".123", ",250", ".1234",
+                ".\(random.next() % 10)\(random.next() % 10)\(random.next() % 10)",
+            ])
+            let separator = pick(["T", "T", "T", "t", " "])
+            let zone = pick(["Z", "Z", "Z", "z", "+00:00", ""])
+            var text = Array(
+                "\(yearText)-\(two(month))-\(two(day))\(separator)\(two(hour)):\(two(minute)):\(two(second))\(fraction)\(zone)"
+                    .utf8)
+            if round % 4 == 0, !text.isEmpty {
+                text[Int(random.next() % UInt64(text.count))] = pick(Array("0123456789-:.TZ /a".utf8) + [0x00, 0xFF])
+            }
+            let bytesValue = text.withUnsafeBufferPointer { TimestampParser.seconds(utf8: $0) }
+            // As dates, which is what both become (a date keeps its time from 2001, so a value's last bits may not
+            // come back through one; the decoder's `Date(timeIntervalSince1970:)` is the one compared).
+            let parsed = try? TimestampParser.parse(String(decoding: text, as: UTF8.self))
+            let bytesDate = bytesValue.map { Date(timeIntervalSince1970: $0) }
+            if bytesDate?.timeIntervalSinceReferenceDate.bitPattern == parsed?.timeIntervalSinceReferenceDate.bitPattern
+            {
+                agreed += 1
+            } else {
+                Issue.record(
+                    "\(String(decoding: text, as: UTF8.self)): \(String(describing: bytesValue)) against \(String(describing: parsed))"
+                )
+                return
+            }
+            if text.count == 24 || text.count == 20, parsed != nil { fast += 1 }
+        }
+        #expect(agreed == 300_000)
+        // The common shape is well represented among the accepted ones.
+        #expect(fast > 10_000, "\(fast)")
+    }
+
     @Test(
         "accepted forms",
         arguments: [
