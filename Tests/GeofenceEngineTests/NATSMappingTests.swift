@@ -122,7 +122,10 @@ struct FleetPublisherFaultTests {
 
             var last: [String: String] = [:]
             var ids = Set<String>()
-            try reader.readStream(FleetPublisher.fixStream) { message in
+            // Eight tries of the reader's consumer, not the default four: its subscription goes through the server
+            // killed, and on a loaded machine the reconnect and the stream's new leader took longer than four
+            // tries of 5 s once in CI (`read stream GEOFENCE_FIXES: Timeout`, with all 6000 stored).
+            try reader.readStream(FleetPublisher.fixStream, attempts: 8) { message in
                 guard let fix = try? JSON.parse(message.payload), let vehicle = fix["device"]?.stringValue,
                     let time = fix["time"]?.stringValue
                 else {
