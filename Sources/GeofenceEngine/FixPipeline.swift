@@ -234,7 +234,7 @@ package final class FixPipeline {
 
     /// `process(_:)` for a caller that needs only the events (the daemon, `replay` without `--trace`): the
     /// same work and commits, without keeping each report and its verdict (a fix and a copy of it, some
-    /// 400 bytes) in a step made for every fix.
+    /// 270 bytes) in a step made for every fix.
     package func processForEvents(_ fix: Fix) throws -> [RegionEvent] {
         offer(fix) { _, _ in }
         return try commitIfDue()

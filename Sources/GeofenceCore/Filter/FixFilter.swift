@@ -143,7 +143,7 @@ package struct FixFilter: Sendable {
     private var memories: [VehicleMemory] = []
 
     /// What the filter keeps of an accepted or candidate fix: what `plausible` needs, 40 bytes (a whole
-    /// `WeightedFix` is ten times that, for every vehicle of a fleet).
+    /// `WeightedFix` is four times that, for every vehicle of a fleet).
     package struct KeptFix: Sendable, Equatable {
         package var time: Date
         package var point: GeocentricPoint
