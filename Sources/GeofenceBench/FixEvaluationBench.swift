@@ -146,27 +146,34 @@ func alternatingNanosecondsPerFix(
     return (median(times.0), median(times.1))
 }
 
+/// Median nanoseconds per item of `count`: `body` on each index in turn, 5,000 a round, nine rounds after one to
+/// warm up, from the first again after the last.
+func medianNanosecondsPerItem(count: Int, _ body: (Int) -> Void) -> Double {
+    var next = 0
+    return medianNanosecondsPerOperation(rounds: 9, warmUp: 1) {
+        let end = min(count, next + 5000)
+        let done = end - next
+        while next < end {
+            body(next)
+            next += 1
+        }
+        if next >= count { next = 0 }
+        return done
+    }
+}
+
 /// Median nanoseconds per `MotionConsistency.update` on these fixes (one track per subject): the motion
 /// check's own share of a fix's evaluation.
 func motionCheckNanoseconds(fixes: [WeightedFix], subjects: Int) -> Double {
     let motion = MonitorConfiguration().motion
     var tracks = [MotionConsistency.Track?](repeating: nil, count: subjects)
-    let points = fixes.map { GeocentricPoint($0.coordinate) }
+    let points = fixes.map(\.point)
     let times = fixes.map(\.time.timeIntervalSince1970)
     let accuracies = fixes.map(\.accuracy)
-    var next = 0
     var agreed = 0
-    let ns = medianNanosecondsPerOperation(rounds: 9, warmUp: 1) {
-        let end = min(fixes.count, next + 5000)
-        let count = end - next
-        while next < end {
-            let verdict = motion.update(
-                &tracks[next % subjects], point: points[next], time: times[next], accuracy: accuracies[next])
-            if verdict == .agrees { agreed += 1 }
-            next += 1
-        }
-        if next >= fixes.count { next = 0 }
-        return count
+    let ns = medianNanosecondsPerItem(count: fixes.count) { i in
+        let verdict = motion.update(&tracks[i % subjects], point: points[i], time: times[i], accuracy: accuracies[i])
+        if verdict == .agrees { agreed += 1 }
     }
     consume(agreed)
     return ns
@@ -176,18 +183,8 @@ func motionCheckNanoseconds(fixes: [WeightedFix], subjects: Int) -> Double {
 /// `WeightedFix` (by the filter, before the monitor), so not in `RegionMonitor.process`'s own time.
 func conversionNanoseconds(fixes: [WeightedFix]) -> Double {
     let coordinates = fixes.map(\.coordinate)
-    var next = 0
     var sum = 0.0
-    let ns = medianNanosecondsPerOperation(rounds: 9, warmUp: 1) {
-        let end = min(coordinates.count, next + 5000)
-        let count = end - next
-        while next < end {
-            sum += GeocentricPoint(coordinates[next]).z
-            next += 1
-        }
-        if next >= coordinates.count { next = 0 }
-        return count
-    }
+    let ns = medianNanosecondsPerItem(count: coordinates.count) { i in sum += GeocentricPoint(coordinates[i]).z }
     consume(sum)
     return ns
 }
