@@ -22,6 +22,9 @@ package struct LineReader {
     /// Bytes of the over-long line being skipped that were dropped so far.
     private var skipped = 0
     private var eof = false
+    /// Where the first newline at or after `start` was found, while that is still so (below `start`: not known).
+    /// `hasBufferedLine` looks for the line after each one, and `nextItem()` then found it a second time.
+    private var knownNewline = -1
 
     /// Thrown by `next()` when `interrupt` became readable while it waited for input.
     package struct Interrupted: Error {}
@@ -39,17 +42,20 @@ package struct LineReader {
 
     /// Whether a whole line is already buffered (so `next()` will not block).
     package var hasBufferedLine: Bool {
-        newline() != nil
+        mutating get { newline() != nil }
     }
 
     /// The position of the first newline buffered, if any (`memchr`: the fleet source looks for the next line
     /// after each one, and a byte-at-a-time search cost more than a tenth of its time per line).
-    private func newline() -> Int? {
+    private mutating func newline() -> Int? {
         guard start < end else { return nil }
-        return buffer.withUnsafeBytes { raw in
+        if knownNewline >= start { return knownNewline }
+        let found: Int? = buffer.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, let found = memchr(base + start, 0x0A, end - start) else { return nil }
             return UnsafeRawPointer(found) - base
         }
+        if let found { knownNewline = found }
+        return found
     }
 
     /// What `nextItem()` read: a line, or the length of a line too long to keep (skipped, not held).
@@ -107,11 +113,13 @@ package struct LineReader {
                 skipped += end - start
                 start = 0
                 end = 0
+                knownNewline = -1
             }
             if start > 0 && end == buffer.count || start == end {
                 buffer.replaceSubrange(0..<(end - start), with: buffer[start..<end])
                 end -= start
                 start = 0
+                knownNewline = -1
             }
             if end == buffer.count {
                 buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, maximumLength + 65_536)))

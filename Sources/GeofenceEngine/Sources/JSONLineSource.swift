@@ -58,7 +58,9 @@ package struct JSONLines {
     }
 
     /// Whether a whole line is already read (a batch can grow without waiting for the producer).
-    package var hasBufferedLine: Bool { reader.hasBufferedLine }
+    package var hasBufferedLine: Bool {
+        mutating get { reader.hasBufferedLine }
+    }
 
     /// Lines cut off for being longer than the reader takes (each also returned by `next()` as `too-long`).
     package var oversizedLines: Int { reader.oversizedLines }
