@@ -48,3 +48,15 @@ extension MotionConsistency {
             steadyWeight: steadyNext)
     }
 }
+
+extension MotionConsistency.Track {
+    /// `motion.prediction(of: self, at:)`, for a track read in place where it is kept (an optional's `?.`).
+    @inline(__always)
+    func prediction(by motion: MotionConsistency, at time: Double) -> MotionConsistency.Estimate {
+        motion.prediction(of: self, at: time)
+    }
+
+    /// `motion.estimate(of: self)`, read in place.
+    @inline(__always)
+    func estimate(by motion: MotionConsistency) -> MotionConsistency.Estimate { motion.estimate(of: self) }
+}

@@ -176,7 +176,9 @@ package struct MotionConsistency: Sendable, Equatable {
 
     /// Judges a fix against the track and, when it agrees (or resynchronizes), takes it in.
     package func update(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
-        guard track != nil else {
+        // Not `track != nil`: `Track` is `Equatable`, and that compared the track with a nil built for it, copying
+        // some 200 bytes twice a fix.
+        if case .none = track {
             track = start(at: point, time: time, accuracy: accuracy)
             return .first
         }

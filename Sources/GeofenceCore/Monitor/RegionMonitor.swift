@@ -486,25 +486,40 @@ package struct RegionMonitor: Sendable {
     package mutating func process(
         _ fix: WeightedFix, now: Date, track hint: Int = -1, into out: inout MonitorOutput
     ) {
+        // Read once: each `fix.subject` copied the whole fix (its outlined copy and destroy) to read the name.
+        let subject = fix.subject
         expireRegions(upTo: fix.time, now: now, into: &out)
         // Regions inserted since the last fix may sit in unsorted tails of the index: sorted in here, so
         // that queries stay short (a few microseconds, after a batch of insertions only).
         if spatialIndex.needsFlush { spatialIndex.flush() }
 
-        let c = configuration
         let trackIndex: Int
-        if let i = self.track(of: fix.subject, hint: hint) {
+        if let i = self.track(of: subject, hint: hint) {
             trackIndex = i
         } else {
             trackIndex = tracks.count
-            trackBySubject[fix.subject] = trackIndex
+            trackBySubject[subject] = trackIndex
             tracks.append(Track(lastFixTime: nil, baselineSeq: 0))
             motions.append(nil)
-            names.append(fix.subject)
+            names.append(subject)
         }
-        // Out of the array while it changes, so that its pair table is not copied on write.
-        var track = Track(lastFixTime: nil, baselineSeq: 0)
-        swap(&track, &tracks[trackIndex])
+        // Changed in place where it is kept, the array out of `self` meanwhile (the array's reference swapped, 8
+        // bytes): nothing `process(_:subject:trackIndex:track:now:into:)` calls reads `tracks`. (Before, the track
+        // itself was swapped out and back, some 250 bytes moved four times and an empty track made and destroyed
+        // for each fix, to keep its pair table from being copied on write.)
+        var all: [Track] = []
+        swap(&all, &tracks)
+        process(fix, subject: subject, trackIndex: trackIndex, track: &all[trackIndex], now: now, into: &out)
+        swap(&all, &tracks)
+    }
+
+    /// `process(_:now:track:into:)` with the subject's track found: `track` is `tracks[trackIndex]`, held
+    /// outside `self` by the caller.
+    private mutating func process(
+        _ fix: WeightedFix, subject: String, trackIndex: Int, track: inout Track, now: Date,
+        into out: inout MonitorOutput
+    ) {
+        let c = configuration
         let point = fix.point
 
         // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
@@ -513,15 +528,15 @@ package struct RegionMonitor: Sendable {
         if track.gapPending { motions[trackIndex] = nil }
         // The track's expectation at this fix before it is taken in, for the decisions on the track.
         var before: MotionConsistency.Estimate? = nil
-        if c.fusedDecisions, let prior = motions[trackIndex] {
-            before = c.motion.prediction(of: prior, at: fix.time.timeIntervalSince1970)
+        // Read in place (`?.`), not bound to a copy of the track.
+        if c.fusedDecisions {
+            before = motions[trackIndex]?.prediction(by: c.motion, at: fix.time.timeIntervalSince1970)
         }
         let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
         switch verdict {
         case .outlier:
             outliers += 1
-            tracks[trackIndex] = consume track
             return
         case .resynchronized: resynchronized += 1
         case .first, .agrees: break
@@ -537,8 +552,10 @@ package struct RegionMonitor: Sendable {
         // What the track says at this fix, when it may decide: a fix that agreed with a motion seen throughout,
         // not the track's first, not one that started it over, not the first after a stretch not watched.
         var fused: FusedTrack? = nil
-        if c.fusedDecisions, verdict == .agrees, !track.gapPending, let before, let posterior = motions[trackIndex] {
-            fused = FusedTrack(before: before, after: c.motion.estimate(of: posterior))
+        if c.fusedDecisions, verdict == .agrees, !track.gapPending, let before,
+            let after = motions[trackIndex]?.estimate(by: c.motion)
+        {
+            fused = FusedTrack(before: before, after: after)
         }
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
@@ -597,7 +614,7 @@ package struct RegionMonitor: Sendable {
         let copies = candidateSearch == .spatialIndex && track.neighbourhood.generation == regionGeneration
         for slot in slots {
             let record = (copies ? track.neighbourhood.record(slot: slot) : nil) ?? regions.records[Int(slot)]
-            guard regions.applies(record, slot: slot, to: fix.subject) else { continue }
+            guard regions.applies(record, slot: slot, to: subject) else { continue }
             // A region kept past its expiry (`removesExpiredRegions` off) is nothing to a fix from after it.
             if record.flags.contains(.hasDetails), let expires = regions.expires(slot: slot), expires <= fix.time {
                 continue
@@ -633,15 +650,14 @@ package struct RegionMonitor: Sendable {
             step(
                 &pair, slot: slot, record: record, bounds: bounds, fix: fix, margin: margin, acrossGap: acrossGap,
                 fused: fused, now: now, into: &out)
-            keep(pair, slot: slot, seq: record.seq, subject: fix.subject, track: &track, into: &out)
+            keep(pair, slot: slot, seq: record.seq, subject: subject, track: &track, into: &out)
         }
         scratch = slots
 
         track.lastFixTime = fix.time
         track.baselineSeq = maxSeq
-        tracks[trackIndex] = consume track
         out.subjectUpdate = .init(
-            subject: fix.subject,
+            subject: subject,
             record: SubjectRecord(lastFixTime: fix.time, baselineSeq: maxSeq, lastFix: EventFix(fix)))
     }
 
