@@ -438,9 +438,15 @@ package final class FixPipeline {
         } else if idleLimit != nil, let stored = try? store.monitorState.subject(named: fix.subject) {
             restore(stored)
         }
-        let verdict = filter.evaluate(fix, hint: &vehicles[vehicle].filter)
-        guard case .accepted(let weighted) = verdict else { return verdict }
-        let out = monitor.process(weighted, now: batchNow ?? clock(), track: vehicles[vehicle].track)
+        // The verdict is taken apart as it comes and made again on the way out: bound from a kept `verdict`, the
+        // accepted fix was copied twice (its outlined copy, a retain of its name) for each fix.
+        let weighted: WeightedFix
+        switch filter.evaluate(fix, hint: &vehicles[vehicle].filter) {
+        case .rejected(let reason): return .rejected(reason)
+        case .accepted(let accepted): weighted = accepted
+        }
+        var out = MonitorOutput()
+        monitor.process(weighted, now: batchNow ?? clock(), track: vehicles[vehicle].track, into: &out)
         // Asked once: each `isEmpty` of an output is a call into the other module.
         let changed = !out.isEmpty
         // A fleet's fix carries no receipt time (its filter judges it by its own time alone): it is timed from
@@ -457,7 +463,7 @@ package final class FixPipeline {
         vehicles[vehicle].uncommitted += 1
         uncommittedCount += 1
         touch(vehicle)
-        return verdict
+        return .accepted(weighted)
     }
 
     /// Queues a fix's outputs for the next commit: its decisions in order (`pending`), its vehicle's row
