@@ -134,6 +134,36 @@ import Testing
         }
     }
 
+    /// A fraction's digits are read eight bytes at a time while eight remain (`digitsAt`): runs of 1 to 19 digits,
+    /// followed by every byte there is, ending 0 to 9 bytes before the line does, so that the run meets the end of
+    /// the word, of the eight bytes left, and of the line at every place.
+    @Test("a fraction's digits followed by any byte, at every distance from the line's end: the strict reader's value")
+    func fractionDigitRuns() {
+        var checked = 0
+        for length in 1...19 {
+            let digits = (0..<length).map { UInt8(ascii: "0") + UInt8(($0 * 7 + length) % 10) }
+            for follower in 0...255 {
+                for tail in 0...9 {
+                    let line =
+                        Array(#"{"class":"TPV","mode":3,"lon":2,"lat":4."#.utf8) + digits + [UInt8(follower)]
+                        + Array(repeating: UInt8(ascii: " "), count: tail) + [UInt8(ascii: "}")]
+                    let fast = GPSDJSON.decode(line, defaultSubject: "fleet")
+                    let strict = GPSDJSON.decodeStrictly(line, defaultSubject: "fleet")
+                    let text = String(decoding: line, as: UTF8.self)
+                    if case .tpv(let a) = fast, case .tpv(let b) = strict {
+                        #expect(a.latitude?.bitPattern == b.latitude?.bitPattern, "\(text)")
+                    } else {
+                        #expect(fast == strict, "\(text)")
+                    }
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 19 * 256 * 10)
+        // The common case does take the scan (or this would test the strict reader against itself).
+        #expect(GPSDJSON.scansInPlace(Array(#"{"class":"TPV","mode":3,"lat":4.1234567890123,"lon":2}"#.utf8)))
+    }
+
     @Test("gpsd's recordings (../shared/fixtures/gpsd): every line decodes as the strict reader decodes it")
     func recordings() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
