@@ -236,7 +236,7 @@ package final class FixPipeline {
     /// same work and commits, without keeping each report and its verdict (a fix and a copy of it, some
     /// 270 bytes) in a step made for every fix.
     package func processForEvents(_ fix: Fix) throws -> [RegionEvent] {
-        offer(fix) { _, _ in }
+        offer(fix)
         return try commitIfDue()
     }
 
@@ -251,14 +251,14 @@ package final class FixPipeline {
         // batch, not one a fix).
         batchNow = clock()
         defer { batchNow = nil }
-        for fix in fixes { offer(fix) { _, _ in } }
+        for fix in fixes { offer(fix) }
         return try commitIfDue()
     }
 
     /// Judges a fix and queues what it changes without trying to commit (the store refused the last commit:
     /// the caller retries now and then rather than rewriting a growing queue at every fix).
     package func judgeWithoutCommit(_ fix: Fix) {
-        offer(fix) { _, _ in }
+        offer(fix)
     }
 
     /// Runs one report through epoch assembly, the filter and the monitor; `decided` hears every report it
@@ -266,14 +266,21 @@ package final class FixPipeline {
     ///
     /// Each report offered is numbered (`offered`), for `committedThrough`: the assembler holds at most one
     /// report per vehicle, and hands back the one it held before the one offered.
+    ///
+    /// Without `decided` (the batch and the events-only paths) no verdict is made: an accepted fix stays where
+    /// the filter made it (`judge(_:number:vehicle:accepted:)`).
     @inline(__always)
-    private func offer(_ fix: Fix, _ decided: (Fix, FixVerdict) -> Void) {
+    private func offer(_ fix: Fix, _ decided: ((Fix, FixVerdict) -> Void)? = nil) {
         offered += 1
         let number = offered
         let vehicle = self.vehicle(fix.subject)
         // The usual report (complete, none of its vehicle's held) goes straight on.
         if heldNumbers.isEmpty, assembler.passesOn(fix, hint: &vehicles[vehicle].assembler) {
-            decided(fix, judge(fix, number: number, vehicle: vehicle))
+            if let decided {
+                decided(fix, judge(fix, number: number, vehicle: vehicle))
+            } else {
+                judge(fix, number: number, vehicle: vehicle) { _ in }
+            }
             return
         }
         let outcomes = assembler.offer(fix, now: monotonic())
@@ -304,9 +311,13 @@ package final class FixPipeline {
             switch outcome {
             case .superseded(let old):
                 filter.count(.duplicate)
-                decided(old, .rejected(.duplicate))
+                decided?(old, .rejected(.duplicate))
             case .ready(let ready):
-                decided(ready, judge(ready, number: reportNumber, vehicle: vehicle))
+                if let decided {
+                    decided(ready, judge(ready, number: reportNumber, vehicle: vehicle))
+                } else {
+                    judge(ready, number: reportNumber, vehicle: vehicle) { _ in }
+                }
             }
         }
         if newHeld { heldNumbers[fix.subject] = number }
@@ -377,7 +388,7 @@ package final class FixPipeline {
     /// `settle()` without the commit, while the store refuses writes (the caller retries the commit itself).
     package func settleWithoutCommit() {
         for (fix, number) in released(assembler.due(now: monotonic())) {
-            _ = judge(fix, number: number, vehicle: vehicle(fix.subject))
+            judge(fix, number: number, vehicle: vehicle(fix.subject)) { _ in }
         }
     }
 
@@ -431,6 +442,20 @@ package final class FixPipeline {
 
     /// `vehicle` is the fix's vehicle's entry (`vehicle(_:)`).
     private func judge(_ fix: Fix, number: Int64, vehicle: Int) -> FixVerdict {
+        var kept: WeightedFix? = nil
+        if let rejection = judge(fix, number: number, vehicle: vehicle, accepted: { kept = copy $0 }) {
+            return .rejected(rejection)
+        }
+        guard let kept else { preconditionFailure("a fix neither accepted nor refused") }
+        return .accepted(kept)
+    }
+
+    /// `judge(_:number:vehicle:)` without the verdict: an accepted fix goes to the monitor, and to `accepted`,
+    /// where the filter made it; a refused one returns why.
+    @discardableResult
+    private func judge(
+        _ fix: Fix, number: Int64, vehicle: Int, accepted: (borrowing WeightedFix) -> Void
+    ) -> FixRejection? {
         // A vehicle the monitor does not hold may have been evicted: its state is in the store. (A store
         // that cannot be read now leaves it as new: `determined` rather than `enter`, and nothing lost.)
         if let track = monitor.locateTrack(of: fix.subject, hint: vehicles[vehicle].track) {
@@ -438,13 +463,19 @@ package final class FixPipeline {
         } else if idleLimit != nil, let stored = try? store.monitorState.subject(named: fix.subject) {
             restore(stored)
         }
-        // The verdict is taken apart as it comes and made again on the way out: bound from a kept `verdict`, the
-        // accepted fix was copied twice (its outlined copy, a retain of its name) for each fix.
-        let weighted: WeightedFix
-        switch filter.evaluate(fix, hint: &vehicles[vehicle].filter) {
-        case .rejected(let reason): return .rejected(reason)
-        case .accepted(let accepted): weighted = accepted
+        // The hint is read out and written back: the vehicles are used again while the filter is judging.
+        var hint = vehicles[vehicle].filter
+        defer { vehicles[vehicle].filter = hint }
+        return filter.evaluate(fix, hint: &hint) { weighted in
+            take(weighted, fix: fix, number: number, vehicle: vehicle)
+            accepted(weighted)
         }
+    }
+
+    /// The monitor's part of `judge`, for a fix the filter accepted (it must not use the filter: the filter is
+    /// judging).
+    @inline(__always)
+    private func take(_ weighted: borrowing WeightedFix, fix: Fix, number: Int64, vehicle: Int) {
         var out = MonitorOutput()
         monitor.process(weighted, now: batchNow ?? clock(), track: vehicles[vehicle].track, into: &out)
         // Asked once: each `isEmpty` of an output is a call into the other module.
@@ -463,7 +494,6 @@ package final class FixPipeline {
         vehicles[vehicle].uncommitted += 1
         uncommittedCount += 1
         touch(vehicle)
-        return .accepted(weighted)
     }
 
     /// Queues a fix's outputs for the next commit: its decisions in order (`pending`), its vehicle's row

@@ -277,15 +277,32 @@ package struct FixFilter: Sendable {
     /// (any value at first: it is checked against the subject, and a stale one costs a look-up by name, never
     /// another subject's track), and is set to the slot used when the track was judged.
     package mutating func evaluate(_ fix: Fix, hint: inout Int) -> FixVerdict {
-        let verdict = judge(fix, hint: &hint)
-        switch verdict {
-        case .accepted: statistics.accepted += 1
-        case .rejected(let reason): statistics.rejected[reason, default: 0] += 1
-        }
-        return verdict
+        var accepted: WeightedFix? = nil
+        if let rejection = evaluate(fix, hint: &hint, accepted: { accepted = copy $0 }) { return .rejected(rejection) }
+        guard let accepted else { preconditionFailure("a fix neither accepted nor refused") }
+        return .accepted(accepted)
     }
 
-    private mutating func judge(_ fix: Fix, hint: inout Int) -> FixVerdict {
+    /// `evaluate(_:hint:)` for a caller that takes the accepted fix where the filter made it (`FixPipeline`):
+    /// `accepted` hears it (borrowed) before this returns nil; a refused fix returns why. Returned in a verdict
+    /// through three functions, the fix (some 170 bytes) was moved ten times a fix. `accepted` must not use
+    /// this filter.
+    package mutating func evaluate(
+        _ fix: Fix, hint: inout Int, accepted: (borrowing WeightedFix) -> Void
+    ) -> FixRejection? {
+        let rejection = judge(fix, hint: &hint, accepted: accepted)
+        if let rejection {
+            statistics.rejected[rejection, default: 0] += 1
+        } else {
+            statistics.accepted += 1
+        }
+        return rejection
+    }
+
+    @inline(__always)
+    private mutating func judge(
+        _ fix: Fix, hint: inout Int, accepted: (borrowing WeightedFix) -> Void
+    ) -> FixRejection? {
         let c = configuration
         // A live fix is judged against its own receipt time; a recording's and a fleet's have none here.
         let time: Date
@@ -295,7 +312,7 @@ package struct FixFilter: Sendable {
             time = t
             coordinate = point
         case let refused:
-            return .rejected(refused.rejection ?? .noFix)
+            return refused.rejection ?? .noFix
         }
         let accuracy: Double
         let estimated: Bool
@@ -306,7 +323,7 @@ package struct FixFilter: Sendable {
             accuracy = c.defaultAccuracy
             estimated = true
         }
-        if accuracy > c.maxAccuracy { return .rejected(.tooInaccurate) }
+        if accuracy > c.maxAccuracy { return .tooInaccurate }
 
         let weighted = WeightedFix(
             fix: fix, time: time, coordinate: coordinate, accuracy: accuracy, accuracyEstimated: estimated)
@@ -314,24 +331,25 @@ package struct FixFilter: Sendable {
         // with a good hint, one without.
         let slot = self.slot(of: fix.subject, hint: hint)
         hint = slot
-        let (verdict, resynchronized) = Self.judge(
-            weighted, KeptFix(weighted), track: &memories[slot],
-            maxSpeed: c.maxSpeed, resyncAfter: c.resyncAfter)
+        let (rejection, resynchronized) = Self.judge(
+            KeptFix(weighted), track: &memories[slot], maxSpeed: c.maxSpeed, resyncAfter: c.resyncAfter)
         if resynchronized { statistics.resynchronized += 1 }
-        return verdict
+        if rejection == nil { accepted(weighted) }
+        return rejection
     }
 
-    /// `judge`'s decision against the subject's track, which it updates; and whether it re-synchronised.
+    /// `judge`'s decision against the subject's track, which it updates (nil: accepted); and whether it
+    /// re-synchronised.
     private static func judge(
-        _ weighted: WeightedFix, _ kept: KeptFix, track: inout VehicleMemory, maxSpeed: Double, resyncAfter: Int
-    ) -> (FixVerdict, resynchronized: Bool) {
-        let time = weighted.time
+        _ kept: KeptFix, track: inout VehicleMemory, maxSpeed: Double, resyncAfter: Int
+    ) -> (FixRejection?, resynchronized: Bool) {
+        let time = kept.time
         func plausible(from a: KeptFix, to b: KeptFix) -> Bool { Self.plausible(from: a, to: b, maxSpeed: maxSpeed) }
         guard let last = track.last else {
             track.last = kept
-            return (.accepted(weighted), false)
+            return (nil, false)
         }
-        if time == last.time { return (.rejected(.duplicate), false) }
+        if time == last.time { return (.duplicate, false) }
         let reason: FixRejection?
         if time < last.time {
             reason = .outOfOrder
@@ -343,11 +361,11 @@ package struct FixFilter: Sendable {
         guard let reason else {
             track.last = kept
             track.candidates.removeAll()
-            return (.accepted(weighted), false)
+            return (nil, false)
         }
         // A refused fix may be the first of a new truth: keep a run of mutually consistent ones.
         if let previous = track.candidates.last {
-            if kept.time == previous.time { return (.rejected(.duplicate), false) }
+            if kept.time == previous.time { return (.duplicate, false) }
             if kept.time < previous.time || !plausible(from: previous, to: kept) {
                 track.candidates.removeAll()
             }
@@ -356,9 +374,9 @@ package struct FixFilter: Sendable {
         if track.candidates.count >= max(1, resyncAfter) {
             track.last = kept
             track.candidates.removeAll()
-            return (.accepted(weighted), true)
+            return (nil, true)
         }
-        return (.rejected(reason), false)
+        return (reason, false)
     }
 
     /// Whether moving from `a` to `b` is possible at `maxSpeed`, giving both fixes the benefit of their accuracy.
