@@ -79,7 +79,8 @@ package final class FixPipeline {
         init(subject: String) { self.subject = subject }
     }
     @exclusivity(unchecked) private var vehicles: [Vehicle] = []
-    @exclusivity(unchecked) private var vehicleBySubject: [String: Int] = [:]
+    /// Each vehicle's entry in `vehicles`, by its name (there).
+    @exclusivity(unchecked) private var vehicleBySubject = NameIndex()
     /// The vehicles with a row waiting or fixes not committed, each once (what a commit looks at).
     @exclusivity(unchecked) private var touched: [Int] = []
     /// The vehicles whose decisions wait in `pending`, each once.
@@ -336,9 +337,10 @@ package final class FixPipeline {
     /// The vehicle's entry in `vehicles`, made if it has none: the one look-up of its name a fix.
     @inline(__always)
     private func vehicle(_ subject: String) -> Int {
-        if let known = vehicleBySubject[subject] { return known }
+        let hash = subject.hashValue
+        if let known = vehicleBySubject.find(hash: hash, where: { vehicles[$0].subject == subject }) { return known }
         let index = vehicles.count
-        vehicleBySubject[subject] = index
+        vehicleBySubject.insert(hash: hash, position: index)
         vehicles.append(Vehicle(subject: subject))
         return index
     }
@@ -422,18 +424,22 @@ package final class FixPipeline {
         for subject in gone {
             heldNumbers[subject] = nil
             // After the flush above no vehicle is listed (`touched`, `deciding`): entries may move.
-            guard let index = vehicleBySubject.removeValue(forKey: subject) else { continue }
+            let hash = subject.hashValue
+            guard let index = vehicleBySubject.find(hash: hash, where: { vehicles[$0].subject == subject }) else {
+                continue
+            }
+            vehicleBySubject.remove(hash: hash, position: index)
             let last = vehicles.count - 1
             if index != last {
                 vehicles.swapAt(index, last)
-                vehicleBySubject[vehicles[index].subject] = index
+                vehicleBySubject.move(hash: vehicles[index].subject.hashValue, from: last, to: index)
             }
             vehicles.removeLast()
         }
         // Storage sized for the vehicles left, when most have gone (the rule of the parts' own tables).
         if !gone.isEmpty && vehicles.capacity > 2 * vehicles.count + 1024 {
             vehicles = Array(vehicles)
-            vehicleBySubject = Dictionary(uniqueKeysWithValues: vehicleBySubject.map { ($0.key, $0.value) })
+            vehicleBySubject.compact()
         }
         return gone.count
     }
