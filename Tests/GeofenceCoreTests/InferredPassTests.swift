@@ -212,6 +212,54 @@ struct InferredPassTests {
         #expect(drive(last: 96, speed: 0).isEmpty)
     }
 
+    @Test(
+        "across a gap of 6 s at 28 m/s, the courses at both ends rule out the swerve the length allows: a pass"
+    )
+    func passByTurning() throws {
+        let o = DecisionScenarios.origin
+        let region = try Region(id: "gate", center: o, radius: 40)
+        // East at 28 m/s through the centre, fixes of 8 m (margin 8 m, band 32-48 m) every second to 46 m before
+        // the centre (in the band), then none for 6 s (a burst refused), then one 122 m past it. The length
+        // allows a path 188.5 m long between fixes 168 m apart: the ellipse is 39 m wide 8 m past the centre,
+        // which leaves 1 m, less than `minMargin`. Along the road at both ends (within 5°), a swerve that wide
+        // in 6 s takes more than 8 m/s²: at most 29.6 m aside, 34.6 m with the margin, in a region 40 m deep.
+        func drive(course: Double? = 90, configuration: MonitorConfiguration = .init()) -> [RegionEventType] {
+            var monitor = RegionMonitor(
+                configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+            monitor.insert(region, seq: 1)
+            var events: [RegionEvent] = []
+            let stations: [(east: Double, speed: Double)] =
+                stride(from: -46.0 - 28 * 20, through: -46, by: 28).map { ($0, 28) } + [(122, 28)]
+            for (k, (east, speed)) in stations.enumerated() {
+                let time = DecisionScenarios.start.addingTimeInterval(Double(k) + (k == stations.count - 1 ? 5 : 0))
+                let at = offset(o, north: 0, east: east)
+                var fix = Fix(
+                    subject: "truck", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+                    horizontalAccuracy: 8)
+                fix.speed = speed
+                fix.course = k == stations.count - 1 ? course : 90
+                let weighted = WeightedFix(
+                    fix: fix, time: time, coordinate: at, accuracy: 8, accuracyEstimated: false)
+                events += monitor.process(weighted, now: time).events
+            }
+            #expect(monitor.outliers == 0)
+            return events.filter { ($0.type == .enter || $0.type == .exit) && $0.inferred }.map(\.type)
+        }
+        #expect(drive() == [.enter, .exit])
+        // The length alone does not show it.
+        var lengthOnly = MonitorConfiguration()
+        lengthOnly.passTurnAcceleration = 0
+        #expect(drive(configuration: lengthOnly).isEmpty)
+        // Nothing to say without a course at the end, nor with one 30° off the road (it may have come back
+        // round), nor for a vehicle that can turn at 12 m/s².
+        #expect(drive(course: nil).isEmpty)
+        #expect(drive(course: 120).isEmpty)
+        #expect(drive(course: 60).isEmpty)
+        var sharp = MonitorConfiguration()
+        sharp.passTurnAcceleration = 12
+        #expect(drive(configuration: sharp).isEmpty)
+    }
+
     @Test("an inferred enter and exit have distinct ids derived from what they say, the same on every run")
     func identities() throws {
         let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)
