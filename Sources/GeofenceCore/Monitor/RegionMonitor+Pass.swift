@@ -17,6 +17,11 @@ extension RegionMonitor {
     /// Below this speed (m/s) a reported course is taken to say nothing (a Doppler velocity's direction is then
     /// mostly its noise), and the turning bound is not used.
     static let courseSpeed = 2.0
+    /// The turning bound is worked out only across gaps at least this long (seconds). A second apart it would
+    /// show passes only through circles of 10-15 m, and would send every fast fix of a dense fleet to the
+    /// index for them (the length bound's tests end there for such fixes); across a burst of lies or a sparse
+    /// report it is what tells.
+    static let turnGap = 2.0
     /// How far a reported velocity may be off when the receiver says nothing of it (gpsd's `epd` and `eps`
     /// are not read): its course by 5°, or what an error of `speedError` across it makes at its speed, whichever
     /// is more, and its speed by `speedError`. A receiver's Doppler velocity is good to a few tenths of a metre a
@@ -72,31 +77,35 @@ extension RegionMonitor {
         // is at least `minMargin` plus the ellipse's half-width at the segment's ends, `2b²/S`
         // (`b² = (S² − d²)/4`), its narrowest over the segment.
         let ellipseNarrowest = (sum * sum - chord * chord) / (2 * sum)
-        // The turning bound is never below the larger accuracy (a path may start or end that far aside), so
+        // The turning bound applies with courses at both fixes, at a speed where a course means something,
+        // across a gap long enough (`turnGap`). It grows with the gap's square, the ellipse about in proportion:
+        // where `A·T²/16` (the bound with the courses along the line and no position error) is already wider
+        // than the ellipse (from some 12 s at 28 m/s and 8 m/s²), it is not worked out, which only ever leaves
+        // a pass unreported. It is never below the larger accuracy (a path may start or end that far aside), so
         // that is a floor for the test before it is worked out.
-        guard chord + m1 >= m2 + 2 * (min(ellipseNarrowest, max(a1, a2)) * 0.999 + c.minMargin) else { return }
+        let turning =
+            c.passTurnAcceleration > 0 && dt >= Self.turnGap && min(s1, s2) >= Self.courseSpeed
+            && from.course?.isFinite == true && fix.fix.course?.isFinite == true
+            && c.passTurnAcceleration * dt * dt / 16 < (sum * sum - chord * chord).squareRoot() / 2
+        let floor = turning ? min(ellipseNarrowest, max(a1, a2)) : ellipseNarrowest
+        guard chord + m1 >= m2 + 2 * (floor * 0.999 + c.minMargin) else { return }
         var dLon = fix.coordinate.longitude - start.longitude
         if dLon > 180 { dLon -= 360 }
         if dLon < -180 { dLon += 360 }
-        // A course that points away from the other fix: the subject was not heading along the segment. The
-        // segment's direction on the local plane is good to far better than the 90° this asks (and, over the
-        // few hundred metres where the turning bound matters, to far less than the 5° course error it assumes).
-        let meanLatitude = (start.latitude + fix.coordinate.latitude) / 2 * .pi / 180
-        let azimuth =
-            atan2(dLon * cos(meanLatitude), fix.coordinate.latitude - start.latitude) * 180 / .pi
-        func agrees(_ course: Double?) -> Bool {
-            guard let course, course.isFinite else { return true }
-            let diff = abs((course - azimuth).truncatingRemainder(dividingBy: 360))
-            return min(diff, 360 - diff) <= 90
+        // The segment's direction on the local plane: good to far better than the 90° asked of the courses
+        // below, and, over the few hundred metres where the turning bound matters, to far less than the 5° of
+        // course error it assumes.
+        func segmentAzimuth() -> Double {
+            let meanLatitude = (start.latitude + fix.coordinate.latitude) / 2 * .pi / 180
+            return atan2(dLon * cos(meanLatitude), fix.coordinate.latitude - start.latitude) * 180 / .pi
         }
-        guard agrees(from.course), agrees(fix.fix.course) else { return }
         // How far a path can swerve aside, from the courses at both ends (infinite without them, too slow for
         // a course to mean anything, or with speeds that changed faster than the acceleration allows).
         var swerve = Double.infinity
-        if c.passTurnAcceleration > 0, let c1 = from.course, let c2 = fix.fix.course, c1.isFinite, c2.isFinite,
-            min(s1, s2) >= Self.courseSpeed,
+        if turning, let c1 = from.course, let c2 = fix.fix.course,
             abs(s2 - s1) - 2 * Self.speedError <= c.passTurnAcceleration * dt
         {
+            let azimuth = segmentAzimuth()
             let starting = SidewaysReach.lateral(
                 speed: s1, course: c1, azimuth: azimuth, speedError: Self.speedError,
                 courseError: Self.assumedCourseError(speed: s1))
@@ -127,6 +136,14 @@ extension RegionMonitor {
         // a millimetre (shorter, so the ellipse below comes out wider: more cautious).
         let d = chord
         guard d.isFinite, d > 0, sum > d else { return }
+        // A course that points away from the other fix: the subject was not heading along the segment.
+        let azimuth = segmentAzimuth()
+        func agrees(_ course: Double?) -> Bool {
+            guard let course, course.isFinite else { return true }
+            let diff = abs((course - azimuth).truncatingRemainder(dividingBy: 360))
+            return min(diff, 360 - diff) <= 90
+        }
+        guard agrees(from.course), agrees(fix.fix.course) else { return }
         let semiMajor = sum / 2
         let semiMinor = (sum * sum - d * d).squareRoot() / 2
         guard semiMinor.isFinite else { return }

@@ -21,7 +21,8 @@ import Foundation
 ///   `G` grows with its time and with the velocity (`∂G/∂v = (A·τ − v)/(2A) ≥ 0`), so the worst case takes
 ///   the end velocities at their limits, and the first bound `f(τ)` rises in `τ` while the second `g(τ)`
 ///   falls. For any `τ₀` where both are defined, `min(f, g) ≤ max(f(τ₀), g(τ₀))` at every `τ` (`f(τ) ≤ f(τ₀)`
-///   before it, `g(τ) ≤ g(τ₀)` after), tightest where they cross, which bisection finds.
+///   before it, `g(τ) ≤ g(τ₀)` after), tightest where they cross: where neither velocity is cut, `f = g` is
+///   linear in `τ` (a difference of squares) and gives it at once, else bisection finds it.
 /// - The other side is the same with the velocities mirrored. With no course at the ends (`y′` is then
 ///   anything up to the speed) this gives nothing useful, and is not used. When the ends' velocities are
 ///   farther apart than `A·T` allows, no path of the model joins them: the vehicle turned harder than `A`, or
@@ -79,13 +80,22 @@ package enum SidewaysReach {
         func f(_ tau: Double) -> Double { start + bound(v, tau) }
         func g(_ tau: Double) -> Double { end + bound(w, time - tau) }
         // Where `f` (rising) meets `g` (falling): any `τ₀` gives a bound, `max(f(τ₀), g(τ₀))`, the least
-        // where they meet.
-        var (lo, hi) = (earliest, latest)
-        for _ in 0..<48 {
-            let mid = (lo + hi) / 2
-            if f(mid) < g(mid) { lo = mid } else { hi = mid }
+        // where they meet. Where neither velocity is cut to `A·τ`, `f = g` is linear in `τ` (a difference of
+        // squares): `τ₀` at once; otherwise, or if rounding left them apart, bisection.
+        let k = a * time + v + w
+        var tau = (earliest + latest) / 2
+        if k > 1e-9 {
+            tau = ((4 * a * (end - start) + 2 * (v * v - w * w)) / k + a * time - v + w) / (2 * a)
+            tau = min(latest, max(earliest, tau))
         }
-        let tau = (lo + hi) / 2
+        if abs(f(tau) - g(tau)) > 0.001 {
+            var (lo, hi) = (earliest, latest)
+            for _ in 0..<40 {
+                let mid = (lo + hi) / 2
+                if f(mid) < g(mid) { lo = mid } else { hi = mid }
+            }
+            tau = (lo + hi) / 2
+        }
         return max(reach, f(tau), g(tau))
     }
 
