@@ -260,6 +260,78 @@ struct InferredPassTests {
         #expect(drive(configuration: sharp).isEmpty)
     }
 
+    @Test(
+        "swerves at up to 7.9 m/s² around a circle the straight line goes through: never a pass; through it: passes"
+    )
+    func swervesAreNeverPasses() throws {
+        // Only the turning bound can show a pass here: the length bound is made useless.
+        var c = MonitorConfiguration()
+        c.passAcceleration = 100
+        var rng = SeededGenerator(seed: 27)
+        let o = DecisionScenarios.origin
+        var reported = 0
+        for trial in 0..<300 {
+            let speed = Double.random(in: 12...30, using: &rng)
+            let time = Double(Int.random(in: 3...8, using: &rng))
+            let heading = Double.random(in: 0..<360, using: &rng)
+            let side = Bool.random(using: &rng) ? 1.0 : -1.0
+            let accuracy = Double.random(in: 2...8, using: &rng)
+            let a = 7.9
+            // Out and back at `a`: +a for T/4, −a for T/2, +a for T/4, along at `speed`: `a·T²/16` aside at T/2,
+            // along the road at both ends.
+            func aside(_ t: Double) -> Double {
+                let q = time / 4
+                if t <= q { return a * t * t / 2 }
+                if t <= 3 * q { return a * q * q / 2 + a * q * (t - q) - a * (t - q) * (t - q) / 2 }
+                return a * (time - t) * (time - t) / 2
+            }
+            let h = heading * .pi / 180
+            func at(along x: Double, aside y: Double) -> Coordinate {
+                offset(o, north: x * cos(h) - side * y * sin(h), east: x * sin(h) + side * y * cos(h))
+            }
+            // The closest the path comes to the middle of the straight line.
+            var closest = Double.infinity
+            for k in 0...400 {
+                let t = time * Double(k) / 400
+                closest = min(closest, hypot(speed * t - speed * time / 2, aside(t)))
+            }
+            let middle = at(along: speed * time / 2, aside: 0)
+            let avoided = try Region(id: "avoided", center: middle, radius: closest - 0.5)
+            var monitor = RegionMonitor(configuration: c, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+            monitor.insert(avoided, seq: 1)
+            // A circle the path goes into, as large as the first fix (20 m clear of it) allows.
+            let radius = min(40, speed * time / 2 - 20)
+            if radius > closest + 1 {
+                monitor.insert(
+                    try Region(id: "entered", center: middle, radius: radius), seq: 2)
+            }
+            var events: [RegionEvent] = []
+            for t in [-2.0, -1, 0, time] {
+                let angle = Double.random(in: 0..<(2 * .pi), using: &rng)
+                let off = accuracy * Double.random(in: 0...1, using: &rng).squareRoot()
+                let truth = at(along: speed * t, aside: t < 0 ? 0 : aside(t))
+                let place = offset(truth, north: off * cos(angle), east: off * sin(angle))
+                let when = DecisionScenarios.start.addingTimeInterval(t + 10)
+                var fix = Fix(
+                    subject: "van", time: when, mode: .threeD, latitude: place.latitude, longitude: place.longitude,
+                    horizontalAccuracy: accuracy)
+                fix.speed = speed + Double.random(in: -0.9...0.9, using: &rng)
+                var course = heading + Double.random(in: -4.9...4.9, using: &rng)
+                course -= 360 * (course / 360).rounded(.down)
+                fix.course = course
+                let weighted = WeightedFix(
+                    fix: fix, time: when, coordinate: place, accuracy: accuracy, accuracyEstimated: false)
+                events += monitor.process(weighted, now: when).events
+            }
+            let passes = events.filter { $0.inferred && $0.type == .enter }
+            #expect(!passes.contains { $0.region == "avoided" }, "trial \(trial): a pass the path avoided")
+            reported += passes.filter { $0.region == "entered" }.count
+        }
+        // And the bound does show the passes a swerve of that size cannot avoid: 120 of the 300 trials (with
+        // `passTurnAcceleration` at 4, below the swerves' 7.9 m/s², 15 of them also report the avoided circle).
+        #expect(reported >= 60, "\(reported)")
+    }
+
     @Test("an inferred enter and exit have distinct ids derived from what they say, the same on every run")
     func identities() throws {
         let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)
