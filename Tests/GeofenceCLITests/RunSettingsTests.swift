@@ -149,6 +149,24 @@ struct RunSettingsTests {
         }
     }
 
+    /// `--pass-turn-acceleration`: m/s², or `off` (the turning bound of an inferred pass, Docs/events.md).
+    @Test func thePassTurnAccelerationIsANumberOrOff() throws {
+        try withCLI { cli in
+            let byDefault = try Self.settings(try cli.run(["run", "--print-config", "--json"]))
+            #expect(byDefault["--pass-turn-acceleration"]?["value"]?.stringValue == "8")
+            let off = try cli.run(["run", "--print-config", "--json", "--pass-turn-acceleration", "off"])
+            #expect(off.status == 0, "\(off.stderr)")
+            #expect(try Self.settings(off)["--pass-turn-acceleration"]?["value"]?.stringValue == "off")
+            let zero = try cli.run(["run", "--print-config", "--pass-turn-acceleration", "0"])
+            #expect(zero.status == 64)
+            let four = try cli.run(
+                ["run", "--print-config", "--json"], environment: ["GEOFENCE_PASS_TURN_ACCELERATION": "4"])
+            #expect(four.status == 0, "\(four.stderr)")
+            let row = try Self.settings(four)["--pass-turn-acceleration"]
+            #expect(row?["value"]?.stringValue == "4" && row?["from"]?.stringValue == "environment")
+        }
+    }
+
     @Test func passwordsAreNeverPrinted() throws {
         try withCLI { cli in
             let fromURL = try cli.run(

@@ -212,6 +212,126 @@ struct InferredPassTests {
         #expect(drive(last: 96, speed: 0).isEmpty)
     }
 
+    @Test(
+        "across a gap of 6 s at 28 m/s, the courses at both ends rule out the swerve the length allows: a pass"
+    )
+    func passByTurning() throws {
+        let o = DecisionScenarios.origin
+        let region = try Region(id: "gate", center: o, radius: 40)
+        // East at 28 m/s through the centre, fixes of 8 m (margin 8 m, band 32-48 m) every second to 46 m before
+        // the centre (in the band), then none for 6 s (a burst refused), then one 122 m past it. The length
+        // allows a path 188.5 m long between fixes 168 m apart: the ellipse is 39 m wide 8 m past the centre,
+        // which leaves 1 m, less than `minMargin`. Along the road at both ends (within 5°), a swerve that wide
+        // in 6 s takes more than 8 m/s²: at most 29.6 m aside, 34.6 m with the margin, in a region 40 m deep.
+        func drive(course: Double? = 90, configuration: MonitorConfiguration = .init()) -> [RegionEventType] {
+            var monitor = RegionMonitor(
+                configuration: configuration, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+            monitor.insert(region, seq: 1)
+            var events: [RegionEvent] = []
+            let stations: [(east: Double, speed: Double)] =
+                stride(from: -46.0 - 28 * 20, through: -46, by: 28).map { ($0, 28) } + [(122, 28)]
+            for (k, (east, speed)) in stations.enumerated() {
+                let time = DecisionScenarios.start.addingTimeInterval(Double(k) + (k == stations.count - 1 ? 5 : 0))
+                let at = offset(o, north: 0, east: east)
+                var fix = Fix(
+                    subject: "truck", time: time, mode: .threeD, latitude: at.latitude, longitude: at.longitude,
+                    horizontalAccuracy: 8)
+                fix.speed = speed
+                fix.course = k == stations.count - 1 ? course : 90
+                let weighted = WeightedFix(
+                    fix: fix, time: time, coordinate: at, accuracy: 8, accuracyEstimated: false)
+                events += monitor.process(weighted, now: time).events
+            }
+            #expect(monitor.outliers == 0)
+            return events.filter { ($0.type == .enter || $0.type == .exit) && $0.inferred }.map(\.type)
+        }
+        #expect(drive() == [.enter, .exit])
+        // The length alone does not show it.
+        var lengthOnly = MonitorConfiguration()
+        lengthOnly.passTurnAcceleration = 0
+        #expect(drive(configuration: lengthOnly).isEmpty)
+        // Nothing to say without a course at the end, nor with one 30° off the road (it may have come back
+        // round), nor for a vehicle that can turn at 12 m/s².
+        #expect(drive(course: nil).isEmpty)
+        #expect(drive(course: 120).isEmpty)
+        #expect(drive(course: 60).isEmpty)
+        var sharp = MonitorConfiguration()
+        sharp.passTurnAcceleration = 12
+        #expect(drive(configuration: sharp).isEmpty)
+    }
+
+    @Test(
+        "swerves at up to 7.9 m/s² around a circle the straight line goes through: never a pass; through it: passes"
+    )
+    func swervesAreNeverPasses() throws {
+        // Only the turning bound can show a pass here: the length bound is made useless.
+        var c = MonitorConfiguration()
+        c.passAcceleration = 100
+        var rng = SeededGenerator(seed: 27)
+        let o = DecisionScenarios.origin
+        var reported = 0
+        for trial in 0..<300 {
+            let speed = Double.random(in: 12...30, using: &rng)
+            let time = Double(Int.random(in: 3...8, using: &rng))
+            let heading = Double.random(in: 0..<360, using: &rng)
+            let side = Bool.random(using: &rng) ? 1.0 : -1.0
+            let accuracy = Double.random(in: 2...8, using: &rng)
+            let a = 7.9
+            // Out and back at `a`: +a for T/4, −a for T/2, +a for T/4, along at `speed`: `a·T²/16` aside at T/2,
+            // along the road at both ends.
+            func aside(_ t: Double) -> Double {
+                let q = time / 4
+                if t <= q { return a * t * t / 2 }
+                if t <= 3 * q { return a * q * q / 2 + a * q * (t - q) - a * (t - q) * (t - q) / 2 }
+                return a * (time - t) * (time - t) / 2
+            }
+            let h = heading * .pi / 180
+            func at(along x: Double, aside y: Double) -> Coordinate {
+                offset(o, north: x * cos(h) - side * y * sin(h), east: x * sin(h) + side * y * cos(h))
+            }
+            // The closest the path comes to the middle of the straight line.
+            var closest = Double.infinity
+            for k in 0...400 {
+                let t = time * Double(k) / 400
+                closest = min(closest, hypot(speed * t - speed * time / 2, aside(t)))
+            }
+            let middle = at(along: speed * time / 2, aside: 0)
+            let avoided = try Region(id: "avoided", center: middle, radius: closest - 0.5)
+            var monitor = RegionMonitor(configuration: c, ids: EventIDGenerator(rng: SeededGenerator(seed: 9)))
+            monitor.insert(avoided, seq: 1)
+            // A circle the path goes into, as large as the first fix (20 m clear of it) allows.
+            let radius = min(40, speed * time / 2 - 20)
+            if radius > closest + 1 {
+                monitor.insert(
+                    try Region(id: "entered", center: middle, radius: radius), seq: 2)
+            }
+            var events: [RegionEvent] = []
+            for t in [-2.0, -1, 0, time] {
+                let angle = Double.random(in: 0..<(2 * .pi), using: &rng)
+                let off = accuracy * Double.random(in: 0...1, using: &rng).squareRoot()
+                let truth = at(along: speed * t, aside: t < 0 ? 0 : aside(t))
+                let place = offset(truth, north: off * cos(angle), east: off * sin(angle))
+                let when = DecisionScenarios.start.addingTimeInterval(t + 10)
+                var fix = Fix(
+                    subject: "van", time: when, mode: .threeD, latitude: place.latitude, longitude: place.longitude,
+                    horizontalAccuracy: accuracy)
+                fix.speed = speed + Double.random(in: -0.9...0.9, using: &rng)
+                var course = heading + Double.random(in: -4.9...4.9, using: &rng)
+                course -= 360 * (course / 360).rounded(.down)
+                fix.course = course
+                let weighted = WeightedFix(
+                    fix: fix, time: when, coordinate: place, accuracy: accuracy, accuracyEstimated: false)
+                events += monitor.process(weighted, now: when).events
+            }
+            let passes = events.filter { $0.inferred && $0.type == .enter }
+            #expect(!passes.contains { $0.region == "avoided" }, "trial \(trial): a pass the path avoided")
+            reported += passes.filter { $0.region == "entered" }.count
+        }
+        // And the bound does show the passes a swerve of that size cannot avoid: 120 of the 300 trials (with
+        // `passTurnAcceleration` at 4, below the swerves' 7.9 m/s², 15 of them also report the avoided circle).
+        #expect(reported >= 60, "\(reported)")
+    }
+
     @Test("an inferred enter and exit have distinct ids derived from what they say, the same on every run")
     func identities() throws {
         let scenario = SparseScenarios.drive(interval: 30, speed: 28, seed: 1)

@@ -113,6 +113,14 @@ extension RunCommand {
                             """,
                         default: "0.5"),
                     .value(
+                        "--pass-turn-acceleration", valueName: "m/s²",
+                        help: """
+                            For a pass between two fixes with courses: how sharply a vehicle can turn, brake and \
+                            speed up together, which bounds how far a path can swerve from the line between them \
+                            (8: a car on dry asphalt; 4 for heavy vehicles); `off` bounds only its length.
+                            """,
+                        default: "8"),
+                    .value(
                         "--track-factor", valueName: "factor",
                         help: """
                             Let a vehicle's track decide a fix in the band when the motion check's estimate is \

@@ -98,6 +98,12 @@ struct RunCommand: GeofenceSubcommand {
             configuration.monitor.passAcceleration = try c.positiveNumber(
                 "--pass-acceleration", default: MonitorConfiguration().passAcceleration)
         }
+        if c.arguments.value("--pass-turn-acceleration") == "off" {
+            configuration.monitor.passTurnAcceleration = 0
+        } else {
+            configuration.monitor.passTurnAcceleration = try c.positiveNumber(
+                "--pass-turn-acceleration", default: MonitorConfiguration().passTurnAcceleration)
+        }
         if c.arguments.value("--track-factor") == "off" {
             configuration.monitor.fusedDecisions = false
         } else {

@@ -6,11 +6,33 @@ import Foundation
 /// fixes' speeds over the gap, plus what `passAcceleration` could add and take away again), so it lies in the
 /// ellipse with foci at the two fixes and axes sum `L + a1 + a2` (the fixes' accuracies). Every such path crosses
 /// each line perpendicular to the segment between the fixes, inside the ellipse: if at some point of the segment
-/// the ellipse's whole width lies inside the region, deeper than `minMargin`, every path went through it.
+/// the ellipse's whole width lies inside the region, deeper than `minMargin`, every path went through it. Where
+/// both fixes carry a course, a second bound on that width comes from how sharply the subject can turn
+/// (`SidewaysReach`, with `passTurnAcceleration`), and the narrower of the two is used: each holds for every
+/// plausible path, so both do.
 extension RegionMonitor {
     /// Each fix's speed must be at least this share of the average speed between the two (straight line) for a
     /// pass to be inferred: a subject stopped at either fix may have driven anywhere between.
     static let steadyShare = 0.5
+    /// Below this speed (m/s) a reported course is taken to say nothing (a Doppler velocity's direction is then
+    /// mostly its noise), and the turning bound is not used.
+    static let courseSpeed = 2.0
+    /// The turning bound is worked out only across gaps at least this long (seconds). A second apart it would
+    /// show passes only through circles of 10-15 m, and would send every fast fix of a dense fleet to the
+    /// index for them (the length bound's tests end there for such fixes); across a burst of lies or a sparse
+    /// report it is what tells.
+    static let turnGap = 2.0
+    /// How far a reported velocity may be off when the receiver says nothing of it (gpsd's `epd` and `eps`
+    /// are not read): its course by 5°, or what an error of `speedError` across it makes at its speed, whichever
+    /// is more, and its speed by `speedError`. A receiver's Doppler velocity is good to a few tenths of a metre a
+    /// second; the synthetic fixes' courses are off by up to 3°, their speeds by up to 0.3 m/s.
+    static let courseError = 5.0
+    static let speedError = 1.0
+
+    /// The course error assumed for a fix at `speed` (degrees).
+    static func assumedCourseError(speed: Double) -> Double {
+        max(courseError, asin(min(1, speedError / max(speed, 1e-9))) * 180 / .pi)
+    }
 
     /// One pass found: a region, and when the straight segment went in and out of it.
     struct InferredPass {
@@ -54,17 +76,57 @@ extension RegionMonitor {
         // `depth + m2` from the second (conclusively outside), so `depth ≤ (d + m1 − m2)/2`; and the depth needed
         // is at least `minMargin` plus the ellipse's half-width at the segment's ends, `2b²/S`
         // (`b² = (S² − d²)/4`), its narrowest over the segment.
-        let narrowest = (sum * sum - chord * chord) / (2 * sum)
+        let ellipseNarrowest = (sum * sum - chord * chord) / (2 * sum)
+        // The turning bound applies with courses at both fixes, at a speed where a course means something,
+        // across a gap long enough (`turnGap`). It grows with the gap's square, the ellipse about in proportion:
+        // where `A·T²/16` (the bound with the courses along the line and no position error) is already wider
+        // than the ellipse (from some 12 s at 28 m/s and 8 m/s²), it is not worked out, which only ever leaves
+        // a pass unreported. It is never below the larger accuracy (a path may start or end that far aside), so
+        // that is a floor for the test before it is worked out.
+        let turning =
+            c.passTurnAcceleration > 0 && dt >= Self.turnGap && min(s1, s2) >= Self.courseSpeed
+            && from.course?.isFinite == true && fix.fix.course?.isFinite == true
+            && c.passTurnAcceleration * dt * dt / 16 < (sum * sum - chord * chord).squareRoot() / 2
+        let floor = turning ? min(ellipseNarrowest, max(a1, a2)) : ellipseNarrowest
+        guard chord + m1 >= m2 + 2 * (floor * 0.999 + c.minMargin) else { return }
+        var dLon = fix.coordinate.longitude - start.longitude
+        if dLon > 180 { dLon -= 360 }
+        if dLon < -180 { dLon += 360 }
+        // The segment's direction on the local plane: good to far better than the 90° asked of the courses
+        // below, and, over the few hundred metres where the turning bound matters, to far less than the 5° of
+        // course error it assumes.
+        func segmentAzimuth() -> Double {
+            let meanLatitude = (start.latitude + fix.coordinate.latitude) / 2 * .pi / 180
+            return atan2(dLon * cos(meanLatitude), fix.coordinate.latitude - start.latitude) * 180 / .pi
+        }
+        // How far a path can swerve aside, from the courses at both ends (infinite without them, too slow for
+        // a course to mean anything, or with speeds that changed faster than the acceleration allows).
+        var swerve = Double.infinity
+        if turning, let c1 = from.course, let c2 = fix.fix.course,
+            abs(s2 - s1) - 2 * Self.speedError <= c.passTurnAcceleration * dt
+        {
+            let azimuth = segmentAzimuth()
+            let starting = SidewaysReach.lateral(
+                speed: s1, course: c1, azimuth: azimuth, speedError: Self.speedError,
+                courseError: Self.assumedCourseError(speed: s1))
+            let ending = SidewaysReach.lateral(
+                speed: s2, course: c2, azimuth: azimuth, speedError: Self.speedError,
+                courseError: Self.assumedCourseError(speed: s2))
+            swerve = SidewaysReach.reach(
+                accuracies: (a1, a2), starting: starting, ending: ending, time: dt,
+                acceleration: c.passTurnAcceleration)
+        }
+        let narrowest = min(ellipseNarrowest, swerve)
         guard chord + m1 >= m2 + 2 * (narrowest * 0.999 + c.minMargin) else { return }
         // Tighter, for fast dense fixes (the first fix may be in the band, so the test above passes for many at
         // 25-30 m/s): such a point is `ℓ` along the segment with `ℓ ≥ depth − m1 ≥ narrowest + minMargin − m1`
-        // and `d − ℓ ≥ depth + m2 ≥ narrowest + minMargin + m2`; the ellipse's half-width is concave along the
-        // segment, so there it is at least its least at those two ends, and the depth at least that plus
-        // `minMargin`.
+        // and `d − ℓ ≥ depth + m2 ≥ narrowest + minMargin + m2`; the half-width (the ellipse's, or the turning
+        // bound where that is less) is concave along the segment, so there it is at least its least at those two
+        // ends, and the depth at least that plus `minMargin`.
         let halfMinor = (sum * sum - chord * chord).squareRoot() / 2
         func halfWidth(at l: Double) -> Double {
             let u = min(chord, max(0, l)) - chord / 2
-            return halfMinor * max(0, 1 - (u * u) / (sum * sum / 4)).squareRoot()
+            return min(swerve, halfMinor * max(0, 1 - (u * u) / (sum * sum / 4)).squareRoot())
         }
         let least = min(
             halfWidth(at: narrowest + c.minMargin - m1), halfWidth(at: chord - (narrowest + c.minMargin + m2)))
@@ -74,14 +136,8 @@ extension RegionMonitor {
         // a millimetre (shorter, so the ellipse below comes out wider: more cautious).
         let d = chord
         guard d.isFinite, d > 0, sum > d else { return }
-        var dLon = fix.coordinate.longitude - start.longitude
-        if dLon > 180 { dLon -= 360 }
-        if dLon < -180 { dLon += 360 }
-        // A course that points away from the other fix: the subject was not heading along the segment. The
-        // segment's direction on the local plane is good to far better than the 90° this asks.
-        let meanLatitude = (start.latitude + fix.coordinate.latitude) / 2 * .pi / 180
-        let azimuth =
-            atan2(dLon * cos(meanLatitude), fix.coordinate.latitude - start.latitude) * 180 / .pi
+        // A course that points away from the other fix: the subject was not heading along the segment.
+        let azimuth = segmentAzimuth()
         func agrees(_ course: Double?) -> Bool {
             guard let course, course.isFinite else { return true }
             let diff = abs((course - azimuth).truncatingRemainder(dividingBy: 360))
@@ -176,7 +232,7 @@ extension RegionMonitor {
                 // The perpendicular line here separates the two true positions, and the ellipse's width on it
                 // lies inside the region.
                 let u = (f - 0.5) * d
-                let width = semiMinor * max(0, 1 - (u * u) / (semiMajor * semiMajor)).squareRoot()
+                let width = min(swerve, semiMinor * max(0, 1 - (u * u) / (semiMajor * semiMajor)).squareRoot())
                 if f * d > a1, (1 - f) * d > a2, inside >= width + c.minMargin { certain = true }
             }
             guard certain, let first, let last else { continue }

@@ -29,6 +29,11 @@ public struct MonitorConfiguration: Sendable, Equatable {
     /// the faster of their speeds (m/s², sustained over the gap): it bounds the length of any plausible path,
     /// and so how far that path can stray from the straight line.
     public var passAcceleration: Double = 0.5
+    /// For an inferred pass: the most a subject's velocity changes per second in any direction, turning, braking
+    /// and speeding up together (m/s²; a car's tyres on dry asphalt grip to about 8). With the courses and speeds
+    /// of both fixes it bounds how far a path can swerve aside of the straight line between them, a second
+    /// certificate beside the length's (Docs/events.md, "Passes between fixes"); 0 turns it off.
+    public var passTurnAcceleration: Double = 8
     /// Let the subject's track decide where its fix cannot: a fix in the band changes a pair's state when the
     /// motion check's estimate (the fixes that agreed with the motion, fused) is conclusive, before and with
     /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves
