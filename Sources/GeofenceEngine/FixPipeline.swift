@@ -278,13 +278,16 @@ package final class FixPipeline {
         offered += 1
         let number = offered
         let vehicle = self.vehicle(fix.subject)
+        func pass(_ report: Fix, _ number: Int64) {
+            if let decided {
+                decided(report, judge(report, number: number, vehicle: vehicle))
+            } else {
+                judge(report, number: number, vehicle: vehicle) { _ in }
+            }
+        }
         // The usual report (complete, none of its vehicle's held) goes straight on.
         if heldNumbers.isEmpty, assembler.passesOn(fix, hint: &vehicles[vehicle].assembler) {
-            if let decided {
-                decided(fix, judge(fix, number: number, vehicle: vehicle))
-            } else {
-                judge(fix, number: number, vehicle: vehicle) { _ in }
-            }
+            pass(fix, number)
             return
         }
         let outcomes = assembler.offer(fix, now: monotonic())
@@ -317,11 +320,7 @@ package final class FixPipeline {
                 filter.count(.duplicate)
                 decided?(old, .rejected(.duplicate))
             case .ready(let ready):
-                if let decided {
-                    decided(ready, judge(ready, number: reportNumber, vehicle: vehicle))
-                } else {
-                    judge(ready, number: reportNumber, vehicle: vehicle) { _ in }
-                }
+                pass(ready, reportNumber)
             }
         }
         if newHeld { heldNumbers[fix.subject] = number }
@@ -451,12 +450,7 @@ package final class FixPipeline {
 
     /// `vehicle` is the fix's vehicle's entry (`vehicle(_:)`).
     private func judge(_ fix: Fix, number: Int64, vehicle: Int) -> FixVerdict {
-        var kept: WeightedFix? = nil
-        if let rejection = judge(fix, number: number, vehicle: vehicle, accepted: { kept = copy $0 }) {
-            return .rejected(rejection)
-        }
-        guard let kept else { preconditionFailure("a fix neither accepted nor refused") }
-        return .accepted(kept)
+        FixVerdict { judge(fix, number: number, vehicle: vehicle, accepted: $0) }
     }
 
     /// `judge(_:number:vehicle:)` without the verdict: an accepted fix goes to the monitor, and to `accepted`,

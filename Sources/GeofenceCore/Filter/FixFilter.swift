@@ -69,6 +69,19 @@ public struct FixFilterConfiguration: Sendable, Equatable {
 package enum FixVerdict: Sendable, Equatable {
     case accepted(WeightedFix)
     case rejected(FixRejection)
+
+    /// The verdict of a judgement that hands an accepted fix to a callback and returns only a refusal
+    /// (`FixFilter.evaluate(_:hint:accepted:)`, `FixPipeline`'s), for the callers that want the verdict.
+    package init(_ judge: ((borrowing WeightedFix) -> Void) -> FixRejection?) {
+        var accepted: WeightedFix? = nil
+        if let rejection = judge({ accepted = copy $0 }) {
+            self = .rejected(rejection)
+        } else if let accepted {
+            self = .accepted(accepted)
+        } else {
+            preconditionFailure("a fix neither accepted nor refused")
+        }
+    }
 }
 
 /// What one fix is on its own, before its subject's track is looked at: the one answer, for every source,
@@ -277,10 +290,7 @@ package struct FixFilter: Sendable {
     /// (any value at first: it is checked against the subject, and a stale one costs a look-up by name, never
     /// another subject's track), and is set to the slot used when the track was judged.
     package mutating func evaluate(_ fix: Fix, hint: inout Int) -> FixVerdict {
-        var accepted: WeightedFix? = nil
-        if let rejection = evaluate(fix, hint: &hint, accepted: { accepted = copy $0 }) { return .rejected(rejection) }
-        guard let accepted else { preconditionFailure("a fix neither accepted nor refused") }
-        return .accepted(accepted)
+        FixVerdict { evaluate(fix, hint: &hint, accepted: $0) }
     }
 
     /// `evaluate(_:hint:)` for a caller that takes the accepted fix where the filter made it (`FixPipeline`):
