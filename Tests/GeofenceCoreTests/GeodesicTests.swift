@@ -102,6 +102,55 @@ struct GeodesicInverseTests {
         #expect(maxError <= 1, "max azimuth error \(maxError) × tolerance at \(worst)")
     }
 
+    /// An event's distance from earth-centred points (Vincenty, Karney where the points are nearly
+    /// antipodal): GeographicLib's answer to 0.1 mm on every vector, polar, equatorial, across the
+    /// antimeridian and nearly antipodal ones included.
+    @Test func distancesFromGeocentricPointsAgreeWithinATenthOfAMillimetre() {
+        var maxError = 0.0
+        var worst = ""
+        for v in referenceVectors {
+            let distance = Geodesic.distance(GeocentricPoint(v.a), GeocentricPoint(v.b))
+            let error = abs(distance - v.distance)
+            if !(error <= maxError) {
+                maxError = error.isNaN ? .infinity : error
+                worst = "\(v.description): got \(distance), expected \(v.distance)"
+            }
+        }
+        #expect(!referenceVectors.isEmpty)
+        #expect(maxError <= 1e-4, "max distance error \(maxError) m at \(worst)")
+    }
+
+    /// The same on random pairs anywhere, a metre to 19,000 km apart, against Karney's exact distance.
+    @Test func distancesFromGeocentricPointsAgreeWithKarneyAnywhere() {
+        var rng = SeededGenerator(seed: 0x7669_6E63_656E_7479)
+        var maxError = 0.0
+        var worst = ""
+        for _ in 0..<20_000 {
+            let a = Coordinate(
+                latitude: asin(Double.random(in: -1...1, using: &rng)) * 180 / .pi,
+                longitude: Double.random(in: -180...180, using: &rng))
+            // A point about `length` away in a random direction (on a sphere: near enough to spread the lengths).
+            let angle = pow(10, Double.random(in: 0...7.28, using: &rng)) / 6_371_000
+            let azimuth = Double.random(in: 0..<(2 * .pi), using: &rng)
+            let phi = a.latitude * .pi / 180
+            let phi2 = asin(sin(phi) * cos(angle) + cos(phi) * sin(angle) * cos(azimuth))
+            let dLon = atan2(sin(azimuth) * sin(angle) * cos(phi), cos(angle) - sin(phi) * sin(phi2))
+            let b = Coordinate(
+                latitude: phi2 * 180 / .pi, longitude: (a.longitude + dLon * 180 / .pi).remainder(dividingBy: 360))
+            let exact = Geodesic.distance(a, b)
+            let distance = Geodesic.distance(GeocentricPoint(a), GeocentricPoint(b))
+            let error = abs(distance - exact)
+            if !(error <= maxError) {
+                maxError = error.isNaN ? .infinity : error
+                worst = "\(a) → \(b): got \(distance), expected \(exact)"
+            }
+        }
+        #expect(maxError <= 1e-4, "max distance error \(maxError) m at \(worst)")
+        let somewhere = GeocentricPoint(Coordinate(latitude: 46, longitude: 2))
+        #expect(Geodesic.distance(GeocentricPoint(x: .nan, y: 0, z: 0), somewhere).isNaN)
+        #expect(Geodesic.distance(somewhere, somewhere) == 0)
+    }
+
     @Test func distanceIsTheInverseDistance() {
         for v in referenceVectors.prefix(2000) {
             #expect(Geodesic.distance(v.a, v.b) == Geodesic.inverse(v.a, v.b).distance)

@@ -33,6 +33,17 @@ package struct GeocentricPoint: Sendable, Equatable {
         self.z = z
     }
 
+    /// Latitude and longitude (degrees) of a point on the ellipsoid's surface, computed back from its
+    /// position: within a few units in the last place of the degrees it was made from (`init(_:)`), except
+    /// for a longitude at a pole, which the position does not keep.
+    ///
+    /// On the surface x² + y² = (N cos φ)² and z = N (1 − e²) sin φ, so tan φ = z / ((1 − e²) √(x² + y²))
+    /// exactly: no iteration is needed.
+    package var latitudeAndLongitude: (latitude: Double, longitude: Double) {
+        let latitude = Degrees.atan2(z, (1 - WGS84.eccentricitySquared) * (x * x + y * y).squareRoot())
+        return (latitude, Degrees.atan2(y, x))
+    }
+
     /// The straight-line (through the earth) distance to `other`, in metres.
     @inlinable
     package func chord(to other: GeocentricPoint) -> Double {

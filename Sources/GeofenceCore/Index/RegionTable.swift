@@ -11,7 +11,7 @@ import Foundation
 /// rebuilt on demand and equals the one inserted.
 ///
 /// Latitude and longitude are not stored: they are computed back from the record's ECEF centre
-/// (`coordinate(of:)`), which gives them to within a few units in the last place, and the cold record
+/// (`GeocentricPoint.latitudeAndLongitude`), which gives them to within a few units in the last place, and the cold record
 /// keeps the difference in units in the last place (`DegreesFix`), so that the degrees given back are
 /// the stored ones bit for bit. The rare coordinate whose difference does not fit 16 bits (a longitude
 /// at a pole, a latitude of 10⁻³⁰⁰ degrees) is kept whole in `exactCoordinates`.
@@ -60,7 +60,7 @@ struct RegionTable: Sendable {
         /// Offset of the id in `idBytes`.
         var idOffset: UInt32
         /// The stored latitude and longitude less the ones computed back from the centre
-        /// (`coordinate(of:)`), in units in the last place; `DegreesFix.exception`: in `exactCoordinates`.
+        /// (`GeocentricPoint.latitudeAndLongitude`), in units in the last place; `DegreesFix.exception`: in `exactCoordinates`.
         var latitudeFix: Int16
         var longitudeFix: Int16
     }
@@ -82,18 +82,6 @@ struct RegionTable: Sendable {
         static func apply(_ fix: Int16, to computed: Double) -> Double {
             Double(bitPattern: UInt64(bitPattern: Int64(bitPattern: computed.bitPattern) &+ Int64(fix)))
         }
-    }
-
-    /// Latitude and longitude (degrees) of a point on the ellipsoid's surface, computed back from its ECEF
-    /// position: within a few units in the last place of the degrees it was made from
-    /// (`GeocentricPoint.init`), except for a longitude at a pole, which the position does not keep.
-    ///
-    /// On the surface x² + y² = (N cos φ)² and z = N (1 − e²) sin φ, so tan φ = z / ((1 − e²) √(x² + y²))
-    /// exactly: no iteration is needed.
-    static func coordinate(of p: GeocentricPoint) -> (latitude: Double, longitude: Double) {
-        let longitude = Degrees.atan2(p.y, p.x)
-        let latitude = Degrees.atan2(p.z, (1 - WGS84.eccentricitySquared) * (p.x * p.x + p.y * p.y).squareRoot())
-        return (latitude, longitude)
     }
 
     /// Limits for rebuilding a `Region` that was valid when inserted: only the checks that do not depend
@@ -196,7 +184,7 @@ struct RegionTable: Sendable {
         let record = Record(
             center: ecef, radius: radius, seq: seq, createdBy: createdBy ?? 0, flags: flags,
             idLength: UInt16(min(length, Int(UInt16.max))))
-        let computed = Self.coordinate(of: ecef)
+        let computed = ecef.latitudeAndLongitude
         let coldRecord = Cold(
             createdAt: createdAt?.timeIntervalSinceReferenceDate ?? 0, idOffset: UInt32(offset),
             latitudeFix: DegreesFix.make(stored: center.latitude, computed: computed.latitude),
@@ -283,6 +271,32 @@ struct RegionTable: Sendable {
         withIDBytes(slot: slot) { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Starts the loads of the cold records of `slots`; returns a value of what was read.
+    func touchCold(_ slots: [Int32]) -> UInt32 {
+        cold.withUnsafeBufferPointer { cold in
+            var seen: UInt32 = 0
+            for slot in slots { seen &+= cold[Int(slot)].idOffset }
+            return seen
+        }
+    }
+
+    /// Starts the loads an event of each of `slots` makes (its cold record, then its id's bytes), all of them
+    /// together rather than one cache miss after another as the events are made. Returns a value of what was
+    /// read, for the caller to keep the loads from being dropped.
+    func touchEventData(_ slots: [Int32]) -> UInt32 {
+        var seen: UInt32 = 0
+        cold.withUnsafeBufferPointer { cold in
+            for slot in slots { seen &+= cold[Int(slot)].idOffset }
+            idBytes.withUnsafeBufferPointer { bytes in
+                for slot in slots {
+                    let offset = Int(cold[Int(slot)].idOffset)
+                    if offset < bytes.count { seen &+= UInt32(bytes[offset]) }
+                }
+            }
+        }
+        return seen
+    }
+
     /// Regions whose coordinates are kept whole (see `Cold`).
     var exactCoordinateCount: Int { exactCoordinates.count }
 
@@ -292,7 +306,7 @@ struct RegionTable: Sendable {
         guard c.latitudeFix != DegreesFix.exception && c.longitudeFix != DegreesFix.exception else {
             return exactCoordinates[slot]!
         }
-        let computed = Self.coordinate(of: records[Int(slot)].center)
+        let computed = records[Int(slot)].center.latitudeAndLongitude
         return Coordinate(
             latitude: DegreesFix.apply(c.latitudeFix, to: computed.latitude),
             longitude: DegreesFix.apply(c.longitudeFix, to: computed.longitude))

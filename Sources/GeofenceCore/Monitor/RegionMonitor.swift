@@ -584,6 +584,7 @@ package struct RegionMonitor: Sendable {
             regions.records.withUnsafeBufferPointer { records in
                 for slot in track.pairs.slots { touched &+= records[Int(slot)].flags.rawValue }
             }
+            touched &+= UInt16(truncatingIfNeeded: regions.touchCold(track.pairs.slots))
         }
         var slots = scratch
         scratch = []
@@ -604,6 +605,7 @@ package struct RegionMonitor: Sendable {
             slots.removeLast(slots.count - kept)
         }
 
+        if !nearby { touched &+= UInt16(truncatingIfNeeded: regions.touchEventData(slots)) }
         // Uses the loads above so they stay; reserving no capacity changes nothing.
         if touched == 0x5A5A { out.events.reserveCapacity(0) }
 
