@@ -578,7 +578,7 @@ package struct RegionMonitor: Sendable {
 
         // The subject's pairs are usually with regions near its previous fix, whose records may have left
         // the cache since: unless its neighbourhood has them, their loads are started now, to overlap with
-        // the index's own.
+        // the index's own; and their cold records (the event's id), which a jump away needs for its exits.
         var touched: UInt16 = 0
         if !track.pairs.isEmpty && !nearby {
             regions.records.withUnsafeBufferPointer { records in
@@ -605,6 +605,8 @@ package struct RegionMonitor: Sendable {
             slots.removeLast(slots.count - kept)
         }
 
+        // Off the neighbourhood (a jump, or a first fix), the events' ids are read from cold memory: all of
+        // them are loaded together here, where one event after another waited for two misses each.
         if !nearby { touched &+= UInt16(truncatingIfNeeded: regions.touchEventData(slots)) }
         // Uses the loads above so they stay; reserving no capacity changes nothing.
         if touched == 0x5A5A { out.events.reserveCapacity(0) }
