@@ -60,3 +60,42 @@ extension MotionConsistency.Track {
     @inline(__always)
     func estimate(by motion: MotionConsistency) -> MotionConsistency.Estimate { motion.estimate(of: self) }
 }
+
+extension MotionConsistency {
+    /// Where the track puts its subject `lag` seconds before its last fix taken in, knowing the fixes after that
+    /// time too: its position carried back along its velocity. Its uncertainty is each model's position and
+    /// velocity uncertainty carried back with their correlation (`pp − 2·lag·pv + lag²·vv`, less than `pp` where
+    /// the fixes since have pinned the velocity down) plus what the model's accelerations could have changed
+    /// over the lag (`q·lag³/3`), blended by the models' weights. Read by the decisions on the track
+    /// (`RegionMonitor+Fused.swift`).
+    package func recollection(of t: Track, lag: Double) -> Estimate {
+        let s = max(0, lag)
+        func back(_ c: Covariance, q: Double) -> Double {
+            max(0, c.pp - 2 * s * c.pv + s * s * c.vv) + q * s * s * s / 3
+        }
+        let w = t.steadyWeight
+        let pp =
+            w * back(t.steady, q: steadyAcceleration * steadyAcceleration) + (1 - w)
+            * back(t.manoeuvre, q: manoeuvreAcceleration * manoeuvreAcceleration)
+        let vv = w * t.steady.vv + (1 - w) * t.manoeuvre.vv
+        let v = t.velocity
+        return Estimate(
+            position: GeocentricPoint(x: t.position.x - v.x * s, y: t.position.y - v.y * s, z: t.position.z - v.z * s),
+            sigma: pp.squareRoot(), speed: (v.x * v.x + v.y * v.y + v.z * v.z).squareRoot(),
+            speedSigma: vv.squareRoot(), steadyWeight: w)
+    }
+
+    /// The lag (seconds, from 0 to `limit`) at which the track knows its subject's position best: where the
+    /// position's uncertainty carried back along the velocity (`pp − 2·lag·pv + lag²·vv`, both models blended)
+    /// is least, `pv / vv`.
+    package func clearestLag(of t: Track, limit: Double) -> Double {
+        let w = t.steadyWeight
+        let pv = w * t.steady.pv + (1 - w) * t.manoeuvre.pv
+        let vv = w * t.steady.vv + (1 - w) * t.manoeuvre.vv
+        guard vv > 0, pv > 0 else { return 0 }
+        return min(max(0, limit), pv / vv)
+    }
+
+    /// The time of a track's last fix taken in (seconds since 1970).
+    package func time(of t: Track) -> Double { t.time }
+}

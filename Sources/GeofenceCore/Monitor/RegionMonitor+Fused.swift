@@ -9,7 +9,15 @@ extension RegionMonitor {
         /// they are read from (some 220 bytes each, copied several times a fix on their way to `fusedState`).
         var before: MotionConsistency.Estimate
         var after: MotionConsistency.Estimate
+        /// Where the track puts the subject a few seconds back (`recallLag`), from the fixes before this one
+        /// and with it: the track knows a moving subject's past position better than its present one, as the
+        /// fixes since have shown where it went. Nil when the track cannot look back that far (its start, a
+        /// change of any of the subject's pairs since).
+        var recalled: (before: MotionConsistency.Estimate, after: MotionConsistency.Estimate)?
     }
+
+    /// How far back (seconds) the track looks at most.
+    static let recallLimit = 8.0
 
     /// The least speed (m/s) at which a track may change a pair's state: a parked receiver's estimate, however
     /// certain, sits where its fixes' errors put it and must not creep across a boundary.
@@ -29,13 +37,18 @@ extension RegionMonitor {
         let moving = after.speed > max(Self.fusedSpeed, 3 * after.speedSigma)
         guard current == .unknown || moving else { return nil }
         // Where the fixes before this one put the subject at its time (this fix not taken in), and with it.
-        guard let side = fusedSide(after, slot: slot, record: record, radius: r), side != current,
-            fusedSide(fused.before, slot: slot, record: record, radius: r) == side
-        else { return nil }
-        // The fix on the decided side of the boundary (for a polygon, `r` is 0 and the bounds are its
-        // signed distance).
-        let agrees = side == .inside ? fixBounds.upper <= r : fixBounds.lower >= r
-        return agrees ? side : nil
+        func decided(_ before: MotionConsistency.Estimate, _ after: MotionConsistency.Estimate) -> RegionState? {
+            guard let side = fusedSide(after, slot: slot, record: record, radius: r), side != current,
+                fusedSide(before, slot: slot, record: record, radius: r) == side
+            else { return nil }
+            // The fix on the decided side of the boundary (for a polygon, `r` is 0 and the bounds are its
+            // signed distance).
+            let agrees = side == .inside ? fixBounds.upper <= r : fixBounds.lower >= r
+            return agrees ? side : nil
+        }
+        if let side = decided(fused.before, after) { return side }
+        guard let recalled = fused.recalled else { return nil }
+        return decided(recalled.before, recalled.after)
     }
 
     /// What one estimate says about a region, by the hysteresis rule with a margin for an accuracy of

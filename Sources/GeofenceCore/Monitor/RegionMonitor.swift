@@ -36,7 +36,8 @@ public struct MonitorConfiguration: Sendable, Equatable {
     public var passTurnAcceleration: Double = 8
     /// Let the subject's track decide where its fix cannot: a fix in the band changes a pair's state when the
     /// motion check's estimate (the fixes that agreed with the motion, fused) is conclusive, before and with
-    /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves
+    /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves.
+    /// Where the estimate now is not conclusive, where the track puts the subject a few seconds back may be
     /// (Docs/events.md, "Decisions on the track").
     public var fusedDecisions: Bool = true
     /// The band of such an estimate: this many times as wide as a fix's whose accuracy is two standard
@@ -533,9 +534,12 @@ package struct RegionMonitor: Sendable {
         if track.gapPending { motions[trackIndex] = nil }
         // The track's expectation at this fix before it is taken in, for the decisions on the track.
         var before: MotionConsistency.Estimate? = nil
+        // The track as it was, for where it put the subject a few seconds back before this fix.
+        var previousMotion: MotionConsistency.Track? = nil
         // Read in place (`?.`), not bound to a copy of the track.
         if c.fusedDecisions {
             before = motions[trackIndex]?.prediction(by: c.motion, at: fix.time.timeIntervalSince1970)
+            previousMotion = motions[trackIndex]
         }
         let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
@@ -561,7 +565,25 @@ package struct RegionMonitor: Sendable {
             let after = motions[trackIndex]?.estimate(by: c.motion)
         {
             fused = FusedTrack(before: before, after: after)
+            // Looking back: no farther than the last change of any of the subject's pairs (a pair that changed
+            // since then was decided by what came later) nor than the track's start.
+            if let motion = motions[trackIndex], let previousMotion, let since = track.lastChange {
+                let t = fix.time.timeIntervalSince1970
+                let lag = c.motion.clearestLag(
+                    of: motion, limit: min(Self.recallLimit, t - since.timeIntervalSince1970))
+                if lag >= 1 {
+                    let then = t - lag
+                    let previousTime = c.motion.time(of: previousMotion)
+                    let earlier =
+                        then <= previousTime
+                        ? c.motion.recollection(of: previousMotion, lag: previousTime - then)
+                        : c.motion.prediction(of: previousMotion, at: then)
+                    fused?.recalled = (earlier, c.motion.recollection(of: motion, lag: lag))
+                }
+            }
         }
+        // The track (re)starts here: it cannot look back before this fix.
+        if verdict != .agrees || track.gapPending { track.lastChange = fix.time }
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
         track.gapPending = false
@@ -652,9 +674,11 @@ package struct RegionMonitor: Sendable {
             }
 
             var pair = existing ?? Pair(record: PairRecord(state: known ? .outside : .unknown), stored: nil)
+            let was = pair.record.state
             step(
                 &pair, slot: slot, record: record, bounds: bounds, fix: fix, margin: margin, acrossGap: acrossGap,
                 fused: fused, now: now, into: &out)
+            if pair.record.state != was { track.lastChange = fix.time }
             keep(pair, slot: slot, seq: record.seq, subject: subject, track: &track, into: &out)
         }
         scratch = slots

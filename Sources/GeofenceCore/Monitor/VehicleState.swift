@@ -86,6 +86,8 @@ extension RegionMonitor {
     package mutating func restore(_ state: VehicleState) {
         var track = Track(lastFixTime: state.lastFixTime, baselineSeq: state.baselineSeq)
         track.gapPending = state.gapPending
+        // The track looks back no farther than what this monitor saw of it.
+        track.lastChange = state.lastFixTime
         track.previous = state.lastFixTime == nil ? nil : state.lastFix
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
