@@ -83,7 +83,7 @@ struct FusedDecisionTests {
         // rule. Looking back a few seconds from the fixes after it, the track finds the subject inside, before the
         // lie: an `enter` from that would undo a change with older news. Measured: 6 of these 60 drives have
         // more than two crossings (the lie's exit between an enter before and one after, from the fixes alone or
-        // the track now), the same as before the track looked back; 17 when it looks back past the lie.
+        // the track now), the same as before the track looked back; 14 when it looks back past the lie.
         var flapping = 0
         for lieAt in [16, 18, 20] {
             for seed in UInt64(1)...20 {

@@ -9,11 +9,11 @@ extension RegionMonitor {
         /// they are read from (some 220 bytes each, copied several times a fix on their way to `fusedState`).
         var before: MotionConsistency.Estimate
         var after: MotionConsistency.Estimate
-        /// Where the track puts the subject a few seconds back (`recallLag`), from the fixes before this one
-        /// and with it: the track knows a moving subject's past position better than its present one, as the
-        /// fixes since have shown where it went. Nil when the track cannot look back that far (its start, a
-        /// change of any of the subject's pairs since).
-        var recalled: (before: MotionConsistency.Estimate, after: MotionConsistency.Estimate)?
+        /// How far back (seconds) the track may look for where it put the subject (`Estimate.recollection`): the
+        /// track knows a moving subject's past position better than its present one, as the fixes since have
+        /// shown where it went. No farther than `recallLimit`, its start, or a change of any of the subject's
+        /// pairs since; below a second, not at all.
+        var lookBack: Double = 0
     }
 
     /// How far back (seconds) the track looks at most.
@@ -47,8 +47,12 @@ extension RegionMonitor {
             return agrees ? side : nil
         }
         if let side = decided(fused.before, after) { return side }
-        guard let recalled = fused.recalled else { return nil }
-        return decided(recalled.before, recalled.after)
+        // Looking back, where the track knows the subject's position best (`pv/vv` seconds back): both estimates
+        // carried back to the same moment. Worked out here, for a pair whose fix is in the band, not for every fix.
+        guard fused.lookBack >= 1 else { return nil }
+        let lag = after.clearestLag(limit: fused.lookBack)
+        guard lag >= 1 else { return nil }
+        return decided(fused.before.recollection(lag: lag), after.recollection(lag: lag))
     }
 
     /// What one estimate says about a region, by the hysteresis rule with a margin for an accuracy of

@@ -534,12 +534,9 @@ package struct RegionMonitor: Sendable {
         if track.gapPending { motions[trackIndex] = nil }
         // The track's expectation at this fix before it is taken in, for the decisions on the track.
         var before: MotionConsistency.Estimate? = nil
-        // The track as it was, for where it put the subject a few seconds back before this fix.
-        var previousMotion: MotionConsistency.Track? = nil
         // Read in place (`?.`), not bound to a copy of the track.
         if c.fusedDecisions {
             before = motions[trackIndex]?.prediction(by: c.motion, at: fix.time.timeIntervalSince1970)
-            previousMotion = motions[trackIndex]
         }
         let verdict = c.motion.update(
             &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
@@ -564,23 +561,10 @@ package struct RegionMonitor: Sendable {
         if c.fusedDecisions, verdict == .agrees, !track.gapPending, let before,
             let after = motions[trackIndex]?.estimate(by: c.motion)
         {
-            fused = FusedTrack(before: before, after: after)
             // Looking back: no farther than the last change of any of the subject's pairs (a pair that changed
             // since then was decided by what came later) nor than the track's start.
-            if let motion = motions[trackIndex], let previousMotion, let since = track.lastChange {
-                let t = fix.time.timeIntervalSince1970
-                let lag = c.motion.clearestLag(
-                    of: motion, limit: min(Self.recallLimit, t - since.timeIntervalSince1970))
-                if lag >= 1 {
-                    let then = t - lag
-                    let previousTime = c.motion.time(of: previousMotion)
-                    let earlier =
-                        then <= previousTime
-                        ? c.motion.recollection(of: previousMotion, lag: previousTime - then)
-                        : c.motion.prediction(of: previousMotion, at: then)
-                    fused?.recalled = (earlier, c.motion.recollection(of: motion, lag: lag))
-                }
-            }
+            let lookBack = track.lastChange.map { min(Self.recallLimit, fix.time.timeIntervalSince($0)) } ?? 0
+            fused = FusedTrack(before: before, after: after, lookBack: lookBack)
         }
         // The track (re)starts here: it cannot look back before this fix.
         if verdict != .agrees || track.gapPending { track.lastChange = fix.time }
