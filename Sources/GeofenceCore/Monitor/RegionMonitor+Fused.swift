@@ -5,7 +5,7 @@ extension RegionMonitor {
     /// on the track"): built in `process` when `fusedDecisions` is on and the fix agreed with the motion.
     struct FusedTrack: Sendable {
         /// Where the fixes before this one put the subject at its time (the track's expectation, this fix not
-        /// taken in), and where the track puts it with this fix. Two estimates of 56 bytes, not the two tracks
+        /// taken in), and where the track puts it with this fix. Two estimates of 96 bytes (with what carries them back), not the two tracks
         /// they are read from (some 220 bytes each, copied several times a fix on their way to `fusedState`).
         var before: MotionConsistency.Estimate
         var after: MotionConsistency.Estimate
