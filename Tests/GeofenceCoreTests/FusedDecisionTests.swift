@@ -53,10 +53,54 @@ struct FusedDecisionTests {
             // Not before the vehicle is really near: the true path reaches the boundary 8 s in.
             #expect(enter.time.timeIntervalSince(DecisionScenarios.start) >= 8, "seed \(seed)")
         }
-        // Measured (see Docs/events.md): 16 of 20 with the rule, 6 without.
-        #expect(entersOn >= 15, "enter in \(entersOn) of 20 with the track deciding (\(entersOff) without)")
+        // Measured (see Docs/events.md): 19 of 20 with the rule, 6 without; 16 before the track looked back
+        // (`FusedTrack.recalled`), the other 3 silent. The one left (seed 10) is `determined`: no fix and no
+        // estimate was conclusively outside before it was inside (`approachFromFarther`).
+        #expect(entersOn >= 19, "enter in \(entersOn) of 20 with the track deciding (\(entersOff) without)")
         #expect(entersOn > entersOff + 5)
         #expect(determinedOn <= 1 && determinedOff <= 1, "\(determinedOn), \(determinedOff)")
+    }
+
+    @Test(
+        "the same approach from 480 m before the centre: `enter` in every seed (the one `determined` above had too short a run-up)"
+    )
+    func approachFromFarther() {
+        for seed in UInt64(1)...20 {
+            // 320 m before the boundary, 24 s of fixes before the true path reaches it.
+            let path = TruePath.profile(
+                from: DecisionScenarios.origin, start: (0, -480), bearing: 90, speeds: Array(repeating: 20, count: 40))
+            let (events, _) = run(DecisionScenarios.poorFixes(along: path, seed: seed), regions: [Self.yard])
+            let inside = events.first { $0.state == .inside }
+            #expect(inside?.type == .enter, "seed \(seed): \(events.map(\.type))")
+            #expect([[.enter], [.enter, .exit]].contains(crossings(events)), "seed \(seed)")
+        }
+    }
+
+    @Test("a lie that gives an exit mid-drive: the track does not look back past it to enter again")
+    func noRecallPastAChange() {
+        // Through the yard at 20 m/s at 110-190 m; at 16, 18 or 20 s (the truth 0-80 m past the centre) one lie
+        // 300 m east of the centre claiming 110 m: conclusively outside, within the gate, an `exit` by the plain
+        // rule. Looking back a few seconds from the fixes after it, the track finds the subject inside, before the
+        // lie: an `enter` from that would undo a change with older news. Measured: 6 of these 60 drives have
+        // more than two crossings (the lie's exit between an enter before and one after, from the fixes alone or
+        // the track now), the same as before the track looked back; 14 when it looks back past the lie.
+        var flapping = 0
+        for lieAt in [16, 18, 20] {
+            for seed in UInt64(1)...20 {
+                let path = TruePath.profile(
+                    from: DecisionScenarios.origin, start: (0, -320), bearing: 90,
+                    speeds: Array(repeating: 20, count: 32))
+                var receiver = SyntheticReceiver(subject: "van", seed: seed, start: DecisionScenarios.start)
+                receiver.accuracy = 110...190
+                let fixes = path.points.enumerated().map { k, truth in
+                    guard k == lieAt else { return receiver.fix(at: truth) }
+                    let lie = offset(DecisionScenarios.origin, north: 0, east: 300)
+                    return receiver.outlier(at: lie, error: 0, stated: 110)
+                }
+                if crossings(run(fixes, regions: [Self.yard]).events).count > 2 { flapping += 1 }
+            }
+        }
+        #expect(flapping <= 6, "\(flapping) of 60 drives with more than two crossings")
     }
 
     @Test("a drive through at 110-190 m: the track gives the enter and the exit (the departure) where the fixes do not")
@@ -73,8 +117,8 @@ struct FusedDecisionTests {
             if crossings(plain) == [.enter, .exit] { exitsOff += 1 }
             #expect(crossings(events).count <= 2, "seed \(seed)")
         }
-        // Measured (see Docs/events.md): 15 of 20 with the rule, 7 without.
-        #expect(exitsOn >= 13 && exitsOn > exitsOff + 5, "\(exitsOn) of 20 with the track, \(exitsOff) without")
+        // Measured (see Docs/events.md): 17 of 20 with the rule, 7 without (15 before the track looked back).
+        #expect(exitsOn >= 17 && exitsOn > exitsOff + 5, "\(exitsOn) of 20 with the track, \(exitsOff) without")
     }
 
     /// Parked for 72 hours, one fix a second at 110-190 m, `edge` metres outside the 160 m region's boundary
@@ -183,7 +227,8 @@ struct FusedDecisionTests {
             #expect(
                 [[], [.enter], [.exit], [.enter, .exit]].contains(crossings(run(fixes, regions: [square]).events)))
         }
-        #expect(on > off, "\(on) of 20 with the track, \(off) without")
+        // Measured: 18 of 20 with the track (15 before it looked back).
+        #expect(on >= 18 && on > off, "\(on) of 20 with the track, \(off) without")
     }
 
     @Test("off: the fixes alone decide, as before")

@@ -37,7 +37,12 @@ struct PartitionCheckpointEncodingTests {
         for _ in 0..<20 {
             if case .accepted(let w) = filter.evaluate(receiver.fix(at: origin)) { _ = monitor.process(w, now: now) }
         }
-        let bytes = PartitionCheckpoint(fixSequence: 20, monitor: monitor, filter: filter).encode()
+        var checkpoint = PartitionCheckpoint(fixSequence: 20, monitor: monitor, filter: filter)
+        // Without the last change (flag 32: 8 bytes after the last fix), as a checkpoint written before it was kept:
+        // the layout the offsets below assume. `roundTrip` and the hand-over tests write it.
+        #expect(checkpoint.vehicles["v"]?.state?.lastChange != nil)
+        checkpoint.vehicles["v"]?.state?.lastChange = nil
+        let bytes = checkpoint.encode()
         // 36 header, 4 name, 244 state (flags, baseline, time, 153 of track, 48 of the run's track, 26 of the
         // last fix, count) + 18 of one pair, 43 of filter memory, 4 checksum. (The last fix, 26 bytes, came with
         // issue 27's inferred passes, and the run's track, 48 bytes from offset 210, with its longer bursts: the

@@ -172,6 +172,42 @@ struct PartitionHandOverTests {
         #expect(!differing.isEmpty, "without the \(part), some cut must make other events")
     }
 
+    @Test(
+        "the approach at 110-190 m, cut at every fix: the track looks back as far after a hand-over as before it")
+    func handOverWhileLookingBack() throws {
+        // The drives of `FusedDecisionTests.approachAtPoorAccuracy` whose `enter` comes from where the track puts
+        // the subject a few seconds back (seeds 11, 13, 15), and one whose enter does not (1). How far back it may
+        // look (the last change of a pair) is part of the checkpoint: restored as the last fix time instead, the
+        // track looks back less far for a few fixes after the cut, and the enter comes later or not at all.
+        var differing: [String] = []
+        var differingWithout = 0
+        for seed: UInt64 in [1, 11, 13, 15] {
+            var scenario = Self.scenario
+            scenario.regions = [(1, DecisionScenarios.yard)]
+            scenario.steps = DecisionScenarios.approach(seed: seed).map { .fix($0) }
+            scenario.sharpCuts = []
+            let cuts = Array(0...scenario.steps.count)
+            let (whole, taken) = try Self.uninterrupted(cuts: cuts, scenario: scenario)
+            let expected = Self.comparable(whole.events)
+            #expect(whole.events.contains { $0.type == .enter }, "seed \(seed)")
+            for cut in taken {
+                let restored = try Self.handOver(cut, scenario: scenario)
+                let events = Array(whole.events[..<cut.eventsBefore]) + restored.events
+                if Self.comparable(events) != expected { differing.append("seed \(seed) at \(cut.index)") }
+                // The checkpoint without it (as one written before it was kept): other events at some cuts.
+                let forgetful = try Self.handOver(cut, scenario: scenario) { checkpoint in
+                    for subject in Array(checkpoint.vehicles.keys) {
+                        checkpoint.vehicles[subject]?.state?.lastChange = nil
+                    }
+                }
+                let without = Array(whole.events[..<cut.eventsBefore]) + forgetful.events
+                if Self.comparable(without) != expected { differingWithout += 1 }
+            }
+        }
+        #expect(differing.isEmpty, "\(differing)")
+        #expect(differingWithout > 0, "without the last change, some cut must make other events")
+    }
+
     @Test("a monitor that has not taken the regions the checkpoint was judged against refuses it, changing nothing")
     func regionsBehindAreRefused() throws {
         // After the kiosk (the highest seq) expired: a new owner that loaded only the live regions is behind.

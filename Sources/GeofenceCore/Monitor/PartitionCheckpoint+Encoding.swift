@@ -8,11 +8,11 @@ import Foundation
 ///              region seq i64 · vehicle count u32                                             (36 bytes)
 ///     vehicle  subject length u16 · subject (UTF-8) · parts u8 (+1: monitor state, +2: filter memory)
 ///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix,
-///                 16: run's track) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
+///                 16: run's track, 32: last change) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
 ///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 (+128: every
 ///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
-///                 latitude · longitude · accuracy · [speed] · [course]] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
+///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
 ///                 u16 · candidates (as last)
@@ -134,9 +134,10 @@ private struct CheckpointWriter {
         let lastFix = s.lastFixTime != nil ? s.lastFix : nil
         // 16 (the run's own track, issue 27) likewise: a checkpoint without it still loads, its run's track
         // started afresh from the run's last fix.
+        // 32 (the last change, how far back the track may look) likewise: without it, the last fix time.
         u8(
             (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 | 16 : 0)
-                | (lastFix != nil ? 8 : 0))
+                | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0))
         u64(UInt64(bitPattern: s.baselineSeq))
         if let time = s.lastFixTime { date(time) }
         if let t = s.motion {
@@ -170,6 +171,7 @@ private struct CheckpointWriter {
             if let speed = fix.speed { f64(speed) }
             if let course = fix.course { f64(course) }
         }
+        if let change = s.lastChange { date(change) }
         u32(UInt32(clamping: s.regions.count))
         // Sorted: one state, one encoding (most vehicles have none or one pair).
         for (seq, pair) in s.regions.count > 1 ? s.regions.sorted(by: { $0.key < $1.key }) : Array(s.regions) {
@@ -312,7 +314,7 @@ private struct CheckpointReader {
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
         let flagsAt = offset
         let flags = try u8("state flags")
-        guard flags & ~31 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & ~63 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
         guard flags & 16 == 0 || flags & 4 != 0 else {
             throw invalid("state flags", at: flagsAt, "has a run's track without the motion track")
         }
@@ -323,6 +325,7 @@ private struct CheckpointReader {
         let lastFixTime = flags & 1 != 0 ? try date("last fix time") : nil
         let motion = flags & 4 != 0 ? try track(withRun: flags & 16 != 0) : nil
         let lastFix = flags & 8 != 0 ? try eventFix() : nil
+        let lastChange = flags & 32 != 0 ? try date("last change") : nil
         let count = try count(u32: "pair count", minimumSize: 10)
         var regions: [Int64: PairRecord] = [:]
         regions.reserveCapacity(count)
@@ -350,7 +353,7 @@ private struct CheckpointReader {
         }
         return VehicleState(
             subject: subject, lastFixTime: lastFixTime, baselineSeq: baseline, gapPending: flags & 2 != 0,
-            motion: motion, lastFix: lastFix, regions: regions)
+            motion: motion, lastFix: lastFix, regions: regions, lastChange: lastChange)
     }
 
     /// A vehicle's last fix: a position on the globe, an accuracy, and a speed and course if it had them.

@@ -5,11 +5,19 @@ extension RegionMonitor {
     /// on the track"): built in `process` when `fusedDecisions` is on and the fix agreed with the motion.
     struct FusedTrack: Sendable {
         /// Where the fixes before this one put the subject at its time (the track's expectation, this fix not
-        /// taken in), and where the track puts it with this fix. Two estimates of 56 bytes, not the two tracks
+        /// taken in), and where the track puts it with this fix. Two estimates of 96 bytes (with what carries them back), not the two tracks
         /// they are read from (some 220 bytes each, copied several times a fix on their way to `fusedState`).
         var before: MotionConsistency.Estimate
         var after: MotionConsistency.Estimate
+        /// How far back (seconds) the track may look for where it put the subject (`Estimate.recollection`): the
+        /// track knows a moving subject's past position better than its present one, as the fixes since have
+        /// shown where it went. No farther than `recallLimit`, its start, or a change of any of the subject's
+        /// pairs since; below a second, not at all.
+        var lookBack: Double = 0
     }
+
+    /// How far back (seconds) the track looks at most.
+    static let recallLimit = 8.0
 
     /// The least speed (m/s) at which a track may change a pair's state: a parked receiver's estimate, however
     /// certain, sits where its fixes' errors put it and must not creep across a boundary.
@@ -29,13 +37,22 @@ extension RegionMonitor {
         let moving = after.speed > max(Self.fusedSpeed, 3 * after.speedSigma)
         guard current == .unknown || moving else { return nil }
         // Where the fixes before this one put the subject at its time (this fix not taken in), and with it.
-        guard let side = fusedSide(after, slot: slot, record: record, radius: r), side != current,
-            fusedSide(fused.before, slot: slot, record: record, radius: r) == side
-        else { return nil }
-        // The fix on the decided side of the boundary (for a polygon, `r` is 0 and the bounds are its
-        // signed distance).
-        let agrees = side == .inside ? fixBounds.upper <= r : fixBounds.lower >= r
-        return agrees ? side : nil
+        func decided(_ before: MotionConsistency.Estimate, _ after: MotionConsistency.Estimate) -> RegionState? {
+            guard let side = fusedSide(after, slot: slot, record: record, radius: r), side != current,
+                fusedSide(before, slot: slot, record: record, radius: r) == side
+            else { return nil }
+            // The fix on the decided side of the boundary (for a polygon, `r` is 0 and the bounds are its
+            // signed distance).
+            let agrees = side == .inside ? fixBounds.upper <= r : fixBounds.lower >= r
+            return agrees ? side : nil
+        }
+        if let side = decided(fused.before, after) { return side }
+        // Looking back, where the track knows the subject's position best (`pv/vv` seconds back): both estimates
+        // carried back to the same moment. Worked out here, for a pair whose fix is in the band, not for every fix.
+        guard fused.lookBack >= 1 else { return nil }
+        let lag = after.clearestLag(limit: fused.lookBack)
+        guard lag >= 1 else { return nil }
+        return decided(fused.before.recollection(lag: lag), after.recollection(lag: lag))
     }
 
     /// What one estimate says about a region, by the hysteresis rule with a margin for an accuracy of

@@ -23,6 +23,9 @@ extension RegionMonitor {
         var neighbourhood = Neighbourhood()
         /// Fixes to go before trying a neighbourhood again, after one came out too large.
         var crowdedFixes: UInt8 = 0
+        /// Fix time of the last change of any of the subject's pairs, or of its track's start: the track looks
+        /// back no farther (`FusedTrack.lookBack`).
+        var lastChange: Date?
 
         init(lastFixTime: Date?, baselineSeq: Int64) {
             self.lastFixTime = lastFixTime

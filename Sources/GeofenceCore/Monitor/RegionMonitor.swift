@@ -36,7 +36,8 @@ public struct MonitorConfiguration: Sendable, Equatable {
     public var passTurnAcceleration: Double = 8
     /// Let the subject's track decide where its fix cannot: a fix in the band changes a pair's state when the
     /// motion check's estimate (the fixes that agreed with the motion, fused) is conclusive, before and with
-    /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves
+    /// the fix, and the fix is on that side of the boundary; a state already known only while the track moves.
+    /// Where the estimate now is not conclusive, where the track puts the subject a few seconds back may be
     /// (Docs/events.md, "Decisions on the track").
     public var fusedDecisions: Bool = true
     /// The band of such an estimate: this many times as wide as a fix's whose accuracy is two standard
@@ -560,8 +561,13 @@ package struct RegionMonitor: Sendable {
         if c.fusedDecisions, verdict == .agrees, !track.gapPending, let before,
             let after = motions[trackIndex]?.estimate(by: c.motion)
         {
-            fused = FusedTrack(before: before, after: after)
+            // Looking back: no farther than the last change of any of the subject's pairs (a pair that changed
+            // since then was decided by what came later) nor than the track's start.
+            let lookBack = track.lastChange.map { min(Self.recallLimit, fix.time.timeIntervalSince($0)) } ?? 0
+            fused = FusedTrack(before: before, after: after, lookBack: lookBack)
         }
+        // The track (re)starts here: it cannot look back before this fix.
+        if verdict != .agrees || track.gapPending { track.lastChange = fix.time }
         let gap = track.lastFixTime.map { fix.time.timeIntervalSince($0) }
         let acrossGap = track.gapPending || (gap.map { $0 > c.gapThreshold || $0 < 0 } ?? false)
         track.gapPending = false
@@ -656,9 +662,11 @@ package struct RegionMonitor: Sendable {
             }
 
             var pair = existing ?? Pair(record: PairRecord(state: known ? .outside : .unknown), stored: nil)
+            let was = pair.record.state
             step(
                 &pair, slot: slot, record: record, bounds: bounds, fix: fix, margin: margin, acrossGap: acrossGap,
                 fused: fused, now: now, into: &out)
+            if pair.record.state != was { track.lastChange = fix.time }
             keep(pair, slot: slot, seq: record.seq, subject: subject, track: &track, into: &out)
         }
         scratch = slots

@@ -22,10 +22,15 @@ package struct VehicleState: Sendable, Equatable {
     package var lastFix: EventFix?
     /// The vehicle's state in each region it is in or near, by region sequence number.
     package var regions: [Int64: PairRecord]
+    /// Fix time of the last change of any of its pairs, or of its motion track's start: the track looks back
+    /// no farther (Docs/events.md, "Decisions on the track"). Nil: the last fix time (a restart from the store,
+    /// whose motion track starts again at that fix).
+    package var lastChange: Date?
 
     package init(
         subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
-        motion: MotionConsistency.Track? = nil, lastFix: EventFix? = nil, regions: [Int64: PairRecord] = [:]
+        motion: MotionConsistency.Track? = nil, lastFix: EventFix? = nil, regions: [Int64: PairRecord] = [:],
+        lastChange: Date? = nil
     ) {
         self.subject = subject
         self.lastFixTime = lastFixTime
@@ -34,6 +39,7 @@ package struct VehicleState: Sendable, Equatable {
         self.motion = motion
         self.lastFix = lastFix
         self.regions = regions
+        self.lastChange = lastChange
     }
 }
 
@@ -71,7 +77,8 @@ extension RegionMonitor {
         }
         return VehicleState(
             subject: subject, lastFixTime: track.lastFixTime, baselineSeq: track.baselineSeq,
-            gapPending: track.gapPending, motion: motions[i], lastFix: track.previous, regions: regions)
+            gapPending: track.gapPending, motion: motions[i], lastFix: track.previous, regions: regions,
+            lastChange: track.lastChange)
     }
 
     /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
@@ -86,6 +93,8 @@ extension RegionMonitor {
     package mutating func restore(_ state: VehicleState) {
         var track = Track(lastFixTime: state.lastFixTime, baselineSeq: state.baselineSeq)
         track.gapPending = state.gapPending
+        // Without it, the track looks back no farther than its last fix.
+        track.lastChange = state.lastChange ?? state.lastFixTime
         track.previous = state.lastFixTime == nil ? nil : state.lastFix
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
