@@ -48,6 +48,7 @@ extension MotionConsistency {
     }
 
     /// The track's estimate at the time of its last fix taken in.
+    @inline(__always)
     package func estimate(of t: Track) -> Estimate {
         let w = t.steadyWeight
         let pp = w * t.steady.pp + (1 - w) * t.manoeuvre.pp
@@ -62,6 +63,7 @@ extension MotionConsistency {
 
     /// The track's expectation at `time` (after its last fix), before any fix of that time is taken in:
     /// where its velocity carries it, each model's uncertainty grown as `update` grows it.
+    @inline(__always)
     package func prediction(of t: Track, at time: Double) -> Estimate {
         let dt = max(0, time - t.time)
         let toManoeuvre = min(0.5, Self.toManoeuvre * dt)
