@@ -54,8 +54,9 @@ struct FusedDecisionTests {
             #expect(enter.time.timeIntervalSince(DecisionScenarios.start) >= 8, "seed \(seed)")
         }
         // Measured (see Docs/events.md): 19 of 20 with the rule, 6 without; 16 before the track looked back
-        // (`FusedTrack.lookBack`, `Estimate.recollection(lag:)`), the other 3 silent. The one left (seed 10) is `determined`: no fix and no
-        // estimate was conclusively outside before it was inside (`approachFromFarther`).
+        // (`FusedTrack.lookBack`, `Estimate.recollection(lag:)`), the other 3 silent. The one left (seed 10) is
+        // `determined`: no fix and no estimate was conclusively outside before it was inside
+        // (`approachFromFarther`).
         #expect(entersOn >= 19, "enter in \(entersOn) of 20 with the track deciding (\(entersOff) without)")
         #expect(entersOn > entersOff + 5)
         #expect(determinedOn <= 1 && determinedOff <= 1, "\(determinedOn), \(determinedOff)")
