@@ -272,7 +272,7 @@ struct RegionTable: Sendable {
     }
 
     /// Starts the loads of the cold records of `slots`; returns a value of what was read.
-    func touchCold(_ slots: [Int32]) -> UInt32 {
+    func touchCold(_ slots: some Collection<Int32>) -> UInt32 {
         cold.withUnsafeBufferPointer { cold in
             var seen: UInt32 = 0
             for slot in slots { seen &+= cold[Int(slot)].idOffset }

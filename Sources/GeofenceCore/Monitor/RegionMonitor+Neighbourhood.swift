@@ -125,6 +125,9 @@ extension RegionMonitor {
                 unsettled += 1
             }
             guard unsettled > 0 else { return }
+            // The candidates' cold records (an event's id), loaded with their records below rather than after.
+            let warm = regions.touchCold(slots[(slots.count - unsettled)...])
+            if warm == 0x5A5A_5A5A { slots.reserveCapacity(slots.count) }
             // The index may add regions a little farther away (it rounds centres to a grid). Dropping them
             // with the reference's own test keeps even `accuracyLimited` status changes identical. This
             // loop is also where each remaining record comes into the cache, all of them together (a
