@@ -103,6 +103,7 @@ struct PartitionCheckpointEncodingTests {
         let checkpoints = Self.scenarioCheckpoints()
         #expect(checkpoints.contains { $0.vehicles.values.contains { $0.filter?.candidates.isEmpty == false } })
         #expect(checkpoints.contains { $0.vehicles.values.contains { $0.state?.gapPending == true } })
+        #expect(checkpoints.contains { $0.vehicles.values.contains { $0.state?.refused.isEmpty == false } })
         for checkpoint in checkpoints {
             let bytes = checkpoint.encode()
             let decoded = try PartitionCheckpoint(decoding: bytes)
@@ -252,6 +253,41 @@ struct PartitionCheckpointEncodingTests {
         #expect(throws: PartitionCheckpointError.notACheckpoint) {
             try PartitionCheckpoint(decoding: Array("GFPX".utf8) + Array(bytes[4...]))
         }
+    }
+
+    @Test(
+        "a run's refused fixes (flag 64) load and are written back the same; a count of 0 or past the run, or without the motion track, is refused"
+    )
+    func refusedFixes() throws {
+        let bytes = try Self.oneVehicle()
+        #expect(bytes[40] & 64 == 0)
+        // Before the pair count (at 284): a count, then each fix's time and the fix as the last fix is written.
+        func entry(_ seconds: Double, speed: Double?) -> [UInt8] {
+            var out = Self.little(seconds.bitPattern) + [speed != nil ? 1 : 0, 3]
+            out += Self.little(DecisionScenarios.origin.latitude.bitPattern)
+            out += Self.little(DecisionScenarios.origin.longitude.bitPattern) + Self.little(4.5.bitPattern)
+            if let speed { out += Self.little(speed.bitPattern) }
+            return out
+        }
+        func with(count: UInt8, entries: [[UInt8]], flags: UInt8) -> [UInt8] {
+            var body = Array(bytes.dropLast(4))
+            body[40] = flags
+            body.insert(contentsOf: [count] + entries.joined(), at: 284)
+            return Self.resealed(body)
+        }
+        let at = DecisionScenarios.start.timeIntervalSinceReferenceDate + 20
+        let two = with(count: 2, entries: [entry(at, speed: nil), entry(at + 1, speed: 2.5)], flags: bytes[40] | 64)
+        let decoded = try PartitionCheckpoint(decoding: two)
+        let refused = try #require(decoded.vehicles["v"]?.state?.refused)
+        #expect(refused.map(\.time.timeIntervalSinceReferenceDate) == [at, at + 1])
+        #expect(refused.map(\.fix.speed) == [nil, 2.5])
+        #expect(refused.allSatisfy { $0.subject == "v" && $0.accuracy == 4.5 && $0.fix.horizontalAccuracy == 4.5 })
+        #expect(decoded.encode() == two, "written back the same")
+        #expect(Self.refusal(with(count: 0, entries: [], flags: bytes[40] | 64)) != nil)
+        let eight = Array(repeating: entry(at, speed: nil), count: 8)
+        #expect(Self.refusal(with(count: 8, entries: eight, flags: bytes[40] | 64)) != nil)
+        let noTrack = Self.refusal(with(count: 1, entries: [entry(at, speed: nil)], flags: (bytes[40] & ~20) | 64))
+        #expect(noTrack.map { "\($0)" }?.contains("refused fixes without the motion track") == true)
     }
 
     @Test("a run's byte with 128 (every fix of the run within the gate) loads, and is written back the same")

@@ -12,7 +12,8 @@ import Foundation
 ///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 (+128: every
 ///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
-///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
+///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · [refused: count u8 ·
+///                 each: time f64 · fix (as the last fix)] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
 ///                 u16 · candidates (as last)
@@ -135,9 +136,12 @@ private struct CheckpointWriter {
         // 16 (the run's own track, issue 27) likewise: a checkpoint without it still loads, its run's track
         // started afresh from the run's last fix.
         // 32 (the last change, how far back the track may look) likewise: without it, the last fix time.
+        // 64 (the fixes of the motion track's run of refused fixes, replayed if it starts the track over) likewise:
+        // without it, that run is not replayed.
+        let refused = s.motion != nil ? s.refused.prefix(Int(MotionConsistency.resyncRun)) : []
         u8(
             (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 | 16 : 0)
-                | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0))
+                | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0) | (refused.isEmpty ? 0 : 64))
         u64(UInt64(bitPattern: s.baselineSeq))
         if let time = s.lastFixTime { date(time) }
         if let t = s.motion {
@@ -162,16 +166,15 @@ private struct CheckpointWriter {
             f64(t.runCovariance.pv)
             f64(t.runCovariance.vv)
         }
-        if let fix = lastFix {
-            u8((fix.speed != nil ? 1 : 0) | (fix.course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
-            u8(UInt8(clamping: fix.mode.rawValue))
-            f64(fix.latitude)
-            f64(fix.longitude)
-            f64(fix.accuracy)
-            if let speed = fix.speed { f64(speed) }
-            if let course = fix.course { f64(course) }
-        }
+        if let fix = lastFix { eventFix(fix) }
         if let change = s.lastChange { date(change) }
+        if !refused.isEmpty {
+            u8(UInt8(refused.count))
+            for fix in refused {
+                date(fix.time)
+                eventFix(EventFix(fix))
+            }
+        }
         u32(UInt32(clamping: s.regions.count))
         // Sorted: one state, one encoding (most vehicles have none or one pair).
         for (seq, pair) in s.regions.count > 1 ? s.regions.sorted(by: { $0.key < $1.key }) : Array(s.regions) {
@@ -186,6 +189,16 @@ private struct CheckpointWriter {
             u8((pair.since != nil ? 1 : 0) | (pair.dwellFired ? 2 : 0))
             if let since = pair.since { date(since) }
         }
+    }
+
+    mutating func eventFix(_ fix: EventFix) {
+        u8((fix.speed != nil ? 1 : 0) | (fix.course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
+        u8(UInt8(clamping: fix.mode.rawValue))
+        f64(fix.latitude)
+        f64(fix.longitude)
+        f64(fix.accuracy)
+        if let speed = fix.speed { f64(speed) }
+        if let course = fix.course { f64(course) }
     }
 
     mutating func memory(_ m: FixFilter.VehicleMemory) {
@@ -314,7 +327,10 @@ private struct CheckpointReader {
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
         let flagsAt = offset
         let flags = try u8("state flags")
-        guard flags & ~63 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & ~127 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & 64 == 0 || flags & 4 != 0 else {
+            throw invalid("state flags", at: flagsAt, "has refused fixes without the motion track")
+        }
         guard flags & 16 == 0 || flags & 4 != 0 else {
             throw invalid("state flags", at: flagsAt, "has a run's track without the motion track")
         }
@@ -326,6 +342,27 @@ private struct CheckpointReader {
         let motion = flags & 4 != 0 ? try track(withRun: flags & 16 != 0) : nil
         let lastFix = flags & 8 != 0 ? try eventFix() : nil
         let lastChange = flags & 32 != 0 ? try date("last change") : nil
+        var refused: [WeightedFix] = []
+        if flags & 64 != 0 {
+            let countAt = offset
+            let count = try u8("refused count")
+            guard count > 0 && count <= MotionConsistency.resyncRun else {
+                throw invalid("refused count", at: countAt, "is \(count), not 1-\(MotionConsistency.resyncRun)")
+            }
+            for _ in 0..<count {
+                let time = try date("refused fix time")
+                let fix = try eventFix()
+                let coordinate = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
+                refused.append(
+                    WeightedFix(
+                        fix: Fix(
+                            subject: subject, time: time, mode: fix.mode, latitude: fix.latitude,
+                            longitude: fix.longitude, horizontalAccuracy: fix.accuracyEstimated ? nil : fix.accuracy,
+                            speed: fix.speed, course: fix.course),
+                        time: time, coordinate: coordinate, accuracy: fix.accuracy,
+                        accuracyEstimated: fix.accuracyEstimated))
+            }
+        }
         let count = try count(u32: "pair count", minimumSize: 10)
         var regions: [Int64: PairRecord] = [:]
         regions.reserveCapacity(count)
@@ -353,7 +390,7 @@ private struct CheckpointReader {
         }
         return VehicleState(
             subject: subject, lastFixTime: lastFixTime, baselineSeq: baseline, gapPending: flags & 2 != 0,
-            motion: motion, lastFix: lastFix, regions: regions, lastChange: lastChange)
+            motion: motion, lastFix: lastFix, regions: regions, lastChange: lastChange, refused: refused)
     }
 
     /// A vehicle's last fix: a position on the globe, an accuracy, and a speed and course if it had them.

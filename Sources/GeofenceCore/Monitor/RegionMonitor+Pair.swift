@@ -26,6 +26,10 @@ extension RegionMonitor {
         /// Fix time of the last change of any of the subject's pairs, or of its track's start: the track looks
         /// back no farther (`FusedTrack.lookBack`).
         var lastChange: Date?
+        /// The fixes of the motion check's current run of refused fixes, in order (`MotionConsistency.Track.run`
+        /// of them): when the run starts the track over, it was the truth, and its fixes decide in turn
+        /// (`replayRun`). Empty for a run whose fixes are not all here (it began before a hand-over).
+        var refused: [WeightedFix] = []
 
         init(lastFixTime: Date?, baselineSeq: Int64) {
             self.lastFixTime = lastFixTime

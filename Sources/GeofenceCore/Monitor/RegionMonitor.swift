@@ -521,31 +521,43 @@ package struct RegionMonitor: Sendable {
 
     /// `process(_:now:track:into:)` with the subject's track found: `track` is `tracks[trackIndex]`, held
     /// outside `self` by the caller.
+    ///
+    /// `replaying`: the fix is one of a run of refused fixes that has just started the motion over (`replayRun`):
+    /// the motion check has judged it, and it decides as the first fixes of a track do.
     private mutating func process(
         _ fix: WeightedFix, subject: String, trackIndex: Int, track: inout Track, now: Date,
-        into out: inout MonitorOutput
+        replaying: Bool = false, into out: inout MonitorOutput
     ) {
         let c = configuration
         let point = fix.point
 
-        // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
-        // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
-        // Services off), the motion starts over: what the subject did meanwhile is unknown.
-        if track.gapPending { motions[trackIndex] = nil }
         // The track's expectation at this fix before it is taken in, for the decisions on the track.
         var before: MotionConsistency.Estimate? = nil
-        // Read in place (`?.`), not bound to a copy of the track.
-        if c.fusedDecisions {
-            before = motions[trackIndex]?.prediction(by: c.motion, at: fix.time.timeIntervalSince1970)
-        }
-        let verdict = c.motion.update(
-            &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
-        switch verdict {
-        case .outlier:
-            outliers += 1
-            return
-        case .resynchronized: resynchronized += 1
-        case .first, .agrees: break
+        let verdict: MotionConsistency.Verdict
+        if replaying {
+            verdict = .resynchronized
+        } else {
+            // A fix that disagrees with the subject's motion is an outlier: it changes nothing, not even the
+            // time the next fix's gap is measured from. After a stretch the engine did not watch (Location
+            // Services off), the motion starts over: what the subject did meanwhile is unknown.
+            if track.gapPending { motions[trackIndex] = nil }
+            // Read in place (`?.`), not bound to a copy of the track.
+            if c.fusedDecisions {
+                before = motions[trackIndex]?.prediction(by: c.motion, at: fix.time.timeIntervalSince1970)
+            }
+            verdict = c.motion.update(
+                &motions[trackIndex], point: point, time: fix.time.timeIntervalSince1970, accuracy: fix.accuracy)
+            switch verdict {
+            case .outlier:
+                outliers += 1
+                keepRefused(fix, run: motions[trackIndex]?.run ?? 0, track: &track)
+                return
+            case .resynchronized:
+                resynchronized += 1
+                replayRun(before: fix, subject: subject, trackIndex: trackIndex, track: &track, now: now, into: &out)
+            case .first, .agrees:
+                if !track.refused.isEmpty { track.refused.removeAll(keepingCapacity: true) }
+            }
         }
         // The previous accepted fix, for a pass between it and this one: only when both agree with the motion
         // and nothing unseen lies between them (a resynchronized track, a stretch the engine did not watch).
@@ -676,6 +688,59 @@ package struct RegionMonitor: Sendable {
         out.subjectUpdate = .init(
             subject: subject,
             record: SubjectRecord(lastFixTime: fix.time, baselineSeq: maxSeq, lastFix: EventFix(fix)))
+    }
+
+    /// Keeps a refused fix with the run the motion check counts it in (`run` fixes, this one the last): a run that
+    /// starts the motion over is replayed (`replayRun`). A run not all of whose fixes are here (it began before
+    /// the state was restored) keeps none, and is not replayed.
+    private func keepRefused(_ fix: WeightedFix, run: UInt8, track: inout Track) {
+        if run == 1 {
+            track.refused.removeAll(keepingCapacity: true)
+        } else if track.refused.count + 1 != Int(run) {
+            track.refused.removeAll(keepingCapacity: true)
+            return
+        }
+        track.refused.append(fix)
+    }
+
+    /// A run of refused fixes has started the subject's motion over at `fix`: the run was the truth the track had
+    /// lost (a subject that pulled away or braked during a burst of lies, or a wrong start), and its earlier fixes
+    /// decide now, in order, each as the first fixes of a track do (the plain rule, no pass, no decision on the
+    /// track), before `fix` does. Their events come late, at `fix`, with their own fixes and times: a region
+    /// crossed while the track refused the fixes of the crossing is reported, not missed. Nothing is replayed
+    /// when the motion started over for a clock that stepped back (the run's fixes are not all between the last
+    /// fix taken in and this one).
+    private mutating func replayRun(
+        before fix: WeightedFix, subject: String, trackIndex: Int, track: inout Track, now: Date,
+        into out: inout MonitorOutput
+    ) {
+        guard !track.refused.isEmpty else { return }
+        var run: [WeightedFix] = []
+        swap(&run, &track.refused)
+        var previous = track.lastFixTime ?? .distantPast
+        var inOrder = true
+        for earlier in run {
+            if earlier.time <= previous || earlier.time >= fix.time { inOrder = false }
+            previous = earlier.time
+        }
+        // A run's filter takes its second fix up to 60 m/s from its first, so the last lie of a burst can head a
+        // run of the honest fixes after it (traced: a lie 27 m off claiming 4.4 m, then four honest fixes of
+        // 10-11 m, whose errors let no test of the two or three after it tell the lie by its place). The run's
+        // first fix is left out: a crossing it made is reported by the next, one fix later.
+        // Only a run that moved: from its second fix to this one farther than twice their accuracies together, and
+        // `minMargin` (a parked receiver's honest fixes are within their accuracy of it, 95 times in 100). A parked
+        // receiver's run is mostly the fixes the track refused for being off, and each of them taken alone could
+        // flap a pair where the run as a whole says nothing new. (The run's filter cannot tell: its velocity,
+        // after five to seven fixes at a manoeuvring vehicle's accelerations, is uncertain by 3-4 m/s.)
+        if inOrder, run.count >= 2 {
+            for earlier in run.dropFirst() {
+                process(
+                    earlier, subject: subject, trackIndex: trackIndex, track: &track, now: now, replaying: true,
+                    into: &out)
+            }
+        }
+        run.removeAll(keepingCapacity: true)
+        swap(&run, &track.refused)
     }
 
     /// Puts a pair back in its subject's table after a step, and records what the store must learn.

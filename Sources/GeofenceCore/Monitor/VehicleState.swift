@@ -26,12 +26,17 @@ package struct VehicleState: Sendable, Equatable {
     /// no farther (Docs/events.md, "Decisions on the track"). Nil: the last fix time (a restart from the store,
     /// whose motion track starts again at that fix).
     package var lastChange: Date?
+    /// The fixes of the motion track's current run of refused fixes, in order: if the run starts the track over,
+    /// they decide then (Docs/events.md, "Decisions on the track"). Empty when there is no run, or when not all
+    /// of its fixes are known (then it is not replayed).
+    package var refused: [WeightedFix]
 
     package init(
         subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
         motion: MotionConsistency.Track? = nil, lastFix: EventFix? = nil, regions: [Int64: PairRecord] = [:],
-        lastChange: Date? = nil
+        lastChange: Date? = nil, refused: [WeightedFix] = []
     ) {
+        self.refused = refused
         self.subject = subject
         self.lastFixTime = lastFixTime
         self.baselineSeq = baselineSeq
@@ -78,7 +83,7 @@ extension RegionMonitor {
         return VehicleState(
             subject: subject, lastFixTime: track.lastFixTime, baselineSeq: track.baselineSeq,
             gapPending: track.gapPending, motion: motions[i], lastFix: track.previous, regions: regions,
-            lastChange: track.lastChange)
+            lastChange: track.lastChange, refused: track.refused)
     }
 
     /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
@@ -96,6 +101,7 @@ extension RegionMonitor {
         // Without it, the track looks back no farther than its last fix.
         track.lastChange = state.lastChange ?? state.lastFixTime
         track.previous = state.lastFixTime == nil ? nil : state.lastFix
+        track.refused = state.refused
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
             track.pairs[slot] = Pair(record: record, stored: record)
