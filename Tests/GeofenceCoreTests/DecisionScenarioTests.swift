@@ -154,7 +154,8 @@ struct DecisionScenarioTests {
     /// fixes deep inside after them (a subject whose motion changed sharply during the burst is refused
     /// until a run of that many agrees). An inferred pass is reported by the first fix taken in after the
     /// burst, with the estimated times of its crossings: it is measured at that fix (never early, and `late`
-    /// from it), not at the times it estimates.
+    /// from it), not at the times it estimates. So is an event of a refused fix, decided when its run started the
+    /// motion over: `late` to that fix; never early, by its own fix's time.
     private func timing(_ scenario: DecisionScenario, path: TruePath, burstAt: Int, burst: Int) -> Timing {
         let region = scenario.regions[0]
         let arrived = arrivals(scenario).filter { $0.event.type == .enter || $0.event.type == .exit }
