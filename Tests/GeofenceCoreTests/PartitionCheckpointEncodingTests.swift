@@ -256,12 +256,13 @@ struct PartitionCheckpointEncodingTests {
     }
 
     @Test(
-        "a run's refused fixes (flag 64) load and are written back the same; a count of 0 or past the run, or without the motion track, is refused"
+        "a run's refused fixes (flag 64) load and are written back the same; a count not the run's, times out of order or not ending at the run's, or no motion track, are refused"
     )
     func refusedFixes() throws {
         let bytes = try Self.oneVehicle()
         #expect(bytes[40] & 64 == 0)
-        // Before the pair count (at 284): a count, then each fix's time and the fix as the last fix is written.
+        // Before the pair count (at 284): a count, then each fix's time and the fix as the last fix is written. The
+        // run's byte is at 169, its time (seconds since 1970) at 194, the track's last fix time at 161.
         func entry(_ seconds: Double, speed: Double?) -> [UInt8] {
             var out = Self.little(seconds.bitPattern) + [speed != nil ? 1 : 0, 3]
             out += Self.little(DecisionScenarios.origin.latitude.bitPattern)
@@ -269,25 +270,73 @@ struct PartitionCheckpointEncodingTests {
             if let speed { out += Self.little(speed.bitPattern) }
             return out
         }
-        func with(count: UInt8, entries: [[UInt8]], flags: UInt8) -> [UInt8] {
+        let at = DecisionScenarios.start.timeIntervalSinceReferenceDate + 20
+        func with(
+            count: UInt8, entries: [[UInt8]], run: UInt8, runTime: Double, flags: UInt8 = bytes[40] | 64
+        ) -> [UInt8] {
             var body = Array(bytes.dropLast(4))
             body[40] = flags
+            body[169] = run
+            body.replaceSubrange(194..<202, with: Self.little(runTime.bitPattern))
             body.insert(contentsOf: [count] + entries.joined(), at: 284)
             return Self.resealed(body)
         }
-        let at = DecisionScenarios.start.timeIntervalSinceReferenceDate + 20
-        let two = with(count: 2, entries: [entry(at, speed: nil), entry(at + 1, speed: 2.5)], flags: bytes[40] | 64)
-        let decoded = try PartitionCheckpoint(decoding: two)
+        let last = Date(timeIntervalSinceReferenceDate: at + 1).timeIntervalSince1970
+        let two = [entry(at, speed: nil), entry(at + 1, speed: 2.5)]
+        let good = with(count: 2, entries: two, run: 2, runTime: last)
+        let decoded = try PartitionCheckpoint(decoding: good)
         let refused = try #require(decoded.vehicles["v"]?.state?.refused)
         #expect(refused.map(\.time.timeIntervalSinceReferenceDate) == [at, at + 1])
         #expect(refused.map(\.fix.speed) == [nil, 2.5])
         #expect(refused.allSatisfy { $0.subject == "v" && $0.accuracy == 4.5 && $0.fix.horizontalAccuracy == 4.5 })
-        #expect(decoded.encode() == two, "written back the same")
-        #expect(Self.refusal(with(count: 0, entries: [], flags: bytes[40] | 64)) != nil)
-        let eight = Array(repeating: entry(at, speed: nil), count: 8)
-        #expect(Self.refusal(with(count: 8, entries: eight, flags: bytes[40] | 64)) != nil)
-        let noTrack = Self.refusal(with(count: 1, entries: [entry(at, speed: nil)], flags: (bytes[40] & ~20) | 64))
+        #expect(decoded.encode() == good, "written back the same")
+        #expect(Self.refusal(good) == nil)
+        // A count other than the run's (0, one more, one fewer), fixes out of order, a last fix not at the run's
+        // time, flag 64 without the motion track.
+        for bad in [
+            with(count: 0, entries: [], run: 2, runTime: last),
+            with(count: 2, entries: two, run: 3, runTime: last),
+            with(count: 1, entries: [two[1]], run: 2, runTime: last),
+            with(count: 2, entries: [two[1], two[0]], run: 2, runTime: last),
+            with(count: 2, entries: two, run: 2, runTime: last + 1),
+            with(count: 2, entries: two, run: 2, runTime: last, flags: (bytes[40] & ~20) | 64),
+        ] {
+            #expect(Self.refusal(bad) != nil)
+        }
+        let noTrack = Self.refusal(with(count: 2, entries: two, run: 2, runTime: last, flags: (bytes[40] & ~20) | 64))
         #expect(noTrack.map { "\($0)" }?.contains("refused fixes without the motion track") == true)
+    }
+
+    @Test("a fix with a negative speed or a course not a number, from a library caller, leaves the checkpoint readable")
+    func unreadableSpeedLeftOut() throws {
+        // The reader refuses a negative speed (and a course not finite): written as it was, one such fix made the
+        // whole partition's checkpoint unreadable. gpsd's TPV with a negative speed now gives none.
+        var monitor = RegionMonitor()
+        monitor.insert(try Region(id: "r", center: DecisionScenarios.origin, radius: 200), seq: 1)
+        let fix = Fix(
+            subject: "v", time: DecisionScenarios.start, mode: .threeD, latitude: DecisionScenarios.origin.latitude,
+            longitude: DecisionScenarios.origin.longitude, horizontalAccuracy: 5, speed: -1, course: .nan)
+        var filter = FixFilter()
+        guard case .accepted(let weighted) = filter.evaluate(fix) else {
+            Issue.record("the fix is refused")
+            return
+        }
+        _ = monitor.process(weighted, now: Self.now)
+        let checkpoint = PartitionCheckpoint(fixSequence: 1, monitor: monitor, filter: filter)
+        let decoded = try PartitionCheckpoint(decoding: checkpoint.encode())
+        let last = try #require(decoded.vehicles["v"]?.state?.lastFix)
+        #expect(last.speed == nil && last.course == nil)
+        // Both readers: the in-place scan of the common line, and the strict one (an escaped key).
+        for line in [
+            #"{"class":"TPV","device":"x","mode":3,"time":"2026-12-05T08:00:00Z","lat":52,"lon":13,"speed":-1}"#,
+            #"{"class":"TPV","device":"x","mode":3,"time":"2026-12-05T08:00:00Z","lat":52,"lon":13,"spe\u0065d":-1}"#,
+        ] {
+            guard case .tpv(let parsed) = GPSDJSON.decode(Array(line.utf8)) else {
+                Issue.record("not a TPV: \(line)")
+                continue
+            }
+            #expect(parsed.speed == nil, "\(line)")
+        }
     }
 
     @Test("a run's byte with 128 (every fix of the run within the gate) loads, and is written back the same")

@@ -206,4 +206,17 @@ package struct WeightedFix: Sendable, Equatable {
         self.accuracyEstimated = accuracyEstimated
         self.fix = fix
     }
+
+    /// A fix as far as the monitor keeps it past its step (an event's fix, its subject and time): what a partition
+    /// checkpoint writes of the fixes of a run of refused fixes, and what a monitor holds of them, so that a
+    /// checkpoint gives back the same state.
+    package init(kept: EventFix, subject: String, time: Date) {
+        self.init(
+            fix: Fix(
+                subject: subject, time: time, mode: kept.mode, latitude: kept.latitude, longitude: kept.longitude,
+                horizontalAccuracy: kept.accuracyEstimated ? nil : kept.accuracy, speed: kept.speed,
+                course: kept.course),
+            time: time, coordinate: Coordinate(latitude: kept.latitude, longitude: kept.longitude),
+            accuracy: kept.accuracy, accuracyEstimated: kept.accuracyEstimated)
+    }
 }

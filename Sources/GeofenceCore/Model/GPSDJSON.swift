@@ -261,7 +261,8 @@ package enum GPSDJSON {
                 latitude: finite(f.lat), longitude: finite(f.lon), altitudeHAE: finite(f.altHAE),
                 altitudeMSL: finite(f.altMSL ?? f.alt),
                 horizontalAccuracy: Fix.horizontalAccuracy(eph: f.eph, epx: f.epx, epy: f.epy),
-                verticalAccuracy: finite(f.epv).flatMap { $0 >= 0 ? $0 : nil }, speed: finite(f.speed),
+                verticalAccuracy: finite(f.epv).flatMap { $0 >= 0 ? $0 : nil },
+                speed: finite(f.speed).flatMap { $0 >= 0 ? $0 : nil },
                 course: finite(f.track)))
     }
 

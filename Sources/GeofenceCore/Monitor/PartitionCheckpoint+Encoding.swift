@@ -12,8 +12,8 @@ import Foundation
 ///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 (+128: every
 ///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
-///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · [refused: count u8 ·
-///                 each: time f64 · fix (as the last fix)] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
+///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · [refused: count u8 (the
+///                 run's) · each: time f64 · fix (as the last fix)] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
 ///                 u16 · candidates (as last)
@@ -192,13 +192,17 @@ private struct CheckpointWriter {
     }
 
     mutating func eventFix(_ fix: EventFix) {
-        u8((fix.speed != nil ? 1 : 0) | (fix.course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
+        // A speed the reader refuses (negative, not finite: a library caller's fix) is left out, not written: one
+        // such fix must not make the whole partition's checkpoint unreadable.
+        let speed = fix.speed.flatMap { $0 >= 0 && $0.isFinite ? $0 : nil }
+        let course = fix.course.flatMap { $0.isFinite ? $0 : nil }
+        u8((speed != nil ? 1 : 0) | (course != nil ? 2 : 0) | (fix.accuracyEstimated ? 4 : 0))
         u8(UInt8(clamping: fix.mode.rawValue))
         f64(fix.latitude)
         f64(fix.longitude)
         f64(fix.accuracy)
-        if let speed = fix.speed { f64(speed) }
-        if let course = fix.course { f64(course) }
+        if let speed { f64(speed) }
+        if let course { f64(course) }
     }
 
     mutating func memory(_ m: FixFilter.VehicleMemory) {
@@ -343,24 +347,28 @@ private struct CheckpointReader {
         let lastFix = flags & 8 != 0 ? try eventFix() : nil
         let lastChange = flags & 32 != 0 ? try date("last change") : nil
         var refused: [WeightedFix] = []
-        if flags & 64 != 0 {
+        if flags & 64 != 0, let motion {
+            // As the monitor keeps them: one for each fix of the motion track's run, each after the track's last
+            // fix taken in and after the one before, the last at the run's time.
             let countAt = offset
             let count = try u8("refused count")
-            guard count > 0 && count <= MotionConsistency.resyncRun else {
-                throw invalid("refused count", at: countAt, "is \(count), not 1-\(MotionConsistency.resyncRun)")
+            guard count > 0 && count == motion.run else {
+                throw invalid("refused count", at: countAt, "is \(count), not the run's \(motion.run)")
             }
+            var previous = motion.time
             for _ in 0..<count {
+                let timeAt = offset
                 let time = try date("refused fix time")
+                let seconds = time.timeIntervalSince1970
+                guard seconds > previous else {
+                    throw invalid("refused fix time", at: timeAt, "is not after the fix before it")
+                }
+                previous = seconds
                 let fix = try eventFix()
-                let coordinate = Coordinate(latitude: fix.latitude, longitude: fix.longitude)
-                refused.append(
-                    WeightedFix(
-                        fix: Fix(
-                            subject: subject, time: time, mode: fix.mode, latitude: fix.latitude,
-                            longitude: fix.longitude, horizontalAccuracy: fix.accuracyEstimated ? nil : fix.accuracy,
-                            speed: fix.speed, course: fix.course),
-                        time: time, coordinate: coordinate, accuracy: fix.accuracy,
-                        accuracyEstimated: fix.accuracyEstimated))
+                refused.append(WeightedFix(kept: fix, subject: subject, time: time))
+            }
+            guard previous == motion.runTime else {
+                throw invalid("refused fix time", at: countAt, "of the last is not the run's")
             }
         }
         let count = try count(u32: "pair count", minimumSize: 10)

@@ -556,7 +556,8 @@ package struct RegionMonitor: Sendable {
                 resynchronized += 1
                 replayRun(before: fix, subject: subject, trackIndex: trackIndex, track: &track, now: now, into: &out)
             case .first, .agrees:
-                if !track.refused.isEmpty { track.refused.removeAll(keepingCapacity: true) }
+                // Released, not kept for the next run: some 170 bytes a fix, for every subject that ever had one.
+                if !track.refused.isEmpty { track.refused = [] }
             }
         }
         // The previous accepted fix, for a pass between it and this one: only when both agree with the motion
@@ -697,10 +698,11 @@ package struct RegionMonitor: Sendable {
         if run == 1 {
             track.refused.removeAll(keepingCapacity: true)
         } else if track.refused.count + 1 != Int(run) {
-            track.refused.removeAll(keepingCapacity: true)
+            track.refused = []
             return
         }
-        track.refused.append(fix)
+        // As a checkpoint keeps it (`WeightedFix(kept:subject:time:)`): a take-over replays the same fixes.
+        track.refused.append(WeightedFix(kept: EventFix(fix), subject: fix.subject, time: fix.time))
     }
 
     /// A run of refused fixes has started the subject's motion over at `fix`: the run was the truth the track had
@@ -727,11 +729,6 @@ package struct RegionMonitor: Sendable {
         // run of the honest fixes after it (traced: a lie 27 m off claiming 4.4 m, then four honest fixes of
         // 10-11 m, whose errors let no test of the two or three after it tell the lie by its place). The run's
         // first fix is left out: a crossing it made is reported by the next, one fix later.
-        // Only a run that moved: from its second fix to this one farther than twice their accuracies together, and
-        // `minMargin` (a parked receiver's honest fixes are within their accuracy of it, 95 times in 100). A parked
-        // receiver's run is mostly the fixes the track refused for being off, and each of them taken alone could
-        // flap a pair where the run as a whole says nothing new. (The run's filter cannot tell: its velocity,
-        // after five to seven fixes at a manoeuvring vehicle's accelerations, is uncertain by 3-4 m/s.)
         if inOrder, run.count >= 2 {
             for earlier in run.dropFirst() {
                 process(
@@ -739,8 +736,6 @@ package struct RegionMonitor: Sendable {
                     into: &out)
             }
         }
-        run.removeAll(keepingCapacity: true)
-        swap(&run, &track.refused)
     }
 
     /// Puts a pair back in its subject's table after a step, and records what the store must learn.
