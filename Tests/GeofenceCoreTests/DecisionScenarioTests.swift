@@ -288,7 +288,9 @@ struct DecisionScenarioTests {
     )
     func refusedRunReplayed() {
         // Before the run's fixes were replayed, only the fix that started the motion over decided: a region crossed
-        // while the others were refused was missed (71 of these 396 pull-aways hid their crossings, all now reported).
+        // while the others were refused was missed. Measured: 71 of these 396 pull-aways reported by a replayed run;
+        // 60 since the track takes in the velocity its fixes report (it follows the acceleration, and fewer honest
+        // fixes are refused in the first place).
         var scenarios = 0
         for burst in 1...3 {
             for m in movingScenarios(burst: burst) where m.kind == "pull-away" {
@@ -307,7 +309,7 @@ struct DecisionScenarioTests {
                 if late { scenarios += 1 }
             }
         }
-        #expect(scenarios >= 70, "\(scenarios) pull-aways reported by a replayed run")
+        #expect(scenarios >= 55, "\(scenarios) pull-aways reported by a replayed run")
     }
 
     @Test("a drive through a region with a burst of lies at the entry or the exit: both crossings, at most 1 fix late")
@@ -410,6 +412,12 @@ struct DecisionScenarioTests {
             // first fix is not replayed.
             DecisionScenarios.parkedOnEdge(radius: 200, offset: -3, burst: 4, pattern: .angled, seed: 4),
             DecisionScenarios.brakedOnEdge(radius: 40, offset: -3, burst: 2, pattern: .opposed, seed: 4),
+            // On a seed the table does not use: the fourth lie of a burst fell 16 m from where the track, still at
+            // 10 m/s, expected the truck 4 s after the last fix taken in, and was taken in: `exit`. That fix had
+            // reported 7 m/s, braking; taken in with its position, the track slows and the lie is refused.
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: -3, burst: 4, pattern: .angled, seed: 16),
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: -3, burst: 5, pattern: .angled, seed: 16),
+            DecisionScenarios.brakedOnEdge(radius: 40, offset: -3, burst: 6, pattern: .angled, seed: 16),
         ]
         for scenario in scenarios {
             let (events, _, _) = run(scenario)

@@ -172,4 +172,73 @@ struct MotionConsistencyTests {
         #expect(motion.update(&track, point: point(north: 900), time: 10, accuracy: 5) == .resynchronized)
         #expect(motion.update(&track, point: point(north: 900), time: 11, accuracy: 5) == .agrees)
     }
+
+    /// A fix at `coordinate` reporting `speed` along `course`, as the filter passes it on.
+    private func weighted(_ coordinate: Coordinate, speed: Double, course: Double) -> WeightedFix {
+        WeightedFix(
+            fix: Fix(
+                subject: "t", time: Date(timeIntervalSince1970: 0), mode: .threeD, latitude: coordinate.latitude,
+                longitude: coordinate.longitude, horizontalAccuracy: 5, speed: speed, course: course),
+            time: Date(timeIntervalSince1970: 0), coordinate: coordinate, accuracy: 5, accuracyEstimated: false)
+    }
+
+    @Test("a fix's reported speed and course, in earth-centred axes: east and north where it is")
+    func reportedVelocityAxes() throws {
+        let equator = Coordinate(latitude: 0, longitude: 0)
+        let east = try #require(RegionMonitor.reportedVelocity(weighted(equator, speed: 10, course: 90)))
+        #expect(abs(east.x) < 1e-9 && abs(east.y - 10) < 1e-9 && abs(east.z) < 1e-9)
+        let north = try #require(RegionMonitor.reportedVelocity(weighted(equator, speed: 10, course: 0)))
+        #expect(abs(north.x) < 1e-9 && abs(north.y) < 1e-9 && abs(north.z - 10) < 1e-9)
+        // Here, along the course: within 0.2° (geocentric against geodetic north) of a metre's step that way.
+        for course in stride(from: 0.0, to: 360, by: 30) {
+            let v = try #require(RegionMonitor.reportedVelocity(weighted(here, speed: 1, course: course)))
+            let radians = course * .pi / 180
+            let a = GeocentricPoint(here)
+            let b = GeocentricPoint(offset(here, north: cos(radians), east: sin(radians)))
+            let step = GeocentricPoint(x: b.x - a.x, y: b.y - a.y, z: b.z - a.z)
+            #expect(
+                GeocentricPoint(x: 0, y: 0, z: 0).chord(
+                    to: GeocentricPoint(x: v.x - step.x, y: v.y - step.y, z: v.z - step.z)) < 0.004, "course \(course)")
+        }
+        // No velocity without both, or with a speed no vehicle has.
+        var fix = weighted(here, speed: 10, course: 0)
+        fix.fix.course = nil
+        #expect(RegionMonitor.reportedVelocity(fix) == nil)
+        #expect(RegionMonitor.reportedVelocity(weighted(here, speed: -1, course: 0)) == nil)
+        #expect(RegionMonitor.reportedVelocity(weighted(here, speed: .infinity, course: 0)) == nil)
+    }
+
+    @Test("a truck braking hard: with the speed its first braking fix reports, the track slows with it at once")
+    func reportedSpeedFollowsBraking() throws {
+        // North at 10 m/s for half a minute, then braking at 7 m/s² to a stop 7.1 m on; fixes exact, claiming 5 m.
+        func drive(reporting: Bool) -> MotionConsistency.Track? {
+            var track: MotionConsistency.Track?
+            let unitNorth: GeocentricPoint = {
+                let a = GeocentricPoint(here)
+                let b = GeocentricPoint(offset(here, north: 1, east: 0))
+                return GeocentricPoint(x: b.x - a.x, y: b.y - a.y, z: b.z - a.z)
+            }()
+            func velocity(_ speed: Double) -> GeocentricPoint? {
+                reporting
+                    ? GeocentricPoint(x: unitNorth.x * speed, y: unitNorth.y * speed, z: unitNorth.z * speed) : nil
+            }
+            for second in 0...30 {
+                _ = motion.update(
+                    &track, point: point(north: 10 * Double(second)), time: Double(second), accuracy: 5,
+                    velocity: velocity(10))
+            }
+            // The first fix of the braking: 3.5 m short of where the track expects it, reporting 3 m/s.
+            for (second, north, speed) in [(31, 306.5, 3.0)] {
+                let verdict = motion.update(
+                    &track, point: point(north: north), time: Double(second), accuracy: 5, velocity: velocity(speed))
+                #expect(verdict == .agrees, "second \(second), reporting \(reporting)")
+            }
+            return track
+        }
+        let reported = motion.estimate(of: try #require(drive(reporting: true)))
+        let positions = motion.estimate(of: try #require(drive(reporting: false)))
+        print("braking: \(reported.speed) m/s with the reported speed, \(positions.speed) m/s without")
+        #expect(reported.speed < 4.5, "\(reported.speed) m/s")
+        #expect(positions.speed > 6, "\(positions.speed) m/s: the positions alone take longer to show the stop")
+    }
 }

@@ -175,19 +175,59 @@ package struct MotionConsistency: Sendable, Equatable {
     }
 
     /// Judges a fix against the track and, when it agrees (or resynchronizes), takes it in.
-    package func update(_ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    package func update(
+        _ track: inout Track?, point: GeocentricPoint, time: Double, accuracy: Double,
+        velocity: GeocentricPoint? = nil
+    ) -> Verdict {
         // Not `track != nil`: `Track` is `Equatable`, and that compared the track with a nil built for it, copying
         // some 200 bytes twice a fix.
         if case .none = track {
             track = start(at: point, time: time, accuracy: accuracy)
             return .first
         }
-        return advance(&track!, point: point, time: time, accuracy: accuracy)
+        return advance(&track!, point: point, time: time, accuracy: accuracy, velocity: velocity)
+    }
+
+    /// Variance (per axis, (m/s)²) of a velocity a fix reports: its speed to `reportedSpeedError`, its course to
+    /// `reportedCourseError` degrees (what the pass rule assumes too).
+    static let reportedSpeedError = 1.0
+    static let reportedCourseError = 5.0
+    /// `sin(reportedCourseError)`: the sideways error of a reported velocity, per m/s of speed.
+    static let reportedSideways = sin(reportedCourseError * .pi / 180)
+
+    /// The fix's reported velocity taken in (an axis-shared Kalman update of the velocity, for both models).
+    @inline(__always)
+    private func takeVelocity(_ t: inout Track, _ measured: GeocentricPoint) {
+        let v2 = measured.x * measured.x + measured.y * measured.y + measured.z * measured.z
+        let r = Self.reportedSpeedError * Self.reportedSpeedError + v2 * Self.reportedSideways * Self.reportedSideways
+        let sSteady = t.steady.vv + r
+        let sManoeuvre = t.manoeuvre.vv + r
+        let ex = measured.x - t.velocity.x
+        let ey = measured.y - t.velocity.y
+        let ez = measured.z - t.velocity.z
+        // The weights follow how likely each model made the reported velocity too (as for the position: a ratio of
+        // two planar Gaussians): a truck that brakes hard is a manoeuvre, which the steady model's small velocity
+        // uncertainty would otherwise barely let the report move.
+        let exponent = min(max((ex * ex + ey * ey + ez * ez) / 2 * (1 / sSteady - 1 / sManoeuvre), -700), 700)
+        let ratio = sSteady / sManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
+        let w = min(max(t.steadyWeight / (t.steadyWeight + (1 - t.steadyWeight) * ratio), 1e-6), 1 - 1e-6)
+        t.steadyWeight = w
+        let kp = w * t.steady.pv / sSteady + (1 - w) * t.manoeuvre.pv / sManoeuvre
+        let kv = w * t.steady.vv / sSteady + (1 - w) * t.manoeuvre.vv / sManoeuvre
+        t.position = GeocentricPoint(x: t.position.x + kp * ex, y: t.position.y + kp * ey, z: t.position.z + kp * ez)
+        t.velocity = GeocentricPoint(x: t.velocity.x + kv * ex, y: t.velocity.y + kv * ey, z: t.velocity.z + kv * ez)
+        func updated(_ c: Covariance, _ s: Double) -> Covariance {
+            Covariance(pp: c.pp - c.pv * c.pv / s, pv: c.pv * r / s, vv: c.vv * r / s)
+        }
+        t.steady = updated(t.steady, sSteady)
+        t.manoeuvre = updated(t.manoeuvre, sManoeuvre)
     }
 
     /// `update` of a track that has started (in place: a track is a few cache lines, and this runs for
     /// every fix).
-    private func advance(_ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double) -> Verdict {
+    private func advance(
+        _ t: inout Track, point: GeocentricPoint, time: Double, accuracy: Double, velocity measured: GeocentricPoint?
+    ) -> Verdict {
         let dt = time - t.time
         guard dt > 0 else {
             // The same time again says nothing new; an earlier one means the clock stepped back (the fix
@@ -281,6 +321,7 @@ package struct MotionConsistency: Sendable, Equatable {
         t.steadyWeight = w
         t.time = time
         t.run = 0
+        if let measured { takeVelocity(&t, measured) }
         return .agrees
     }
 
