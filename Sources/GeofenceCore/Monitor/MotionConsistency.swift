@@ -195,32 +195,36 @@ package struct MotionConsistency: Sendable, Equatable {
     /// `sin(reportedCourseError)`: the sideways error of a reported velocity, per m/s of speed.
     static let reportedSideways = sin(reportedCourseError * .pi / 180)
 
-    /// The fix's reported velocity taken in (an axis-shared Kalman update of the velocity, for both models).
+    /// The fix's reported velocity taken in (an axis-shared Kalman update of the velocity, for both models), the
+    /// models' weights following how likely each made it. Three divisions: this runs for every fix with a velocity.
     @inline(__always)
     private func takeVelocity(_ t: inout Track, _ measured: GeocentricPoint) {
         let v2 = measured.x * measured.x + measured.y * measured.y + measured.z * measured.z
         let r = Self.reportedSpeedError * Self.reportedSpeedError + v2 * Self.reportedSideways * Self.reportedSideways
         let sSteady = t.steady.vv + r
         let sManoeuvre = t.manoeuvre.vv + r
+        let inverseSteady = 1 / sSteady
+        let inverseManoeuvre = 1 / sManoeuvre
         let ex = measured.x - t.velocity.x
         let ey = measured.y - t.velocity.y
         let ez = measured.z - t.velocity.z
         // The weights follow how likely each model made the reported velocity too (as for the position: a ratio of
         // two planar Gaussians): a truck that brakes hard is a manoeuvre, which the steady model's small velocity
         // uncertainty would otherwise barely let the report move.
-        let exponent = min(max((ex * ex + ey * ey + ez * ez) / 2 * (1 / sSteady - 1 / sManoeuvre), -700), 700)
-        let ratio = sSteady / sManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
+        let exponent = min(max((ex * ex + ey * ey + ez * ez) / 2 * (inverseSteady - inverseManoeuvre), -700), 700)
+        let ratio = sSteady * inverseManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
         let w = min(max(t.steadyWeight / (t.steadyWeight + (1 - t.steadyWeight) * ratio), 1e-6), 1 - 1e-6)
         t.steadyWeight = w
-        let kp = w * t.steady.pv / sSteady + (1 - w) * t.manoeuvre.pv / sManoeuvre
-        let kv = w * t.steady.vv / sSteady + (1 - w) * t.manoeuvre.vv / sManoeuvre
+        let kp = w * t.steady.pv * inverseSteady + (1 - w) * t.manoeuvre.pv * inverseManoeuvre
+        let kv = w * t.steady.vv * inverseSteady + (1 - w) * t.manoeuvre.vv * inverseManoeuvre
         t.position = GeocentricPoint(x: t.position.x + kp * ex, y: t.position.y + kp * ey, z: t.position.z + kp * ez)
         t.velocity = GeocentricPoint(x: t.velocity.x + kv * ex, y: t.velocity.y + kv * ey, z: t.velocity.z + kv * ez)
-        func updated(_ c: Covariance, _ s: Double) -> Covariance {
-            Covariance(pp: c.pp - c.pv * c.pv / s, pv: c.pv * r / s, vv: c.vv * r / s)
-        }
-        t.steady = updated(t.steady, sSteady)
-        t.manoeuvre = updated(t.manoeuvre, sManoeuvre)
+        t.steady = Covariance(
+            pp: t.steady.pp - t.steady.pv * t.steady.pv * inverseSteady, pv: t.steady.pv * r * inverseSteady,
+            vv: t.steady.vv * r * inverseSteady)
+        t.manoeuvre = Covariance(
+            pp: t.manoeuvre.pp - t.manoeuvre.pv * t.manoeuvre.pv * inverseManoeuvre,
+            pv: t.manoeuvre.pv * r * inverseManoeuvre, vv: t.manoeuvre.vv * r * inverseManoeuvre)
     }
 
     /// `update` of a track that has started (in place: a track is a few cache lines, and this runs for

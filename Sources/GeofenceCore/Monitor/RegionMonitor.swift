@@ -703,10 +703,13 @@ package struct RegionMonitor: Sendable {
         let rho = (p.x * p.x + p.y * p.y).squareRoot()
         let r = (rho * rho + p.z * p.z).squareRoot()
         guard rho > 1, r > 1 else { return nil }
-        let (cosL, sinL) = (p.x / rho, p.y / rho)
-        let (cosP, sinP) = (rho / r, p.z / r)
-        let east = speed * sin(course * .pi / 180)
-        let north = speed * cos(course * .pi / 180)
+        let inverseRho = 1 / rho
+        let inverseR = 1 / r
+        let (cosL, sinL) = (p.x * inverseRho, p.y * inverseRho)
+        let (cosP, sinP) = (rho * inverseR, p.z * inverseR)
+        let (sine, cosine) = Degrees.sinCos(course)
+        let east = speed * sine
+        let north = speed * cosine
         return GeocentricPoint(
             x: -sinL * east - sinP * cosL * north, y: cosL * east - sinP * sinL * north, z: cosP * north)
     }
