@@ -11,7 +11,9 @@ import Foundation
 /// compared with where the filter expects the subject at that fix's time: a fix farther off than `gate`
 /// standard deviations of that expectation is an outlier, changes no state and does not move the filter.
 /// The expectation's uncertainty grows with the time since the last fix taken in, so after a gap (a
-/// tunnel, a restart) any plausible place is accepted.
+/// tunnel, a restart) any plausible place is accepted. A fix taken in that reports a speed and course (the
+/// receiver's Doppler velocity) moves the track's velocity towards it too (`update(_:point:time:accuracy:velocity:)`),
+/// so that the track follows a truck that brakes or pulls away from its first fix doing so.
 ///
 /// What that buys: a receiver parked for a minute knows where it is to a few metres, so a fix 30 m off
 /// claiming 4 m is far outside the gate, while honest jitter within the stated accuracy is well inside it; a vehicle at motorway speed is expected
