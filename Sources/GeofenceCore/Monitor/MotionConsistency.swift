@@ -190,8 +190,9 @@ package struct MotionConsistency: Sendable, Equatable {
         return advance(&track!, point: point, time: time, accuracy: accuracy, velocity: velocity)
     }
 
-    /// Variance (per axis, (m/s)²) of a velocity a fix reports: its speed to `reportedSpeedError`, its course to
-    /// `reportedCourseError` degrees (what the pass rule assumes too).
+    /// How far a velocity a fix reports may be off (gpsd's `epd` and `eps` are not read): its speed by
+    /// `reportedSpeedError` (m/s), its course by `reportedCourseError` (degrees). The pass rule assumes the same
+    /// (`RegionMonitor.speedError`, `courseError`).
     static let reportedSpeedError = 1.0
     static let reportedCourseError = 5.0
     /// `sin(reportedCourseError)`: the sideways error of a reported velocity, per m/s of speed.

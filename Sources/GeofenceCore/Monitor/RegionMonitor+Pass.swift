@@ -25,9 +25,10 @@ extension RegionMonitor {
     /// How far a reported velocity may be off when the receiver says nothing of it (gpsd's `epd` and `eps`
     /// are not read): its course by 5°, or what an error of `speedError` across it makes at its speed, whichever
     /// is more, and its speed by `speedError`. A receiver's Doppler velocity is good to a few tenths of a metre a
-    /// second; the synthetic fixes' courses are off by up to 3°, their speeds by up to 0.3 m/s.
-    static let courseError = 5.0
-    static let speedError = 1.0
+    /// second; the synthetic fixes' courses are off by up to 3°, their speeds by up to 0.3 m/s. The motion check
+    /// takes a reported velocity in with the same errors: one home for them, there.
+    static let courseError = MotionConsistency.reportedCourseError
+    static let speedError = MotionConsistency.reportedSpeedError
 
     /// The course error assumed for a fix at `speed` (degrees).
     static func assumedCourseError(speed: Double) -> Double {
