@@ -208,6 +208,56 @@ struct MotionConsistencyTests {
         #expect(RegionMonitor.reportedVelocity(weighted(here, speed: .infinity, course: 0)) == nil)
     }
 
+    @Test("position and reported velocity taken in together: the Kalman filter that takes them one after the other")
+    func jointUpdateIsSequential() throws {
+        // Both models alike, so that the mix is one Kalman filter whatever the weights: its covariance and estimate
+        // after one fix with a velocity must be those of the textbook filter taking the position, then the velocity.
+        let q = 2.0
+        let same = MotionConsistency(steadyAcceleration: q, manoeuvreAcceleration: q)
+        let unitNorth: GeocentricPoint = {
+            let a = GeocentricPoint(here)
+            let b = GeocentricPoint(offset(here, north: 1, east: 0))
+            return GeocentricPoint(x: b.x - a.x, y: b.y - a.y, z: b.z - a.z)
+        }()
+        var track: MotionConsistency.Track?
+        #expect(same.update(&track, point: point(north: 0), time: 0, accuracy: 8) == .first)
+        #expect(
+            same.update(
+                &track, point: point(north: 6), time: 2, accuracy: 6,
+                velocity: GeocentricPoint(x: unitNorth.x * 4, y: unitNorth.y * 4, z: unitNorth.z * 4)) == .agrees)
+        let joint = same.estimate(of: try #require(track))
+
+        // The textbook filter along the north axis (the axes share one covariance): state (p, v), p in metres north.
+        let dt = 2.0
+        var (p, v) = (0.0, 0.0)
+        var (pp, pv, vv) = (16.0, 0.0, 1600.0)  // (8 m / 2)², no velocity known
+        (pp, pv, vv) = (
+            pp + 2 * dt * pv + dt * dt * vv + q * q * dt * dt * dt / 3, pv + dt * vv + q * q * dt * dt / 2,
+            vv + q * q * dt
+        )
+        p += v * dt
+        // The position: 6 m north, error (6 m / 2)².
+        var s = pp + 9
+        var (kp, kv) = (pp / s, pv / s)
+        (p, v) = (p + kp * (6 - p), v + kv * (6 - p))
+        (pp, pv, vv) = ((1 - kp) * pp, (1 - kp) * pv, vv - kv * pv)
+        // The velocity: 4 m/s north, error 1 m/s along and 4 m/s × sin 5° across (both axes share the larger sum).
+        let rv = 1 + 16 * pow(sin(5 * Double.pi / 180), 2)
+        s = vv + rv
+        (kp, kv) = (pv / s, vv / s)
+        (p, v) = (p + kp * (4 - v), v + kv * (4 - v))
+        (pp, pv, vv) = (pp - pv * pv / s, pv * rv / s, vv * rv / s)
+
+        let north = joint.position.chord(to: point(north: 0))
+        #expect(abs(north - p) < 1e-6, "position \(north) m north, the textbook filter \(p) m")
+        #expect(abs(joint.speed - v) < 1e-6, "speed \(joint.speed), the textbook filter \(v)")
+        #expect(abs(joint.sigma * joint.sigma - pp) < 1e-9, "pp \(joint.sigma * joint.sigma) against \(pp)")
+        #expect(abs(joint.positionVelocity - pv) < 1e-9, "pv \(joint.positionVelocity) against \(pv)")
+        #expect(
+            abs(joint.speedSigma * joint.speedSigma - vv) < 1e-9,
+            "vv \(joint.speedSigma * joint.speedSigma) against \(vv)")
+    }
+
     @Test("a truck braking hard: with the speed its first braking fix reports, the track slows with it at once")
     func reportedSpeedFollowsBraking() throws {
         // North at 10 m/s for half a minute, then braking at 7 m/s² to a stop 7.1 m on; fixes exact, claiming 5 m.

@@ -198,36 +198,75 @@ package struct MotionConsistency: Sendable, Equatable {
     /// `sin(reportedCourseError)`: the sideways error of a reported velocity, per m/s of speed.
     static let reportedSideways = sin(reportedCourseError * .pi / 180)
 
-    /// The fix's reported velocity taken in (an axis-shared Kalman update of the velocity, for both models), the
-    /// models' weights following how likely each made it. Three divisions: this runs for every fix with a velocity.
+    /// A fix taken in with the velocity it reports: one Kalman update of position and velocity together (per axis,
+    /// the two measured at once, their errors independent), for both models, the models' weights following how
+    /// likely each made the two. The same as taking in the position and then the velocity, but one
+    /// chain of dependent arithmetic, not two: one division for both models' inverses, one `exp`, one division for
+    /// the weight. This runs for every fix with a speed and course.
+    ///
+    /// Per axis, with a model's predicted covariance `P = [[A, B], [B, C]]` and the errors `r` (position) and `rv`
+    /// (velocity): `S = P + diag(r, rv)`, `D = det S`, the gain `K = P S⁻¹ = [[A(C+rv) − B², B·r], [B·rv, C(A+r) − B²]] / D`,
+    /// and the covariance after is `(I − K) P`. A fix's position and its velocity each lie in the plane of the
+    /// horizon, so a model's likelihood is `exp(−m/2) / D` (times constants both share), `m` the innovations'
+    /// Mahalanobis distance summed over the axes.
     @inline(__always)
-    private func takeVelocity(_ t: inout Track, _ measured: GeocentricPoint) {
+    private func takeJointly(
+        _ t: inout Track, point: GeocentricPoint, dx: Double, dy: Double, dz: Double, steady: Covariance,
+        manoeuvre: Covariance, steadyNext: Double, r: Double, measured: GeocentricPoint, time: Double
+    ) {
         let v2 = measured.x * measured.x + measured.y * measured.y + measured.z * measured.z
-        let r = Self.reportedSpeedError * Self.reportedSpeedError + v2 * Self.reportedSideways * Self.reportedSideways
-        let sSteady = t.steady.vv + r
-        let sManoeuvre = t.manoeuvre.vv + r
-        let inverseSteady = 1 / sSteady
-        let inverseManoeuvre = 1 / sManoeuvre
+        let rv = Self.reportedSpeedError * Self.reportedSpeedError + v2 * Self.reportedSideways * Self.reportedSideways
         let ex = measured.x - t.velocity.x
         let ey = measured.y - t.velocity.y
         let ez = measured.z - t.velocity.z
-        // The weights follow how likely each model made the reported velocity too (as for the position: a ratio of
-        // two planar Gaussians): a truck that brakes hard is a manoeuvre, which the steady model's small velocity
-        // uncertainty would otherwise barely let the report move.
-        let exponent = min(max((ex * ex + ey * ey + ez * ez) / 2 * (inverseSteady - inverseManoeuvre), -700), 700)
-        let ratio = sSteady * inverseManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
-        let w = min(max(t.steadyWeight / (t.steadyWeight + (1 - t.steadyWeight) * ratio), 1e-6), 1 - 1e-6)
-        t.steadyWeight = w
-        let kp = w * t.steady.pv * inverseSteady + (1 - w) * t.manoeuvre.pv * inverseManoeuvre
-        let kv = w * t.steady.vv * inverseSteady + (1 - w) * t.manoeuvre.vv * inverseManoeuvre
-        t.position = GeocentricPoint(x: t.position.x + kp * ex, y: t.position.y + kp * ey, z: t.position.z + kp * ez)
-        t.velocity = GeocentricPoint(x: t.velocity.x + kv * ex, y: t.velocity.y + kv * ey, z: t.velocity.z + kv * ez)
+        let xx = dx * dx + dy * dy + dz * dz
+        let xv = dx * ex + dy * ey + dz * ez
+        let vv = ex * ex + ey * ey + ez * ez
+        let aS = steady.pp + r
+        let cS = steady.vv + rv
+        let aM = manoeuvre.pp + r
+        let cM = manoeuvre.vv + rv
+        let dS = aS * cS - steady.pv * steady.pv
+        let dM = aM * cM - manoeuvre.pv * manoeuvre.pv
+        // Both determinants are at least r · rv ≥ 1 (a covariance plus the errors), and their product far from overflow.
+        let inverse = 1 / (dS * dM)
+        let inverseSteady = dM * inverse
+        let inverseManoeuvre = dS * inverse
+        let mS = (cS * xx - 2 * steady.pv * xv + aS * vv) * inverseSteady
+        let mM = (cM * xx - 2 * manoeuvre.pv * xv + aM * vv) * inverseManoeuvre
+        let exponent = min(max((mS - mM) / 2, -700), 700)
+        let ratio = dS * inverseManoeuvre * exp(exponent)  // L(manoeuvre) / L(steady)
+        let w = min(max(steadyNext / (steadyNext + (1 - steadyNext) * ratio), 1e-6), 1 - 1e-6)
+        // Each model's gain, then their blend.
+        let bS = steady.pv
+        let bM = manoeuvre.pv
+        let kppS = (steady.pp * cS - bS * bS) * inverseSteady
+        let kpvS = bS * r * inverseSteady
+        let kvpS = bS * rv * inverseSteady
+        let kvvS = (steady.vv * aS - bS * bS) * inverseSteady
+        let kppM = (manoeuvre.pp * cM - bM * bM) * inverseManoeuvre
+        let kpvM = bM * r * inverseManoeuvre
+        let kvpM = bM * rv * inverseManoeuvre
+        let kvvM = (manoeuvre.vv * aM - bM * bM) * inverseManoeuvre
+        let kpp = w * kppS + (1 - w) * kppM
+        let kpv = w * kpvS + (1 - w) * kpvM
+        let kvp = w * kvpS + (1 - w) * kvpM
+        let kvv = w * kvvS + (1 - w) * kvvM
+        t.position = GeocentricPoint(
+            x: point.x - dx + kpp * dx + kpv * ex, y: point.y - dy + kpp * dy + kpv * ey,
+            z: point.z - dz + kpp * dz + kpv * ez)
+        t.velocity = GeocentricPoint(
+            x: t.velocity.x + kvp * dx + kvv * ex, y: t.velocity.y + kvp * dy + kvv * ey,
+            z: t.velocity.z + kvp * dz + kvv * ez)
         t.steady = Covariance(
-            pp: t.steady.pp - t.steady.pv * t.steady.pv * inverseSteady, pv: t.steady.pv * r * inverseSteady,
-            vv: t.steady.vv * r * inverseSteady)
+            pp: (1 - kppS) * steady.pp - kpvS * bS, pv: (1 - kppS) * bS - kpvS * steady.vv,
+            vv: (1 - kvvS) * steady.vv - kvpS * bS)
         t.manoeuvre = Covariance(
-            pp: t.manoeuvre.pp - t.manoeuvre.pv * t.manoeuvre.pv * inverseManoeuvre,
-            pv: t.manoeuvre.pv * r * inverseManoeuvre, vv: t.manoeuvre.vv * r * inverseManoeuvre)
+            pp: (1 - kppM) * manoeuvre.pp - kpvM * bM, pv: (1 - kppM) * bM - kpvM * manoeuvre.vv,
+            vv: (1 - kvvM) * manoeuvre.vv - kvpM * bM)
+        t.steadyWeight = w
+        t.time = time
+        t.run = 0
     }
 
     /// `update` of a track that has started (in place: a track is a few cache lines, and this runs for
@@ -302,6 +341,12 @@ package struct MotionConsistency: Sendable, Equatable {
             }
         }
 
+        if let measured {
+            takeJointly(
+                &t, point: point, dx: dx, dy: dy, dz: dz, steady: steady, manoeuvre: manoeuvre, steadyNext: steadyNext,
+                r: r, measured: measured, time: time)
+            return .agrees
+        }
         // The weights follow how likely each model made the fix (a ratio of two planar Gaussians: one
         // exponential), and the estimate moves by the blend of both models' gains.
         let inverseSteady = 1 / sSteady
@@ -328,7 +373,6 @@ package struct MotionConsistency: Sendable, Equatable {
         t.steadyWeight = w
         t.time = time
         t.run = 0
-        if let measured { takeVelocity(&t, measured) }
         return .agrees
     }
 
