@@ -707,7 +707,7 @@ package struct RegionMonitor: Sendable {
         let inverseR = 1 / r
         let (cosL, sinL) = (p.x * inverseRho, p.y * inverseRho)
         let (cosP, sinP) = (rho * inverseR, p.z * inverseR)
-        let (sine, cosine) = Degrees.sinCos(course)
+        let (sine, cosine) = Degrees.roughSinCos(course)
         let east = speed * sine
         let north = speed * cosine
         return GeocentricPoint(
