@@ -486,11 +486,11 @@ func hugePageFixEvaluation(n: Int, driving: Bool) -> Double? {
 
 /// The child of `hugePageFixEvaluation`: the same fixes (random jumps, or the fleet driving) and regions as
 /// `runFixEvaluation`.
-func runMonitorChild(n: Int, driving: Bool) {
+func runMonitorChild(n: Int, driving: Bool, withMotion: Bool = false) {
     let subjects = 1000
     let fixes =
         driving
-        ? makeMovingFixes(count: 60_000, subjects: subjects, seed: 3)
+        ? makeMovingFixes(count: 60_000, subjects: subjects, seed: 3, withMotion: withMotion)
         : makeFixes(count: 60_000, subjects: subjects, seed: 2)
     let regions = Country.regions(n, seed: 1)
     var monitor = indexedMonitor(regions)

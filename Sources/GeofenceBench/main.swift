@@ -26,9 +26,12 @@ while let argument = arguments.popFirst() {
         exit(runClusterCommand(argument, Array(arguments)))
     case "--monitor-child":
         // The fix evaluation of `hugePageFixEvaluation`, in a process of its own (see there); also a way to
-        // profile it alone: `perf record geofence-bench --monitor-child 1000000 driving`.
+        // profile it alone: `perf record geofence-bench --monitor-child 1000000 driving` (`driving-motion`: the
+        // drive's fixes with speed and course, as receivers report them).
         let n = arguments.popFirst().flatMap(Int.init) ?? 1_000_000
-        runMonitorChild(n: n, driving: arguments.first == "driving")
+        let kind = arguments.first
+        runMonitorChild(
+            n: n, driving: kind == "driving" || kind == "driving-motion", withMotion: kind == "driving-motion")
         exit(0)
     case "--reference-child":
         // geofence's side of `--reference`, in a process of its own pinned like the C programs.
