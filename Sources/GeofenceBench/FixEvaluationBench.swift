@@ -497,6 +497,9 @@ func runMonitorChild(n: Int, driving: Bool, withMotion: Bool = false) {
     let ns = monitorNanosecondsPerFix(
         &monitor, fixes: fixes, warmUp: 2 * subjects, rounds: 9, perRound: (fixes.count - 2 * subjects) / 9)
     print(ns)
+    // What the motion check made of the fixes, all honest: none should be refused (on stderr, not to disturb a
+    // script reading the number).
+    progress("refused \(monitor.outliers) of \(fixes.count) honest fixes, started over \(monitor.resynchronized) times")
 }
 
 /// A monitor holding `regions` (seqs from 1), its index packed as after a daemon's start.
