@@ -232,7 +232,17 @@ struct ClusterRegionCommandTests {
             #expect(partial < ids.count, "some regions were not written")
             let rerun = try cli.run(arguments + ["--request-id", requestID])
             #expect(rerun.status == 0, "\(rerun.stderr)")
-            #expect(try Self.live(store) == Set(ids))
+            let written = try Self.live(store)
+            if written != Set(ids) {
+                // Once in many CI runs, under load, the ids read back after the re-run were not all there: read
+                // again after a pause, to tell a read that came too early from a write that was lost.
+                Thread.sleep(forTimeInterval: 5)
+                let again = try Self.live(store)
+                let messages = (try? store.connection.streamInfo(name: ClusterRegionCodec.stream))??.messages ?? 0
+                Issue.record(
+                    "after the re-run \(written.count) of \(ids.count) live (missing e.g. \(Set(ids).subtracting(written).sorted().prefix(5)), none extra: \(written.isSubset(of: Set(ids)))); 5 s later \(again.count); the stream holds \(messages) messages; the re-run said: \(rerun.stdout.suffix(300)) \(rerun.stderr.suffix(300))"
+                )
+            }
             print("NATS import of \(ids.count) regions cut off with \(partial) stored; the re-run wrote the rest")
         }
     }
