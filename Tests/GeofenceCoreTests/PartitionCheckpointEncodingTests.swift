@@ -307,6 +307,41 @@ struct PartitionCheckpointEncodingTests {
         #expect(noTrack.map { "\($0)" }?.contains("refused fixes without the motion track") == true)
     }
 
+    @Test(
+        "where a pass may start across the last fix (flag 128) loads and is written back the same; one not before the last fix, or without it, is refused"
+    )
+    func passAnchor() throws {
+        let bytes = try Self.oneVehicle()
+        #expect(bytes[40] & 128 == 0 && bytes[40] & 8 != 0)
+        // The last fix time (seconds since 2001) at 49; the anchor goes before the pair count (at 284): its time,
+        // then its fix as the last fix is written (speed and course, mode 3).
+        let last = Double(bitPattern: bytes[49..<57].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        func entry(_ seconds: Double) -> [UInt8] {
+            var out = Self.little(seconds.bitPattern) + [3, 3]
+            out += Self.little(DecisionScenarios.origin.latitude.bitPattern)
+            out += Self.little(DecisionScenarios.origin.longitude.bitPattern) + Self.little(4.5.bitPattern)
+            return out + Self.little(12.5.bitPattern) + Self.little(90.0.bitPattern)
+        }
+        func with(_ entry: [UInt8], flags: UInt8 = bytes[40] | 128) -> [UInt8] {
+            var body = Array(bytes.dropLast(4))
+            body[40] = flags
+            body.insert(contentsOf: entry, at: 284)
+            return Self.resealed(body)
+        }
+        let good = with(entry(last - 3))
+        let decoded = try PartitionCheckpoint(decoding: good)
+        let anchor = try #require(decoded.vehicles["v"]?.state?.passAnchor)
+        #expect(anchor.time.timeIntervalSinceReferenceDate == last - 3)
+        #expect(anchor.fix.speed == 12.5 && anchor.fix.course == 90 && anchor.fix.accuracy == 4.5)
+        #expect(decoded.encode() == good, "written back the same")
+        // At or after the last fix; without the last fix.
+        for bad in [with(entry(last)), with(entry(last + 1)), with(entry(last - 3), flags: (bytes[40] & ~8) | 128)] {
+            #expect(Self.refusal(bad) != nil)
+        }
+        let alone = Self.refusal(with(entry(last - 3), flags: (bytes[40] & ~8) | 128))
+        #expect(alone.map { "\($0)" }?.contains("a pass anchor without the last fix") == true)
+    }
+
     @Test("a fix with a negative speed or a course not a number, from a library caller, leaves the checkpoint readable")
     func unreadableSpeedLeftOut() throws {
         // The reader refuses a negative speed (and a course not finite): written as it was, one such fix made the

@@ -13,7 +13,8 @@ import Foundation
 ///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
 ///                 latitude · longitude · accuracy · [speed] · [course]] · [last change f64] · [refused: count u8 (the
-///                 run's) · each: time f64 · fix (as the last fix)] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
+///                 run's) · each: time f64 · fix (as the last fix)] · [pass anchor (128): time f64 · fix (as the last
+///                 fix)] · pair count u32 · pairs: region seq i64 · state u8 (0 unknown, 1 inside,
 ///                 2 outside) · flags u8 (1: since, 2: dwell fired) · [since f64]
 ///              [filter memory] flags u8 (1: last) · [last: time · point 3×f64 · accuracy] · candidate count
 ///                 u16 · candidates (as last)
@@ -139,9 +140,15 @@ private struct CheckpointWriter {
         // 64 (the fixes of the motion track's run of refused fixes, replayed if it starts the track over) likewise:
         // without it, that run is not replayed.
         let refused = s.motion != nil ? s.refused.prefix(Int(MotionConsistency.resyncRun)) : []
+        // 128 (where a pass to the next fix may start across the last) likewise: without it, no such pass. Only with
+        // the last fix, and before it.
+        let anchor = s.passAnchor.flatMap { a in
+            lastFix != nil && s.lastFixTime.map { a.time < $0 } == true ? a : nil
+        }
         u8(
             (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 | 16 : 0)
-                | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0) | (refused.isEmpty ? 0 : 64))
+                | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0) | (refused.isEmpty ? 0 : 64)
+                | (anchor != nil ? 128 : 0))
         u64(UInt64(bitPattern: s.baselineSeq))
         if let time = s.lastFixTime { date(time) }
         if let t = s.motion {
@@ -174,6 +181,10 @@ private struct CheckpointWriter {
                 date(fix.time)
                 eventFix(EventFix(fix))
             }
+        }
+        if let anchor {
+            date(anchor.time)
+            eventFix(anchor.fix)
         }
         u32(UInt32(clamping: s.regions.count))
         // Sorted: one state, one encoding (most vehicles have none or one pair).
@@ -331,7 +342,9 @@ private struct CheckpointReader {
     mutating func state(subject: String) throws(PartitionCheckpointError) -> VehicleState {
         let flagsAt = offset
         let flags = try u8("state flags")
-        guard flags & ~127 == 0 else { throw invalid("state flags", at: flagsAt, "has unknown bits") }
+        guard flags & 128 == 0 || flags & 8 != 0 else {
+            throw invalid("state flags", at: flagsAt, "has a pass anchor without the last fix")
+        }
         guard flags & 64 == 0 || flags & 4 != 0 else {
             throw invalid("state flags", at: flagsAt, "has refused fixes without the motion track")
         }
@@ -371,6 +384,16 @@ private struct CheckpointReader {
                 throw invalid("refused fix time", at: countAt, "of the last is not the run's")
             }
         }
+        var passAnchor: RegionMonitor.PassAnchor?
+        if flags & 128 != 0, let lastFixTime {
+            // Before the last fix, which the pass goes across.
+            let timeAt = offset
+            let time = try date("pass anchor time")
+            guard time < lastFixTime else {
+                throw invalid("pass anchor time", at: timeAt, "is not before the last fix")
+            }
+            passAnchor = RegionMonitor.PassAnchor(fix: try eventFix(), time: time)
+        }
         let count = try count(u32: "pair count", minimumSize: 10)
         var regions: [Int64: PairRecord] = [:]
         regions.reserveCapacity(count)
@@ -398,7 +421,8 @@ private struct CheckpointReader {
         }
         return VehicleState(
             subject: subject, lastFixTime: lastFixTime, baselineSeq: baseline, gapPending: flags & 2 != 0,
-            motion: motion, lastFix: lastFix, regions: regions, lastChange: lastChange, refused: refused)
+            motion: motion, lastFix: lastFix, regions: regions, lastChange: lastChange, refused: refused,
+            passAnchor: passAnchor)
     }
 
     /// A vehicle's last fix: a position on the globe, an accuracy, and a speed and course if it had them.

@@ -30,10 +30,28 @@ extension RegionMonitor {
         /// of them): when the run starts the track over, it was the truth, and its fixes decide in turn
         /// (`replayRun`). Empty for a run whose fixes are not all here (it began before a hand-over).
         var refused: [WeightedFix] = []
+        /// Where a pass to the next fix may start from across the last one (`PassAnchor`): at most one, kept
+        /// only while the last fix was in the band of a region it left outside (an array: empty, it costs the
+        /// track one word).
+        var across: [PassAnchor] = []
 
         init(lastFixTime: Date?, baselineSeq: Int64) {
             self.lastFixTime = lastFixTime
             self.baselineSeq = baselineSeq
+        }
+    }
+
+    /// The accepted fix before the last one, when the last was in the band of some region it left outside and
+    /// brought out no event: a pass from here to the next fix, across the last (`inferPasses(across:)`), sees a
+    /// subject whose only fix inside was inconclusive (a burst of lies took the others).
+    /// Kept in a partition's checkpoint (state flag 128), so that a take-over finds the same passes.
+    package struct PassAnchor: Sendable, Equatable {
+        package var fix: EventFix
+        package var time: Date
+
+        package init(fix: EventFix, time: Date) {
+            self.fix = fix
+            self.time = time
         }
     }
 
@@ -61,6 +79,7 @@ extension RegionMonitor {
             observed = fusedState(
                 fused, current: pair.record.state, slot: slot, record: record, fixBounds: bounds, radius: r)
         }
+        if observed == nil && pair.record.state == .outside { inBandOutside = true }
 
         // Far beyond the boundary, an unknown pair is simply outside: nothing to report.
         if pair.record.state == .unknown, observed == .outside,

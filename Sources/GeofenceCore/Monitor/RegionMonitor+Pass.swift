@@ -44,10 +44,16 @@ extension RegionMonitor {
     }
 
     /// Appends the `enter` and `exit` of every region the subject must have passed through between `from` (its
-    /// previous accepted fix, at `previousTime`) and `fix`, in order of their estimated times.
+    /// previous accepted fix, at `previousTime`) and `fix`, in order of their estimated times, and adds their slots
+    /// to `passed`; regions already in `passed` are left alone.
+    ///
+    /// `across`: `from` is the fix before the previous one, which was at `across.point` with the band's margin
+    /// `across.margin`; only regions in whose band that fix was (it said nothing of them) are looked at. A fix on
+    /// the way only ever narrows the paths the subject can have taken, so a pass every path from `from` to `fix`
+    /// makes is made by those through it too.
     mutating func inferPasses(
         from: EventFix, fromPoint: GeocentricPoint?, at previousTime: Date, to fix: WeightedFix, point: GeocentricPoint,
-        track: Track, now: Date,
+        track: Track, now: Date, across: (point: GeocentricPoint, margin: Double)? = nil, passed: inout [Int32],
         into out: inout MonitorOutput
     ) {
         let c = configuration
@@ -205,7 +211,7 @@ extension RegionMonitor {
             let polygon = regions.polygon(record, slot: slot)
             let r = polygon == nil ? record.radius : 0
             let centre = record.center
-            let limit = semiMinor + c.minMargin + max(m1, m2) + 1
+            let limit = semiMinor + c.minMargin + max(m1, m2, across?.margin ?? 0) + 1
             // Depth inside the region of a point (negative outside); `cautious` takes the smaller bound.
             func depth(_ p: GeocentricPoint, cautious: Bool) -> Double {
                 if let polygon { return -polygon.signedDistance(to: p, limit: limit) }
@@ -217,6 +223,11 @@ extension RegionMonitor {
             // in the band: a subject whose fix on the boundary was the last before a burst of lies, or before a
             // gap, and which was deep inside between, went in after the pair was last known outside.
             guard depth(p1, cautious: false) < m1, depth(point, cautious: false) <= -m2 else { continue }
+            // Across a fix: one in this region's band (neither conclusively inside nor outside), not yet passed.
+            if let across {
+                let there = depth(across.point, cautious: false)
+                guard there < across.margin, there > -across.margin, !passed.contains(slot) else { continue }
+            }
 
             var certain = false
             var first: Int?
@@ -283,12 +294,16 @@ extension RegionMonitor {
                 events.append(event)
             }
         }
-        // In order of time; at the same millisecond, an enter before an exit, then by region.
-        events.sort { a, b in
-            if a.time != b.time { return a.time < b.time }
-            if a.type != b.type { return a.type == .enter }
-            return a.region < b.region
-        }
+        passed.append(contentsOf: passes.map(\.slot))
+        events.sort(by: Self.passOrder)
         out.events.append(contentsOf: events)
+    }
+
+    /// The order of inferred passes' events: of time; at the same millisecond, an enter before an exit, then by
+    /// region.
+    static func passOrder(_ a: RegionEvent, _ b: RegionEvent) -> Bool {
+        if a.time != b.time { return a.time < b.time }
+        if a.type != b.type { return a.type == .enter }
+        return a.region < b.region
     }
 }

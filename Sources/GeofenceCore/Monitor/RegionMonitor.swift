@@ -191,6 +191,9 @@ package struct RegionMonitor: Sendable {
     var nearbyScratch: [NearbyRegion] = []
     /// The candidates of a pass between two fixes (`inferPasses`), kept for the next.
     var passScratch: [Int32] = []
+    /// Whether the fix being processed was in the band of a region its subject stays outside of (`step` sets it):
+    /// a pass to the next fix may then start across it (`Track.across`).
+    var inBandOutside = false
     /// Fixes answered from a subject's neighbourhood rather than the index (for the benchmark and tests).
     package internal(set) var fixesFromNeighbourhoods = 0
     /// Fixes that disagreed with their subject's motion and so changed no state.
@@ -534,6 +537,8 @@ package struct RegionMonitor: Sendable {
         // The track's expectation at this fix before it is taken in, for the decisions on the track.
         var before: MotionConsistency.Estimate? = nil
         let verdict: MotionConsistency.Verdict
+        // This fix agreed with the motion right after fixes it refused (a burst of lies, mostly).
+        var afterRefused = false
         if replaying {
             verdict = .resynchronized
         } else {
@@ -558,7 +563,10 @@ package struct RegionMonitor: Sendable {
                 replayRun(before: fix, subject: subject, trackIndex: trackIndex, track: &track, now: now, into: &out)
             case .first, .agrees:
                 // Released, not kept for the next run: some 170 bytes a fix, for every subject that ever had one.
-                if !track.refused.isEmpty { track.refused = [] }
+                if !track.refused.isEmpty {
+                    track.refused = []
+                    afterRefused = true
+                }
             }
         }
         // The previous accepted fix, for a pass between it and this one: only when both agree with the motion
@@ -632,12 +640,28 @@ package struct RegionMonitor: Sendable {
         if touched == 0x5A5A { out.events.reserveCapacity(0) }
 
         // Passes between the previous fix and this one come before this fix's own events: they are earlier.
+        let eventsBefore = out.events.count
+        let anchor = track.across.first
+        if !track.across.isEmpty { track.across = [] }
         if c.inferPasses, let from = passFrom, let previousTime = track.lastFixTime {
+            var passed: [Int32] = []
             inferPasses(
                 from: from, fromPoint: passFromPoint, at: previousTime, to: fix, point: point, track: track, now: now,
-                into: &out)
+                passed: &passed, into: &out)
+            // And across the previous fix, where it was in a region's band: from the fix before it, for the regions
+            // it said nothing of (the subject's only fix inside was inconclusive, the others lies refused). All in
+            // order of time with the passes just found.
+            if let anchor {
+                let fromPoint =
+                    passFromPoint ?? GeocentricPoint(Coordinate(latitude: from.latitude, longitude: from.longitude))
+                inferPasses(
+                    from: anchor.fix, fromPoint: nil, at: anchor.time, to: fix, point: point, track: track, now: now,
+                    across: (fromPoint, c.band.margin(accuracy: from.accuracy)), passed: &passed, into: &out)
+                if out.events.count - eventsBefore > 1 { out.events[eventsBefore...].sort(by: Self.passOrder) }
+            }
         }
 
+        inBandOutside = false
         // Records from the neighbourhood when it is current (it was just used or taken), else scattered
         // over memory.
         let copies = candidateSearch == .spatialIndex && track.neighbourhood.generation == regionGeneration
@@ -684,6 +708,16 @@ package struct RegionMonitor: Sendable {
             keep(pair, slot: slot, seq: record.seq, subject: subject, track: &track, into: &out)
         }
         scratch = slots
+        // A pass to the next fix may start across this one: from the previous fix, when this one agreed with the
+        // motion right after fixes it refused (the lies of a burst: this may be the only honest fix in a region),
+        // was in the band of a region it left outside, and brought out no event (the pass's times then fall after
+        // every event before it). Only then: a second pass search for every fix in some band would cost the dense
+        // fleets' fixes a query along the segment each time they near a boundary.
+        if inBandOutside, afterRefused, c.inferPasses, let from = passFrom, let previousTime = track.lastFixTime,
+            out.events.count == eventsBefore
+        {
+            track.across = [PassAnchor(fix: from, time: previousTime)]
+        }
 
         track.lastFixTime = fix.time
         track.baselineSeq = maxSeq

@@ -30,13 +30,17 @@ package struct VehicleState: Sendable, Equatable {
     /// they decide then (Docs/events.md, "Decisions on the track"). Empty when there is no run, or when not all
     /// of its fixes are known (then it is not replayed).
     package var refused: [WeightedFix]
+    /// The accepted fix before the last one, when a pass to the next fix may start across the last (Docs/events.md,
+    /// "Passes between fixes"): nil when it may not.
+    package var passAnchor: RegionMonitor.PassAnchor?
 
     package init(
         subject: String, lastFixTime: Date?, baselineSeq: Int64, gapPending: Bool = false,
         motion: MotionConsistency.Track? = nil, lastFix: EventFix? = nil, regions: [Int64: PairRecord] = [:],
-        lastChange: Date? = nil, refused: [WeightedFix] = []
+        lastChange: Date? = nil, refused: [WeightedFix] = [], passAnchor: RegionMonitor.PassAnchor? = nil
     ) {
         self.refused = refused
+        self.passAnchor = passAnchor
         self.subject = subject
         self.lastFixTime = lastFixTime
         self.baselineSeq = baselineSeq
@@ -83,7 +87,7 @@ extension RegionMonitor {
         return VehicleState(
             subject: subject, lastFixTime: track.lastFixTime, baselineSeq: track.baselineSeq,
             gapPending: track.gapPending, motion: motions[i], lastFix: track.previous, regions: regions,
-            lastChange: track.lastChange, refused: track.refused)
+            lastChange: track.lastChange, refused: track.refused, passAnchor: track.across.first)
     }
 
     /// Loads a vehicle's state as the store keeps it (after a restart, or when an evicted vehicle comes back).
@@ -102,6 +106,10 @@ extension RegionMonitor {
         track.lastChange = state.lastChange ?? state.lastFixTime
         track.previous = state.lastFixTime == nil ? nil : state.lastFix
         track.refused = state.refused
+        // Only with the last fix it goes across, and before it.
+        if let anchor = state.passAnchor, let last = state.lastFixTime, state.lastFix != nil, anchor.time < last {
+            track.across = [anchor]
+        }
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
             track.pairs[slot] = Pair(record: record, stored: record)
