@@ -651,7 +651,9 @@ package struct RegionMonitor: Sendable {
             // And across the previous fix, where it was in a region's band: from the fix before it, for the regions
             // it said nothing of (the subject's only fix inside was inconclusive, the others lies refused). All in
             // order of time with the passes just found.
-            if let anchor {
+            // Not for a fix at the time of the one before (the motion check takes it as saying nothing new): the
+            // pass from that one stopped at the same test.
+            if let anchor, fix.time.timeIntervalSince(previousTime) > 0.002 {
                 let fromPoint =
                     passFromPoint ?? GeocentricPoint(Coordinate(latitude: from.latitude, longitude: from.longitude))
                 inferPasses(
@@ -710,11 +712,14 @@ package struct RegionMonitor: Sendable {
         scratch = slots
         // A pass to the next fix may start across this one: from the previous fix, when this one agreed with the
         // motion right after fixes it refused (the lies of a burst: this may be the only honest fix in a region),
-        // was in the band of a region it left outside, and brought out no event (the pass's times then fall after
-        // every event before it). Only then: a second pass search for every fix in some band would cost the dense
-        // fleets' fixes a query along the segment each time they near a boundary.
+        // was in the band of a region it left outside, changed no pair and brought out no event (so every pair
+        // was at the previous fix as it is now, and the pass's times fall after every event before it). A pair can
+        // change without an event (inside to outside, decided by the track, in a region that notifies no exit):
+        // such a pair was inside at the previous fix, and a pass from there would be an `enter` it never made.
+        // Only after refused fixes: a second pass search for every fix in some band would cost the dense fleets'
+        // fixes a query along the segment each time they near a boundary.
         if inBandOutside, afterRefused, c.inferPasses, let from = passFrom, let previousTime = track.lastFixTime,
-            out.events.count == eventsBefore
+            out.events.count == eventsBefore, track.lastChange != fix.time
         {
             track.across = [PassAnchor(fix: from, time: previousTime)]
         }
