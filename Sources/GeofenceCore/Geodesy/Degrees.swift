@@ -26,10 +26,11 @@ enum Degrees {
         return rotateByQuadrants(sin: Foundation.sin(r * toRadians), cos: Foundation.cos(r * toRadians), q, sign: x)
     }
 
-    /// `(sin x, cos x)` for `x` in degrees within ±360°, to 1e-9: for an angle known to degrees (a course), where
+    /// `(sin x, cos x)` for `x` in degrees within ±360°, to 2e-9: for an angle known to degrees (a course), where
     /// libm's `sin` and `cos` (some 180 instructions together, for every fix with a course) buy nothing. The same
     /// reduction to [-45°, 45°] as `sinCos(_:)`, then their Taylor series to r⁹ and r¹⁰ (|r| ≤ π/4: the first term
-    /// left out is below 2e-9). Not for geodesy: no exact zeros.
+    /// left out is below 2e-9). Multiples of 90° come out exact, but not the signed zeros the geodesic solver relies
+    /// on (`rotateByQuadrants`): not for geodesy. An angle beyond ±360° (or not finite) goes to `sinCos(_:)`.
     @inlinable
     static func roughSinCos(_ x: Double) -> (sin: Double, cos: Double) {
         guard abs(x) < 360 else { return sinCos(x) }

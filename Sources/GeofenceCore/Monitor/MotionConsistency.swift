@@ -228,7 +228,8 @@ package struct MotionConsistency: Sendable, Equatable {
         let cM = manoeuvre.vv + rv
         let dS = aS * cS - steady.pv * steady.pv
         let dM = aM * cM - manoeuvre.pv * manoeuvre.pv
-        // Both determinants are at least r · rv ≥ 1 (a covariance plus the errors), and their product far from overflow.
+        // Both determinants are at least r · rv > 0 (a covariance plus the errors, both positive), and their product
+        // far from overflow: the speed is below 200 m/s (`RegionMonitor.reportedVelocity`).
         let inverse = 1 / (dS * dM)
         let inverseSteady = dM * inverse
         let inverseManoeuvre = dS * inverse

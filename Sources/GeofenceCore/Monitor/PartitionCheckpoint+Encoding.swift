@@ -8,7 +8,7 @@ import Foundation
 ///              region seq i64 · vehicle count u32                                             (36 bytes)
 ///     vehicle  subject length u16 · subject (UTF-8) · parts u8 (+1: monitor state, +2: filter memory)
 ///              [monitor state] flags u8 (1: last fix time, 2: gap pending, 4: motion track, 8: last fix,
-///                 16: run's track, 32: last change) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
+///                 16: run's track, 32: last change, 64: refused fixes, 128: pass anchor) · baseline i64 · [last fix time f64] · [track: position 3×f64 · velocity
 ///                 3×f64 · steady pp pv vv · manoeuvre pp pv vv · steady weight · time · run u8 (+128: every
 ///                 fix of the run within the gate) · run's last
 ///                 3×f64 · run time · run accuracy · [run's track: velocity 3×f64 · pp pv vv]] · [last fix: flags u8 (1: speed, 2: course, 4: accuracy estimated) · mode u8 ·
