@@ -29,8 +29,9 @@ enum Degrees {
     /// `(sin x, cos x)` for `x` in degrees within ±360°, to 2e-9: for an angle known to degrees (a course), where
     /// libm's `sin` and `cos` (some 180 instructions together, for every fix with a course) buy nothing. The same
     /// reduction to [-45°, 45°] as `sinCos(_:)`, then their Taylor series to r⁹ and r¹⁰ (|r| ≤ π/4: the first term
-    /// left out is below 2e-9). Multiples of 90° come out exact, but not the signed zeros the geodesic solver relies
-    /// on (`rotateByQuadrants`): not for geodesy. An angle beyond ±360° (or not finite) goes to `sinCos(_:)`.
+    /// left out is below 2e-9), turned by the same `rotateByQuadrants`: multiples of 90° come out exact. Not for
+    /// geodesy, whose solver was tuned against libm's values. An angle beyond ±360° (or not finite) goes to
+    /// `sinCos(_:)`.
     @inlinable
     static func roughSinCos(_ x: Double) -> (sin: Double, cos: Double) {
         guard abs(x) < 360 else { return sinCos(x) }
@@ -39,12 +40,7 @@ enum Degrees {
         let r2 = r * r
         let s = r * (1 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362_880)))))
         let c = 1 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40_320 - r2 / 3_628_800))))
-        switch q & 3 {
-        case 1: return (c, -s)
-        case 2: return (-s, -c)
-        case 3: return (-c, s)
-        default: return (s, c)
-        }
+        return rotateByQuadrants(sin: s, cos: c, q, sign: x)
     }
 
     /// `(sin, cos)` of `x + t` in degrees, where `t` is a tiny correction to `x` (the rounding error of

@@ -140,11 +140,8 @@ private struct CheckpointWriter {
         // 64 (the fixes of the motion track's run of refused fixes, replayed if it starts the track over) likewise:
         // without it, that run is not replayed.
         let refused = s.motion != nil ? s.refused.prefix(Int(MotionConsistency.resyncRun)) : []
-        // 128 (where a pass to the next fix may start across the last) likewise: without it, no such pass. Only with
-        // the last fix, and before it.
-        let anchor = s.passAnchor.flatMap { a in
-            lastFix != nil && s.lastFixTime.map { a.time < $0 } == true ? a : nil
-        }
+        // 128 (where a pass to the next fix may start across the last) likewise: without it, no such pass.
+        let anchor = s.usablePassAnchor
         u8(
             (s.lastFixTime != nil ? 1 : 0) | (s.gapPending ? 2 : 0) | (s.motion != nil ? 4 | 16 : 0)
                 | (lastFix != nil ? 8 : 0) | (s.lastChange != nil ? 32 : 0) | (refused.isEmpty ? 0 : 64)

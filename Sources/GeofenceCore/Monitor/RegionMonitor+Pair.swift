@@ -41,9 +41,10 @@ extension RegionMonitor {
         }
     }
 
-    /// The accepted fix before the last one, when the last was in the band of some region it left outside and
-    /// brought out no event: a pass from here to the next fix, across the last (`inferPasses(across:)`), sees a
-    /// subject whose only fix inside was inconclusive (a burst of lies took the others).
+    /// The accepted fix before the last one, when the last came right after refused fixes, was in the band of some
+    /// region it left outside, changed no pair and brought out no event (`process`): a pass from here to the next
+    /// fix, across the last (`inferPasses(across:)`), sees a subject whose only fix inside was inconclusive (a burst
+    /// of lies took the others).
     /// Kept in a partition's checkpoint (state flag 128), so that a take-over finds the same passes.
     package struct PassAnchor: Sendable, Equatable {
         package var fix: EventFix

@@ -649,10 +649,9 @@ package struct RegionMonitor: Sendable {
                 from: from, fromPoint: passFromPoint, at: previousTime, to: fix, point: point, track: track, now: now,
                 passed: &passed, into: &out)
             // And across the previous fix, where it was in a region's band: from the fix before it, for the regions
-            // it said nothing of (the subject's only fix inside was inconclusive, the others lies refused). All in
-            // order of time with the passes just found.
-            // Not for a fix at the time of the one before (the motion check takes it as saying nothing new): the
-            // pass from that one stopped at the same test.
+            // it said nothing of (the subject's only fix inside was inconclusive, the others lies refused), all in
+            // order of time with the passes just found. Not for a fix at the time of the one before (the motion
+            // check takes it as saying nothing new): the pass from that one stopped at the same test.
             if let anchor, fix.time.timeIntervalSince(previousTime) > 0.002 {
                 let fromPoint =
                     passFromPoint ?? GeocentricPoint(Coordinate(latitude: from.latitude, longitude: from.longitude))

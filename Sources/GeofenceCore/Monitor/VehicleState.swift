@@ -50,6 +50,12 @@ package struct VehicleState: Sendable, Equatable {
         self.regions = regions
         self.lastChange = lastChange
     }
+
+    /// `passAnchor` when it can start a pass: only with the last fix, which the pass goes across, and before it.
+    package var usablePassAnchor: RegionMonitor.PassAnchor? {
+        guard let anchor = passAnchor, lastFix != nil, let last = lastFixTime, anchor.time < last else { return nil }
+        return anchor
+    }
 }
 
 extension VehicleState {
@@ -106,10 +112,7 @@ extension RegionMonitor {
         track.lastChange = state.lastChange ?? state.lastFixTime
         track.previous = state.lastFixTime == nil ? nil : state.lastFix
         track.refused = state.refused
-        // Only with the last fix it goes across, and before it.
-        if let anchor = state.passAnchor, let last = state.lastFixTime, state.lastFix != nil, anchor.time < last {
-            track.across = [anchor]
-        }
+        if let anchor = state.usablePassAnchor { track.across = [anchor] }
         for (seq, record) in state.regions.sorted(by: { $0.key < $1.key }) {
             guard let slot = regions.slot(seq: seq) else { continue }
             track.pairs[slot] = Pair(record: record, stored: record)
