@@ -179,6 +179,45 @@ struct ClusterRegionCommandTests {
         }
     }
 
+    @Test("an import reads the bucket back and writes again what the stream dropped, not what others changed")
+    func importReadBack() throws {
+        try Self.withCluster { _, _, store in
+            // The run that broke off wrote 300 of the 1000 under R3. The re-run reads them as written; then
+            // (as nats-server 2.9 did in CI when the stream's leader changed after a loss of quorum) five of
+            // them are gone before its writes. Meanwhile another client removes one of the 300, under its own
+            // request id: that remove is a change made after the import began, and the read-back keeps it.
+            let ids = (0..<1000).map { "r\($0)" }
+            guard case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile(ids).utf8), now: Date())
+            else {
+                Issue.record("the file does not decode")
+                return
+            }
+            try store.importAll(Array(regions.prefix(300)), replace: false, requestID: "R3")
+            let dropped = ["r3", "r50", "r51", "r150", "r299"]
+            let outcome = try store.importAll(regions, replace: false, requestID: "R3") {
+                _ in
+            } afterScan: {
+                for id in dropped {
+                    try store.connection.purge(
+                        stream: ClusterRegionCodec.stream,
+                        subject: ClusterRegionCodec.subjectPrefix + ClusterRegionCodec.key(for: id), keep: 0)
+                }
+                #expect(try store.remove(ids: ["r7"], requestID: "other") == ["r7"])
+            }
+            #expect(outcome.written == 700)
+            #expect(outcome.rewritten == 5)
+            let after = try store.scan(values: false)
+            let live = Set(after.filter(\.value.live).keys)
+            #expect(live == Set(ids).subtracting(["r7"]), "missing: \(Set(ids).subtracting(live).sorted())")
+            for id in dropped { #expect(after[id]?.request == "R3") }
+            // Run again, the import writes only the region removed since (the file has it), and reads back
+            // everything where it should be.
+            let again = try store.importAll(regions, replace: false, requestID: "R3")
+            #expect(again.written == 1 && again.rewritten == 0)
+            #expect(Set(try store.scan(values: false).filter(\.value.live).keys) == Set(ids))
+        }
+    }
+
     @Test("an import cut off by the loss of the cluster's quorum says so, and its re-run writes the rest")
     func brokenImport() throws {
         try Self.withCluster { cli, cluster, store in
@@ -238,12 +277,27 @@ struct ClusterRegionCommandTests {
                 // again after a pause, to tell a read that came too early from a write that was lost.
                 Thread.sleep(forTimeInterval: 5)
                 let again = try Self.live(store)
-                let messages = (try? store.connection.streamInfo(name: ClusterRegionCodec.stream))??.messages ?? 0
+                let info = try? store.connection.streamInfo(name: ClusterRegionCodec.stream)
+                let missing = Set(ids).subtracting(written).compactMap { Int($0.dropFirst()) }.sorted()
+                let logs = (1...3).map { n in
+                    "n\(n): "
+                        + cluster.log(server: n).split(separator: "\n")
+                        .filter { $0.contains("[WRN]") || $0.contains("[ERR]") || $0.contains("leader") }
+                        .suffix(25).joined(separator: "\n    ")
+                }
                 Issue.record(
-                    "after the re-run \(written.count) of \(ids.count) live (missing e.g. \(Set(ids).subtracting(written).sorted().prefix(5)), none extra: \(written.isSubset(of: Set(ids)))); 5 s later \(again.count); the stream holds \(messages) messages; the re-run said: \(rerun.stdout.suffix(300)) \(rerun.stderr.suffix(300))"
+                    "after the re-run \(written.count) of \(ids.count) live (missing \(missing.count), b\(missing.first ?? -1)...b\(missing.last ?? -1), none extra: \(written.isSubset(of: Set(ids)))); 5 s later \(again.count); the stream: \(String(describing: info)); the re-run said: \(rerun.stdout.suffix(300)) \(rerun.stderr.suffix(300))\n\(logs.joined(separator: "\n"))"
                 )
             }
-            print("NATS import of \(ids.count) regions cut off with \(partial) stored; the re-run wrote the rest")
+            // nats-server 2.9.10 sometimes shows the re-run entries of the broken run that its stream then drops
+            // (in about 1 of 12 runs here): the re-run's read-back finds them gone and writes them again.
+            let readBack =
+                rerun.stderr.firstMatch(of: #/(\d+) regions were not there/#).map {
+                    " (\($0.1) written again after the read-back)"
+                } ?? ""
+            print(
+                "NATS import of \(ids.count) regions cut off with \(partial) stored; the re-run wrote the rest\(readBack)"
+            )
         }
     }
 

@@ -12,7 +12,7 @@ package enum ClusterRegionCodec {
     /// Every key's subject.
     package static let subjects = "$KV.\(bucket).>"
     /// The subject prefix before a key.
-    static let subjectPrefix = "$KV.\(bucket)."
+    package static let subjectPrefix = "$KV.\(bucket)."
     /// How the bucket's stream is read: every message in order (`false`), not the last message of each key
     /// (`DeliverLastPerSubject`). The bucket keeps one value per key (history 1), so both give the same, but
     /// nats-server 2.9 was twice as slow with a last-per-subject consumer over a million keys

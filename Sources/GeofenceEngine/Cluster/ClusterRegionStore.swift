@@ -123,26 +123,52 @@ package final class ClusterRegionStore: @unchecked Sendable {
         package var description: String { error.description }
     }
 
+    /// What an import did.
+    package struct ImportOutcome: Sendable, Equatable {
+        /// Regions written by this run (those an earlier run under the same request id wrote are not).
+        package let written: Int
+        /// Regions the read-back after the writes did not find, written again: writes the cluster had
+        /// acknowledged, or entries an earlier run wrote that the first read showed, and lost since.
+        package let rewritten: Int
+    }
+
+    /// How often the read-back after an import writes again what it misses before it gives up.
+    static let importChecks = 3
+
     /// Imports regions, checked as the store checks an import before anything is written: without
     /// `replace`, ids already in the bucket (all of them reported) or repeated in `regions` refuse the
     /// import; the total of polygon positions is checked when it has polygons. Then every region is written,
     /// pipelined. A region the bucket holds as written under `requestID` (an earlier run of the same import
-    /// that broke off) is neither a duplicate nor written again. The number written by this run; a failure
-    /// while writing is `ImportInterrupted`.
+    /// that broke off) is neither a duplicate nor written again. A failure while writing is
+    /// `ImportInterrupted`.
+    ///
+    /// Then the bucket is read back: a region of the import whose key does not hold this import's write is
+    /// written again, up to `importChecks` times. JetStream (nats-server 2.9) can show a write that its
+    /// stream then drops when the stream's leader changes after a loss of quorum: an entry of the run that
+    /// broke off, read by the re-run as already written, was gone once the re-run ended. A key written by
+    /// someone else since the import began is theirs and left alone. `afterScan` runs between the first read
+    /// and the writes (tests lose an entry there, as the cluster did).
     @discardableResult
     package func importAll(
-        _ regions: [Region], replace: Bool, requestID: String?, progress: (Int) -> Void = { _ in }
-    ) throws -> Int {
+        _ regions: [Region], replace: Bool, requestID: String?, progress: (Int) -> Void = { _ in },
+        afterScan: () throws -> Void = {}
+    ) throws -> ImportOutcome {
         let withPolygons = regions.contains { $0.polygon != nil }
+        // Keys written after this by someone else are theirs: the read-back leaves them alone.
+        let began = try connection.streamInfo(name: ClusterRegionCodec.stream)?.lastSequence ?? 0
         let current = try scan(values: withPolygons)
         var existing: [String] = []
         var repeated: String?
         var seen = Set<String>()
         var writes: [NATSKeyValue.Write] = []
         writes.reserveCapacity(regions.count)
+        // Each key's region: the last one of `regions` with it, the one written last.
+        var last: [String: Int] = [:]
+        last.reserveCapacity(regions.count)
         let requestHeaders = headers(requestID)
-        for region in regions {
+        for (index, region) in regions.enumerated() {
             let key = ClusterRegionCodec.key(for: region.id)
+            last[key] = index
             let first = seen.insert(key).inserted
             let state = current[key]
             let own = state.map { $0.live && requestID != nil && $0.request == requestID } ?? false
@@ -161,17 +187,50 @@ package final class ClusterRegionStore: @unchecked Sendable {
         if let repeated { throw StoreError.duplicateRegions([repeated]) }
         if withPolygons {
             var bytes = 0
-            var last: [String: Int] = [:]
-            for region in regions { last[ClusterRegionCodec.key(for: region.id)] = region.polygon?.encoded.count ?? 0 }
-            for size in last.values { bytes += size }
+            for index in last.values { bytes += regions[index].polygon?.encoded.count ?? 0 }
             try checkPolygonPositions(adding: bytes, keys: Set(last.keys), current: current)
         }
+        try afterScan()
         do {
             try bucket.putAll(writes, progress: progress)
         } catch let failure as NATSKeyValue.BulkFailure {
             throw ImportInterrupted(written: failure.acknowledged, total: writes.count, error: failure.error)
         }
-        return writes.count
+        var rewritten = 0
+        for _ in 0..<Self.importChecks {
+            let after: [String: EntryState]
+            do {
+                after = try scan(values: false)
+            } catch let error as NATSError {
+                throw ImportInterrupted(written: writes.count + rewritten, total: writes.count, error: error)
+            }
+            // Written since the import began: by this import, or by someone else (theirs). Written before:
+            // only an earlier run's entry under the same request id is the import's.
+            let lost = last.filter { key, _ in
+                guard let entry = after[key] else { return true }
+                if entry.revision > began { return false }
+                return !(entry.live && requestID != nil && entry.request == requestID)
+            }
+            if lost.isEmpty { return ImportOutcome(written: writes.count, rewritten: rewritten) }
+            let again = lost.values.sorted().map { index in
+                let region = regions[index]
+                return NATSKeyValue.Write(
+                    key: ClusterRegionCodec.key(for: region.id), value: ClusterRegionCodec.value(region),
+                    headers: requestHeaders)
+            }
+            do {
+                try bucket.putAll(again)
+            } catch let failure as NATSKeyValue.BulkFailure {
+                let held = min(writes.count, max(0, writes.count - again.count) + failure.acknowledged)
+                throw ImportInterrupted(written: held, total: writes.count, error: failure.error)
+            }
+            rewritten += again.count
+        }
+        throw ImportInterrupted(
+            written: writes.count, total: writes.count,
+            error: NATSError(
+                kind: .other, operation: "write \(ClusterRegionCodec.bucket)",
+                text: "the stream dropped acknowledged writes \(Self.importChecks) times in a row"))
     }
 
     /// Refuses a change that would leave the bucket's polygons with more positions than a store may hold

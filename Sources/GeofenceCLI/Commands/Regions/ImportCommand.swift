@@ -137,9 +137,10 @@ struct ImportCommand: GeofenceSubcommand {
         let requestID = try RegionCommands.requestID(requestIDText, c)
         let store = try cluster.connect()
         let progress = ProgressBar(console: c.console, total: regions.count, label: "writing")
+        var outcome: ClusterRegionStore.ImportOutcome?
         do {
             try ClusterTarget.perform {
-                try store.importAll(regions, replace: replace, requestID: requestID) { progress.update($0) }
+                outcome = try store.importAll(regions, replace: replace, requestID: requestID) { progress.update($0) }
             }
         } catch let interrupted as ClusterRegionStore.ImportInterrupted {
             throw CommandFailure(
@@ -149,6 +150,18 @@ struct ImportCommand: GeofenceSubcommand {
                     + c.retryCommand(requestID: requestID), exitCode: .unavailable)
         }
         progress.finish()
+        guard let outcome else { return }
+        if outcome.written < regions.count {
+            c.console.message(
+                "\(regions.count - outcome.written) of the \(regions.count) regions were already written under "
+                    + "request id \(requestID) by an earlier run of this import; \(outcome.written) written now")
+        }
+        if outcome.rewritten > 0 {
+            c.console.message(
+                "warning: reading the bucket back after the writes, \(outcome.rewritten) regions were not there "
+                    + "(the cluster dropped writes it had shown or acknowledged, as a stream's leader changed); "
+                    + "they were written again and read back")
+        }
     }
 
     private func report(_ c: CommandContext, _ text: String, count: Int) {
