@@ -35,7 +35,8 @@ func runClusterRegions(n: Int, report: Report) throws {
     let write = try seconds { if !skipWrite { try store.importAll(regions, replace: true, requestID: requestID) } }
     if !skipWrite {
         report.add(
-            section, "import (check against the bucket, pipelined writes, read back)", "\(grouped(write, decimals: 1)) s",
+            section, "import (check against the bucket, pipelined writes, read back)",
+            "\(grouped(write, decimals: 1)) s",
             "\(grouped(Double(n) / write)) regions/s")
     }
     var keys = 0

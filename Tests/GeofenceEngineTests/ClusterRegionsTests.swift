@@ -118,7 +118,7 @@ struct ClusterRegionsTests {
             defer { try? cluster.stop() }
             let writer = try ClusterRegionStore(connection: try NATSConnection(urls: cluster.serverURLs[0]))
             #expect(try writer.connection.streamInfo(name: ClusterRegionCodec.stream)?.replicas == 3)
-            try writer.importAll(try (0..<50).map { try Self.region("r\($0)") }, replace: false, requestID: nil)
+            try writer.importAll(try (0..<50).map { try Self.region("r\($0)") }, replace: false, requestID: "first")
             try writer.remove(ids: ["r7"], requestID: nil)
             // Garbage someone wrote: not JSON, a region under another id's key, a key no id encodes to, and
             // garbage over a region (which removes it).
@@ -155,7 +155,7 @@ struct ClusterRegionsTests {
 
             // An add reaches both within a second.
             let sent = ContinuousClock.now
-            let added = try writer.add(try Self.region("new"), replace: false, requestID: nil)
+            let added = try writer.add(try Self.region("new"), replace: false, requestID: "first")
             let put = ClusterRegionChange.put(added.region, seq: added.seq)
             let latencies = [a, b].map { $0.arrival(of: put).map { $0 - sent } }
             print("NATS cluster regions: add seen by the followers after \(latencies)")
@@ -190,7 +190,7 @@ struct ClusterRegionsTests {
             let first = follower.recorded.batches.withLock { $0.first }
             #expect(first?.initial == true && first?.changes.isEmpty == true)
             let writer = try ClusterRegionStore(connection: try NATSConnection(urls: cluster.urls))
-            let added = try writer.add(try Self.region("first"), replace: false, requestID: nil)
+            let added = try writer.add(try Self.region("first"), replace: false, requestID: "first")
             #expect(follower.arrival(of: .put(added.region, seq: added.seq)) != nil)
         }
     }

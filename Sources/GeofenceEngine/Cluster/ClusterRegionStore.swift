@@ -120,15 +120,20 @@ package final class ClusterRegionStore: @unchecked Sendable {
         package let written: Int
         package let total: Int
         package let error: NATSError
+        /// Every write was acknowledged; reading them back, or writing again what the read-back missed,
+        /// did not finish.
+        package var checking = false
         package var description: String { error.description }
     }
 
     /// What an import did.
     package struct ImportOutcome: Sendable, Equatable {
-        /// Regions written by this run (those an earlier run under the same request id wrote are not).
+        /// Regions written by this run.
         package let written: Int
+        /// Regions an earlier run under the same request id had written, not written again.
+        package let alreadyWritten: Int
         /// Regions the read-back after the writes did not find, written again: writes the cluster had
-        /// acknowledged, or entries an earlier run wrote that the first read showed, and lost since.
+        /// acknowledged, or entries of an earlier run that the first read showed, lost since.
         package let rewritten: Int
     }
 
@@ -137,50 +142,45 @@ package final class ClusterRegionStore: @unchecked Sendable {
 
     /// Imports regions, checked as the store checks an import before anything is written: without
     /// `replace`, ids already in the bucket (all of them reported) or repeated in `regions` refuse the
-    /// import; the total of polygon positions is checked when it has polygons. Then every region is written,
-    /// pipelined. A region the bucket holds as written under `requestID` (an earlier run of the same import
-    /// that broke off) is neither a duplicate nor written again. A failure while writing is
-    /// `ImportInterrupted`.
+    /// import; the total of polygon positions is checked when it has polygons. Then every region is written
+    /// (an id repeated under `replace`: its last), pipelined. A region the bucket holds as written under
+    /// `requestID` (an earlier run of the same import that broke off) is neither a duplicate nor written
+    /// again. A failure while writing is `ImportInterrupted`.
     ///
-    /// Then the bucket is read back: a region of the import whose key does not hold this import's write is
-    /// written again, up to `importChecks` times. JetStream (nats-server 2.9) can show a write that its
-    /// stream then drops when the stream's leader changes after a loss of quorum: an entry of the run that
-    /// broke off, read by the re-run as already written, was gone once the re-run ended. A key written by
-    /// someone else since the import began is theirs and left alone. `afterScan` runs between the first read
-    /// and the writes (tests lose an entry there, as the cluster did).
+    /// Then the bucket is read back, once the server it is read from shows the last acknowledged write: a
+    /// region whose key does not hold this import's write is written again, up to `importChecks` times.
+    /// nats-server 2.9.10 can show an entry that its stream then drops: in CI, the re-run of an import
+    /// read entries of the run that broke off as written, and they were gone once it ended. The read-back
+    /// comes after writes the quorum acknowledged; a server that shows them has dropped whatever the stream
+    /// dropped before them. A re-run with nothing left to write writes the file's last region again, for an
+    /// acknowledged write to wait for. A key written since the import began, not under `requestID`, is
+    /// someone else's and left alone. `afterScan` runs between the first read and the writes (tests lose
+    /// entries there, as the cluster did).
     @discardableResult
     package func importAll(
-        _ regions: [Region], replace: Bool, requestID: String?, progress: (Int) -> Void = { _ in },
+        _ regions: [Region], replace: Bool, requestID: String, progress: (Int) -> Void = { _ in },
         afterScan: () throws -> Void = {}
     ) throws -> ImportOutcome {
         let withPolygons = regions.contains { $0.polygon != nil }
-        // Keys written after this by someone else are theirs: the read-back leaves them alone.
         let began = try connection.streamInfo(name: ClusterRegionCodec.stream)?.lastSequence ?? 0
         let current = try scan(values: withPolygons)
         var existing: [String] = []
         var repeated: String?
-        var seen = Set<String>()
-        var writes: [NATSKeyValue.Write] = []
-        writes.reserveCapacity(regions.count)
-        // Each key's region: the last one of `regions` with it, the one written last.
+        // Each key's region: the last one of `regions` with it, the one the import stores.
         var last: [String: Int] = [:]
         last.reserveCapacity(regions.count)
-        let requestHeaders = headers(requestID)
+        var own = Set<String>()
         for (index, region) in regions.enumerated() {
             let key = ClusterRegionCodec.key(for: region.id)
-            last[key] = index
-            let first = seen.insert(key).inserted
+            let first = last.updateValue(index, forKey: key) == nil
             let state = current[key]
-            let own = state.map { $0.live && requestID != nil && $0.request == requestID } ?? false
-            if let state, state.live, !own {
+            let isOwn = state.map { $0.live && $0.request == requestID } ?? false
+            if let state, state.live, !isOwn {
                 if !replace { existing.append(region.id) }
             } else if !first, !replace, repeated == nil {
                 repeated = region.id
             }
-            if !own {
-                writes.append(
-                    NATSKeyValue.Write(key: key, value: ClusterRegionCodec.value(region), headers: requestHeaders))
-            }
+            if isOwn { own.insert(key) }
         }
         // The error the store gives: the ids that existed first, then a repeated one.
         if !existing.isEmpty { throw StoreError.duplicateRegions(existing) }
@@ -191,46 +191,81 @@ package final class ClusterRegionStore: @unchecked Sendable {
             try checkPolygonPositions(adding: bytes, keys: Set(last.keys), current: current)
         }
         try afterScan()
-        do {
-            try bucket.putAll(writes, progress: progress)
-        } catch let failure as NATSKeyValue.BulkFailure {
-            throw ImportInterrupted(written: failure.acknowledged, total: writes.count, error: failure.error)
-        }
-        var rewritten = 0
-        for _ in 0..<Self.importChecks {
-            let after: [String: EntryState]
-            do {
-                after = try scan(values: false)
-            } catch let error as NATSError {
-                throw ImportInterrupted(written: writes.count + rewritten, total: writes.count, error: error)
-            }
-            // Written since the import began: by this import, or by someone else (theirs). Written before:
-            // only an earlier run's entry under the same request id is the import's.
-            let lost = last.filter { key, _ in
-                guard let entry = after[key] else { return true }
-                if entry.revision > began { return false }
-                return !(entry.live && requestID != nil && entry.request == requestID)
-            }
-            if lost.isEmpty { return ImportOutcome(written: writes.count, rewritten: rewritten) }
-            let again = lost.values.sorted().map { index in
+        let requestHeaders = headers(requestID)
+        func writes(_ indices: some Sequence<Int>) -> [NATSKeyValue.Write] {
+            indices.map { index in
                 let region = regions[index]
                 return NATSKeyValue.Write(
                     key: ClusterRegionCodec.key(for: region.id), value: ClusterRegionCodec.value(region),
                     headers: requestHeaders)
             }
-            do {
-                try bucket.putAll(again)
-            } catch let failure as NATSKeyValue.BulkFailure {
-                let held = min(writes.count, max(0, writes.count - again.count) + failure.acknowledged)
-                throw ImportInterrupted(written: held, total: writes.count, error: failure.error)
-            }
-            rewritten += again.count
         }
-        throw ImportInterrupted(
-            written: writes.count, total: writes.count,
-            error: NATSError(
-                kind: .other, operation: "write \(ClusterRegionCodec.bucket)",
-                text: "the stream dropped acknowledged writes \(Self.importChecks) times in a row"))
+        var indices = last.filter { !own.contains($0.key) }.values.sorted()
+        let written = indices.count
+        if indices.isEmpty, let final = last.values.max() { indices = [final] }
+        var acknowledged: UInt64
+        do {
+            acknowledged = try bucket.putAll(writes(indices), progress: progress)
+        } catch let failure as NATSKeyValue.BulkFailure {
+            // (With nothing left to write, the one write was the read-back's: every region was written.)
+            throw ImportInterrupted(
+                written: written == 0 ? 0 : failure.acknowledged, total: written, error: failure.error,
+                checking: written == 0)
+        }
+        var rewritten = Set<String>()
+        func checkFailed(_ error: NATSError) -> ImportInterrupted {
+            ImportInterrupted(written: written, total: written, error: error, checking: true)
+        }
+        for round in 0...Self.importChecks {
+            let after: [String: EntryState]
+            do {
+                after = try readBack(since: acknowledged)
+            } catch let error as NATSError {
+                throw checkFailed(error)
+            }
+            // Written since the import began: by it, or by someone else (theirs). Written before: only an
+            // earlier run's entry under the same request id is the import's.
+            let lost = last.filter { key, _ in
+                guard let entry = after[key] else { return true }
+                if entry.revision > began { return false }
+                return !(entry.live && entry.request == requestID)
+            }
+            if lost.isEmpty {
+                return ImportOutcome(written: written, alreadyWritten: own.count, rewritten: rewritten.count)
+            }
+            guard round < Self.importChecks else {
+                throw checkFailed(
+                    NATSError(
+                        kind: .other, operation: "read back \(ClusterRegionCodec.bucket)",
+                        text: "\(lost.count) regions still missing after being written \(round + 1) times"))
+            }
+            do {
+                acknowledged = try bucket.putAll(writes(lost.values.sorted()))
+            } catch let failure as NATSKeyValue.BulkFailure {
+                throw checkFailed(failure.error)
+            } catch let error as NATSError {
+                throw checkFailed(error)
+            }
+            rewritten.formUnion(lost.keys)
+        }
+        preconditionFailure("the last round returns or throws")
+    }
+
+    /// `scan(values: false)` from a server that shows the write at stream sequence `sequence` (the last
+    /// one acknowledged): one that has not applied it yet is asked again, for up to a minute.
+    private func readBack(since sequence: UInt64) throws -> [String: EntryState] {
+        let began = ContinuousClock.now
+        while true {
+            let entries = try scan(values: false)
+            let newest = entries.values.lazy.map(\.revision).max() ?? 0
+            if newest >= sequence { return entries }
+            if ContinuousClock.now - began > .seconds(60) {
+                throw NATSError(
+                    kind: .timeout, operation: "read back \(ClusterRegionCodec.bucket)",
+                    text: "the bucket read shows sequence \(newest), not the acknowledged \(sequence), after 60 s")
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
     }
 
     /// Refuses a change that would leave the bucket's polygons with more positions than a store may hold
@@ -254,7 +289,7 @@ package final class ClusterRegionStore: @unchecked Sendable {
     }
 
     /// Every key's latest write (values included only with `values`), read through an ordered consumer of
-    /// the bucket's stream, last message per subject. **Blocks** until it has them all.
+    /// the bucket's stream, in order (`ClusterRegionCodec.readLastPerSubject`). **Blocks** until it has them all.
     package func scan(values: Bool) throws -> [String: EntryState] {
         var entries: [String: EntryState] = [:]
         guard let info = try connection.streamInfo(name: ClusterRegionCodec.stream), info.messages > 0 else {

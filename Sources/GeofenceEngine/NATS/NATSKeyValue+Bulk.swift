@@ -22,14 +22,16 @@ extension NATSKeyValue {
 
     /// Writes `writes` in their order, pipelined: up to `window` are in flight at once, each acknowledged by
     /// JetStream (stored on the bucket's quorum) on its own, so a million take seconds rather than a million
-    /// round trips. Returns once every one is acknowledged. `progress` is called with the number acknowledged
-    /// so far, now and then, on this thread.
+    /// round trips. Returns once every one is acknowledged, with the highest stream sequence acknowledged (0:
+    /// nothing to write). `progress` is called with the number acknowledged so far, now and then, on this
+    /// thread.
     ///
     /// The first write refused (or not acknowledged within `requestTimeout` after the last was sent) stops
     /// sending and is thrown as `BulkFailure`, which says how many were acknowledged; those are stored, the
     /// rest may or may not be (a write in flight when the connection broke). **Blocks** until then.
-    package func putAll(_ writes: [Write], window: Int = 4096, progress: (Int) -> Void = { _ in }) throws {
-        guard !writes.isEmpty else { return }
+    @discardableResult
+    package func putAll(_ writes: [Write], window: Int = 4096, progress: (Int) -> Void = { _ in }) throws -> UInt64 {
+        guard !writes.isEmpty else { return 0 }
         let tracker = AckTracker()
         let requestMilliseconds = natsMilliseconds(connection.requestTimeout)
         var options = jsOptions()
@@ -46,8 +48,8 @@ extension NATSKeyValue {
                 let text =
                     failure.pointee.ErrText.map { String(cString: $0) } ?? "status \(failure.pointee.Err.rawValue)"
                 tracker.failed(status: failure.pointee.Err.rawValue, code: code, text: text)
-            } else if ack != nil {
-                tracker.acknowledged()
+            } else if let ack {
+                tracker.acknowledged(sequence: ack.pointee.Sequence)
             }
         }
         // Retained for nats.c's callbacks: released once every write is acknowledged; after a failure, an
@@ -104,6 +106,7 @@ extension NATSKeyValue {
         }
         retained.release()
         progress(tracker.count)
+        return tracker.highest
     }
 
     /// Waits up to `wait` ms for the acknowledgements in flight, then drops those still missing. Never
@@ -129,15 +132,22 @@ extension NATSKeyValue {
         // @unchecked: every field is touched with `lock` held.
         private let lock = NSLock()
         private var acknowledgedCount = 0
+        private var highestSequence: UInt64 = 0
         private var firstFailure: (status: UInt32, code: Int, text: String)?
 
-        func acknowledged() { lock.withLock { acknowledgedCount += 1 } }
+        func acknowledged(sequence: UInt64) {
+            lock.withLock {
+                acknowledgedCount += 1
+                highestSequence = max(highestSequence, sequence)
+            }
+        }
 
         func failed(status: UInt32, code: Int, text: String) {
             lock.withLock { if firstFailure == nil { firstFailure = (status, code, text) } }
         }
 
         var count: Int { lock.withLock { acknowledgedCount } }
+        var highest: UInt64 { lock.withLock { highestSequence } }
         var failure: (status: UInt32, code: Int, text: String)? { lock.withLock { firstFailure } }
     }
 }

@@ -142,6 +142,11 @@ struct ImportCommand: GeofenceSubcommand {
             try ClusterTarget.perform {
                 outcome = try store.importAll(regions, replace: replace, requestID: requestID) { progress.update($0) }
             }
+        } catch let interrupted as ClusterRegionStore.ImportInterrupted where interrupted.checking {
+            throw CommandFailure(
+                "every region was written, but reading them back did not finish (\(interrupted.error)): some may "
+                    + "be missing. Run it again under the same request id (\(requestID)), which writes only what "
+                    + "is missing: " + c.retryCommand(requestID: requestID), exitCode: .unavailable)
         } catch let interrupted as ClusterRegionStore.ImportInterrupted {
             throw CommandFailure(
                 "the import broke off after \(interrupted.written) of \(interrupted.total) regions were acknowledged "
@@ -151,16 +156,16 @@ struct ImportCommand: GeofenceSubcommand {
         }
         progress.finish()
         guard let outcome else { return }
-        if outcome.written < regions.count {
+        if outcome.alreadyWritten > 0 {
             c.console.message(
-                "\(regions.count - outcome.written) of the \(regions.count) regions were already written under "
-                    + "request id \(requestID) by an earlier run of this import; \(outcome.written) written now")
+                "\(outcome.alreadyWritten) regions were already written under request id \(requestID) by an "
+                    + "earlier run of this import; \(outcome.written) written now")
         }
         if outcome.rewritten > 0 {
             c.console.message(
                 "warning: reading the bucket back after the writes, \(outcome.rewritten) regions were not there "
-                    + "(the cluster dropped writes it had shown or acknowledged, as a stream's leader changed); "
-                    + "they were written again and read back")
+                    + "(the cluster dropped entries it had shown or acknowledged); they were written again and "
+                    + "read back")
         }
     }
 
