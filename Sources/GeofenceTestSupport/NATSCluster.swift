@@ -89,6 +89,38 @@ package final class NATSCluster: @unchecked Sendable {
     /// leader.
     package func restart(server n: Int) throws { _ = try Self.run(["start", directory, String(n)], in: directory) }
 
+    /// Server `n`'s own state of `stream`, from its monitoring port (`/jsz`): `messages first..last, deleted
+    /// N, leader NAME`; nil when the server does not answer or holds no such stream. Replicas of one stream
+    /// should agree once they have caught up.
+    package func streamState(server n: Int, stream: String) -> String? {
+        guard
+            let port = (try? String(contentsOfFile: "\(directory)/n\(n)/monitor-port", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        else { return nil }
+        let script = """
+            import json, sys, urllib.request
+            with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/jsz?streams=true", timeout=2) as r:
+                data = json.load(r)
+            for account in data.get("account_details") or []:
+                for s in account.get("stream_detail") or []:
+                    if s.get("name") == sys.argv[2]:
+                        st = s.get("state", {})
+                        print(f"{st.get('messages')} {st.get('first_seq')}..{st.get('last_seq')}, deleted "
+                              f"{st.get('num_deleted', 0)}, leader {s.get('cluster', {}).get('leader', '')}")
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        p.arguments = ["-c", script, port, stream]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return nil }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+
     /// Server `n`'s log.
     package func log(server n: Int) -> String {
         (try? String(contentsOfFile: "\(directory)/n\(n)/nats.log", encoding: .utf8)) ?? ""

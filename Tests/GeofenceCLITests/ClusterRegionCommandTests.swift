@@ -132,7 +132,9 @@ struct ClusterRegionCommandTests {
                 ["add", "--id", "café.1/a", "--lat", "1", "--lon", "2", "--radius", "30", "--replace"] + nats)
             #expect(replaced.status == 0, "\(replaced.stderr)")
             let value = try #require(try store.scan(values: true)["caf=C3=A9=2E1=2Fa"])
-            #expect(value.revision == 2)
+            // (Revision 2 is the barrier the re-run wrote before it answered from the entry.)
+            #expect(value.revision == 3)
+            #expect(try store.scan(values: false)[ClusterRegionCodec.barrierKey]?.revision == 2)
             #expect(try JSON.parse(value.value)["radius"]?.doubleValue == 30)
 
             let removed = try cli.run(["remove", "café.1/a", "--json", "--request-id", "R1"] + nats)
@@ -216,8 +218,8 @@ struct ClusterRegionCommandTests {
             #expect(again.written == 1 && again.alreadyWritten == 999 && again.rewritten == 0)
             #expect(Set(try store.scan(values: false).filter(\.value.live).keys) == Set(ids))
 
-            // Nothing left to write: the file's last region is written again (an acknowledged write for the
-            // read-back to wait for), and what was dropped meanwhile is written again.
+            // Nothing left to write: a barrier is (an acknowledged write for the read-back to wait for), and
+            // what was dropped meanwhile is written again; nothing else.
             let before = try store.scan(values: false)
             let complete = try store.importAll(regions, replace: false, requestID: "R3") {
                 _ in
@@ -232,7 +234,8 @@ struct ClusterRegionCommandTests {
             let now = try store.scan(values: false)
             #expect(Set(now.filter(\.value.live).keys) == Set(ids))
             let unchanged = ids.filter { now[$0]?.revision == before[$0]?.revision }
-            #expect(Set(ids).subtracting(unchanged) == ["r10", "r900", "r999"])
+            #expect(Set(ids).subtracting(unchanged) == ["r10", "r900"])
+            #expect(now[ClusterRegionCodec.barrierKey]?.live == false)
 
             // An id twice under replace (the API's; a file refuses it): only its last region is written, once.
             guard case .success(let one) = RegionJSON.decodeFile(Array(Self.regionsFile(["d"]).utf8), now: Date()),
@@ -246,6 +249,44 @@ struct ClusterRegionCommandTests {
             #expect(replaced.written == 1)
             let stored = try #require(try store.scan(values: true)["d"])
             #expect(try JSON.parse(stored.value)["lat"]?.doubleValue == 1)
+        }
+    }
+
+    @Test("an add or remove re-run under its request id is answered from its entry only if it is still there")
+    func rerunAfterDrop() throws {
+        try Self.withCluster { _, _, store in
+            func region(_ id: String) throws -> Region {
+                guard
+                    case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile([id]).utf8), now: Date())
+                else { throw GPSDHarness.Failure.startFailed("\(id) does not decode") }
+                return regions[0]
+            }
+            func drop(_ id: String) throws {
+                try store.connection.purge(
+                    stream: ClusterRegionCodec.stream,
+                    subject: ClusterRegionCodec.subjectPrefix + ClusterRegionCodec.key(for: id), keep: 0)
+            }
+            // The add's entry is read, then dropped (as nats-server 2.9.10 dropped entries of a broken import):
+            // the re-run writes it again rather than answer from an entry no longer there.
+            let first = try store.add(try region("p1"), replace: false, requestID: "R6")
+            let again = try store.add(try region("p1"), replace: false, requestID: "R6") { try drop("p1") }
+            let entry = try #require(try store.scan(values: false)["p1"])
+            #expect(entry.live && entry.request == "R6" && again.seq == Int64(entry.revision))
+            #expect(again.seq > first.seq)
+            // Still there: answered from it, nothing written.
+            let third = try store.add(try region("p1"), replace: false, requestID: "R6")
+            #expect(third.seq == again.seq)
+            #expect(try store.scan(values: false)["p1"]?.revision == entry.revision)
+
+            // The remove's marker is read, then dropped and the region is there again: the re-run removes it.
+            _ = try store.add(try region("p2"), replace: false, requestID: nil)
+            #expect(try store.remove(ids: ["p2"], requestID: "R7") == ["p2"])
+            let removed = try store.remove(ids: ["p2"], requestID: "R7") {
+                try drop("p2")
+                _ = try store.add(try region("p2"), replace: false, requestID: nil)
+            }
+            #expect(removed == ["p2"])
+            #expect(try store.scan(values: false)["p2"]?.live == false)
         }
     }
 
@@ -304,21 +345,35 @@ struct ClusterRegionCommandTests {
             #expect(rerun.status == 0, "\(rerun.stderr)")
             let written = try Self.live(store)
             if written != Set(ids) {
-                // Once in many CI runs, under load, the ids read back after the re-run were not all there: read
-                // again after a pause, to tell a read that came too early from a write that was lost.
+                // Read again after a pause, to tell a read that came too early from a write that was lost, and
+                // ask each server for its own copy of the stream.
                 Thread.sleep(forTimeInterval: 5)
                 let again = try Self.live(store)
                 let info = try? store.connection.streamInfo(name: ClusterRegionCodec.stream)
                 let missing = Set(ids).subtracting(written).compactMap { Int($0.dropFirst()) }.sorted()
+                let replicas = (1...3).map { cluster.streamState(server: $0, stream: ClusterRegionCodec.stream) }
+                let counts = Set(replicas.map { $0?.split(separator: " ").first.map(String.init) ?? "?" })
                 let logs = (1...3).map { n in
                     "n\(n): "
                         + cluster.log(server: n).split(separator: "\n")
-                        .filter { $0.contains("[WRN]") || $0.contains("[ERR]") || $0.contains("leader") }
+                        .filter {
+                            ($0.contains("[WRN]") || $0.contains("[ERR]") || $0.contains("leader"))
+                                && !$0.contains("connect to route")
+                        }
                         .suffix(25).joined(separator: "\n    ")
                 }
-                Issue.record(
-                    "after the re-run \(written.count) of \(ids.count) live (missing \(missing.count), b\(missing.first ?? -1)...b\(missing.last ?? -1), none extra: \(written.isSubset(of: Set(ids)))); 5 s later \(again.count); the stream: \(String(describing: info)); the re-run said: \(rerun.stdout.suffix(300)) \(rerun.stderr.suffix(300))\n\(logs.joined(separator: "\n"))"
-                )
+                let report =
+                    "after the re-run \(written.count) of \(ids.count) live (missing \(missing.count), b\(missing.first ?? -1)...b\(missing.last ?? -1), none extra: \(written.isSubset(of: Set(ids)))); 5 s later \(again.count); the stream: \(String(describing: info)); each server's copy: \(replicas.map { $0 ?? "none" }); the re-run said: \(rerun.stdout.suffix(300)) \(rerun.stderr.suffix(600))\n\(logs.joined(separator: "\n"))"
+                if counts.count > 1 {
+                    // The three servers hold different copies of the stream after they all ran: nats-server
+                    // 2.9.10's replicas diverged after the loss of quorum (Docs/cluster.md, "Import, read
+                    // back"), which no client can repair. Upstream; the same check fails on anything else.
+                    withKnownIssue("nats-server 2.9.10: the stream's replicas diverged", isIntermittent: true) {
+                        Issue.record(Comment(rawValue: report))
+                    }
+                } else {
+                    Issue.record(Comment(rawValue: report))
+                }
             }
             // nats-server 2.9.10 sometimes shows the re-run entries of the broken run that its stream then drops
             // (in 2 of 54 runs here): the re-run's read-back finds them gone and writes them again.

@@ -126,6 +126,9 @@ struct ClusterRegionsTests {
             try writer.bucket.put("r8", Array(#"{"id":"r9","lat":1,"lon":2,"radius":3}"#.utf8))
             try writer.bucket.put("bad=zz", ClusterRegionCodec.value(try Self.region("x")))
             try writer.bucket.put("r10", Array(#"{"id":"r10","lat":95,"lon":2,"radius":3}"#.utf8))
+            // A re-run's barrier (a delete marker under a key no id makes), skipped without a log line.
+            _ = try writer.add(try Self.region("r3"), replace: false, requestID: "first")
+            #expect(try writer.scan(values: false)[ClusterRegionCodec.barrierKey]?.live == false)
 
             let a = try Follower(urls: cluster.serverURLs[1])
             let b = try Follower(urls: cluster.serverURLs[2])
@@ -151,6 +154,7 @@ struct ClusterRegionsTests {
                 #expect(lines.contains { $0.contains("r8") && $0.contains("\"r9\"") })
                 #expect(lines.contains { $0.contains("bad=zz") && $0.contains("not an encoded region id") })
                 #expect(lines.contains { $0.contains("r10") && $0.contains("lat: 95 is out of range") })
+                #expect(!lines.contains { $0.contains(ClusterRegionCodec.barrierKey) }, "\(lines)")
             }
 
             // An add reaches both within a second.

@@ -19,6 +19,10 @@ package enum ClusterRegionCodec {
     /// (Docs/cluster.md, "Regions": measured). With more history, every older value is read and overwritten
     /// in order, which ends in the same state.
     package static let readLastPerSubject = false
+    /// A key no region id makes (`=5F` escapes `_`, which a key keeps as it is): the delete markers a store
+    /// writes there order its reads after an acknowledged write (`ClusterRegionStore`'s re-runs). Engines
+    /// skip it without a log line.
+    package static let barrierKey = "=5Fbarrier"
     /// The header naming the request (`--request-id`) that wrote an entry, so that the same command run
     /// again recognizes its own writes.
     package static let requestHeader = "Geofence-Request"

@@ -155,6 +155,7 @@ package final class ClusterRegions: @unchecked Sendable {
         let operation = message.headers["KV-Operation"]
         let id = ClusterRegionCodec.id(forKey: key)
         if operation == "DEL" || operation == "PURGE" {
+            if key == ClusterRegionCodec.barrierKey { return nil }
             guard let id else {
                 log(
                     "cluster regions: skipped a delete of the key \(key) (revision \(message.sequence)): not a region id"
