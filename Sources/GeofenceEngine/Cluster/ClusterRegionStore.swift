@@ -64,13 +64,18 @@ package final class ClusterRegionStore: @unchecked Sendable {
         var existing = try state(ofKey: key)
         try afterRead()
         if let entry = existing, entry.live, let requestID, entry.request == requestID,
-            case .success(let written) = ClusterRegionCodec.region(key: key, value: entry.value, written: now)
+            case .success = ClusterRegionCodec.region(key: key, value: entry.value, written: now)
         {
             // Answered from it only if a read ordered after an acknowledged write still shows it: the
             // stream may drop an entry of a broken run that a first read showed (see `importAll`).
             try barrier()
             existing = try state(ofKey: key)
-            if existing?.revision == entry.revision { return stored(written, revision: entry.revision, now: now) }
+            // (Any live entry of the request: a retry racing this one may have written it again.)
+            if let again = existing, again.live, again.request == requestID,
+                case .success(let region) = ClusterRegionCodec.region(key: key, value: again.value, written: now)
+            {
+                return stored(region, revision: again.revision, now: now)
+            }
         }
         if let existing, existing.live, !replace { throw StoreError.duplicateRegions([region.id]) }
         if let polygon = region.polygon {
@@ -89,8 +94,10 @@ package final class ClusterRegionStore: @unchecked Sendable {
     }
 
     /// Writes a delete marker under `ClusterRegionCodec.barrierKey` and waits until the stream's answers
-    /// show it (up to 30 s); its sequence. A read after it is served by a server that has applied an
-    /// acknowledged write, so it holds the committed log up to there: no entry the stream will still drop.
+    /// show it (up to 30 s); its sequence. `lastMessage` is answered by the stream's leader (STREAM.MSG.GET
+    /// on nats-server 2.9; not a direct get, which any replica answers): a read of a key after this comes
+    /// from a leader that has stored a write acknowledged after the first read, which orders it after the
+    /// drops seen (entries of a broken run shown, then dropped). Not a promise against later drops.
     @discardableResult
     private func barrier() throws -> UInt64 {
         let subject = ClusterRegionCodec.subjectPrefix + ClusterRegionCodec.barrierKey
@@ -127,9 +134,11 @@ package final class ClusterRegionStore: @unchecked Sendable {
         var targets = found
         if found.contains(where: { !$0.live }) {
             // Answered from a marker an earlier run wrote only if a read ordered after an acknowledged write
-            // still shows it (see `add`).
+            // still shows no region there (see `add`): a key with nothing left (the marker dropped after
+            // the region it replaced) is removed all the same; a region back is removed again.
             try barrier()
-            targets = try removeTargets(ids, requestID: requestID)
+            let marked = Set(found.filter { !$0.live }.map(\.id))
+            targets = try removeTargets(ids, requestID: requestID, removedBefore: marked)
         }
         for target in targets where target.live {
             _ = try connection.jetStreamPublish(
@@ -139,11 +148,16 @@ package final class ClusterRegionStore: @unchecked Sendable {
         return targets.map(\.id)
     }
 
-    private func removeTargets(_ ids: [String], requestID: String?) throws -> [(id: String, key: String, live: Bool)] {
+    /// Each id's key and whether it holds a region now; an id with a marker of `requestID` and no region
+    /// is not live; an id of `removedBefore` with nothing at all is not live either.
+    private func removeTargets(
+        _ ids: [String], requestID: String?, removedBefore: Set<String> = []
+    ) throws -> [(id: String, key: String, live: Bool)] {
         var targets: [(id: String, key: String, live: Bool)] = []
         for id in ids where !targets.contains(where: { $0.id == id }) {
             var found: (key: String, live: Bool)?
-            for key in Set([VisibleName.normalized(id), id].map(ClusterRegionCodec.key(for:))).sorted() {
+            let keys = Set([VisibleName.normalized(id), id].map(ClusterRegionCodec.key(for:))).sorted()
+            for key in keys {
                 guard let state = try state(ofKey: key) else { continue }
                 if state.live {
                     found = (key, true)
@@ -151,6 +165,7 @@ package final class ClusterRegionStore: @unchecked Sendable {
                 }
                 if let requestID, state.request == requestID { found = (key, false) }
             }
+            if found == nil, removedBefore.contains(id), let key = keys.first { found = (key, false) }
             guard let found else { throw StoreError.regionNotFound(id) }
             targets.append((id, found.key, found.live))
         }
@@ -190,12 +205,12 @@ package final class ClusterRegionStore: @unchecked Sendable {
     /// `requestID` (an earlier run of the same import that broke off) is neither a duplicate nor written
     /// again. A failure while writing is `ImportInterrupted`.
     ///
-    /// Then the bucket is read back, once the server it is read from shows the last acknowledged write: a
-    /// region whose key does not hold this import's write is written again, up to `importChecks` times.
-    /// nats-server 2.9.10 can show an entry that its stream then drops: in CI, the re-run of an import
-    /// read entries of the run that broke off as written, and they were gone once it ended. The read-back
-    /// comes after writes the quorum acknowledged; a server that shows them has dropped whatever the stream
-    /// dropped before them. A re-run with nothing left to write writes a barrier (`barrierKey`) instead, for
+    /// Then the bucket is read back (`readBack`: from a replica that shows the last acknowledged write and
+    /// whose counts match the leader's): a region whose key does not hold this import's write is written
+    /// again, up to `importChecks` times. nats-server 2.9.10 can show an entry that its stream then drops:
+    /// in CI, the re-run of an import read entries of the run that broke off as written, and they were
+    /// gone once it ended. The read-back comes after writes the quorum acknowledged, which orders it after
+    /// the drops seen; a drop after it is not covered. A re-run with nothing left to write writes a barrier (`barrierKey`) instead, for
     /// an acknowledged write to wait for. A key written since the import began, not under `requestID`, is
     /// someone else's and left alone. `afterScan` runs between the first read and the writes (tests lose
     /// entries there, as the cluster did).
@@ -297,26 +312,36 @@ package final class ClusterRegionStore: @unchecked Sendable {
         preconditionFailure("the last round returns or throws")
     }
 
-    /// `scan(values: false)` from a server that shows the write at stream sequence `sequence` (the last
-    /// one acknowledged) and agrees with the stream's leader: as many keys as the leader holds messages (one
-    /// per key: history 1) and the same last sequence. The read is served by any replica, and on
-    /// nats-server 2.9.10 a replica can hold other entries than the leader after a loss of quorum (seen in
-    /// a test: a follower showed 25 entries that the leader did not hold). One that lags or disagrees is
-    /// asked again, for up to a minute.
+    /// `scan(values: false)` from a replica that shows the write at stream sequence `sequence` (the last
+    /// one acknowledged) and whose counts match the stream leader's: as many keys as the leader has subjects,
+    /// and the same last sequence. The read is served by any replica, and on nats-server 2.9.10 a replica
+    /// can hold other entries than the leader after a loss of quorum (seen in a test: a follower showed 25
+    /// entries that the leader did not hold). Counts can match while contents differ; they catch what was
+    /// seen. One that lags or differs, a stream without a leader, or a failed read is asked again, for up
+    /// to a minute.
     private func readBack(since sequence: UInt64) throws -> [String: EntryState] {
         let began = ContinuousClock.now
+        var last = "nothing read yet"
         while true {
-            let entries = try scan(values: false)
-            let newest = entries.values.lazy.map(\.revision).max() ?? 0
-            let leader = try connection.streamInfo(name: ClusterRegionCodec.stream)
-            let agrees = leader.map { $0.messages == UInt64(entries.count) && $0.lastSequence == newest } ?? false
-            if newest >= sequence, agrees { return entries }
+            do {
+                let entries = try scan(values: false)
+                let newest = entries.values.lazy.map(\.revision).max() ?? 0
+                let leader = try connection.streamInfo(name: ClusterRegionCodec.stream)
+                if let leader, !leader.leader.isEmpty, newest >= sequence,
+                    leader.subjectCount == UInt64(entries.count), leader.lastSequence == newest
+                {
+                    return entries
+                }
+                last =
+                    "the read shows \(entries.count) keys up to sequence \(newest); the stream's leader "
+                    + "(\(leader.map { $0.leader.isEmpty ? "none" : $0.leader } ?? "no stream")) \(leader?.subjectCount ?? 0) "
+                    + "keys up to \(leader?.lastSequence ?? 0); the last acknowledged write \(sequence)"
+            } catch let error as NATSError {
+                last = error.description
+            }
             if ContinuousClock.now - began > .seconds(60) {
                 throw NATSError(
-                    kind: .timeout, operation: "read back \(ClusterRegionCodec.bucket)",
-                    text: "after 60 s the bucket read shows \(entries.count) keys up to sequence \(newest), the "
-                        + "stream's leader \(leader?.messages ?? 0) messages up to \(leader?.lastSequence ?? 0) "
-                        + "(the last acknowledged write: \(sequence))")
+                    kind: .timeout, operation: "read back \(ClusterRegionCodec.bucket)", text: "after 60 s, \(last)")
             }
             Thread.sleep(forTimeInterval: 0.5)
         }

@@ -23,6 +23,8 @@ extension NATSConnection {
         package let leader: String
         /// How long the stream keeps a message (nil: no age limit).
         package var maxAge: Duration? = nil
+        /// Subjects with at least one message stored (a KV bucket's keys, delete markers included).
+        package var subjectCount: UInt64 = 0
     }
 
     /// The stream `name`, created with `subjects`, `replicas` (3 in a 3-server cluster), `duplicateWindow` and
@@ -88,7 +90,8 @@ extension NATSConnection {
             duplicateWindow: .nanoseconds(config?.Duplicates ?? 0), messages: info.pointee.State.Msgs,
             firstSequence: info.pointee.State.FirstSeq, lastSequence: info.pointee.State.LastSeq,
             leader: info.pointee.Cluster?.pointee.Leader.map { String(cString: $0) } ?? "",
-            maxAge: (config?.MaxAge ?? 0) > 0 ? .nanoseconds(config?.MaxAge ?? 0) : nil)
+            maxAge: (config?.MaxAge ?? 0) > 0 ? .nanoseconds(config?.MaxAge ?? 0) : nil,
+            subjectCount: UInt64(clamping: info.pointee.State.NumSubjects))
     }
 
     /// A message as stored in a stream.
