@@ -394,7 +394,7 @@ struct ClusterRegionCommandTests {
                 }
             }
             // nats-server 2.9.10 sometimes shows the re-run entries of the broken run that its stream then drops
-            // (in 3 of 74 runs here): the re-run's read-back finds them gone and writes them again.
+            // (in 7 of 122 runs here): the re-run's read-back finds them gone and writes them again.
             let readBack =
                 rerun.stderr.firstMatch(of: #/(\d+) regions were not there/#).map {
                     " (\($0.1) written again after the read-back)"
