@@ -35,6 +35,14 @@ struct ClusterRegionCommandTests {
         Set(try store.settledScan(values: false).filter(\.value.live).keys)
     }
 
+    /// The regions of `regionsFile(ids)`, decoded as the CLI decodes a file.
+    static func regions(_ ids: [String]) throws -> [Region] {
+        guard case .success(let regions) = RegionJSON.decodeFile(Array(regionsFile(ids).utf8), now: Date()) else {
+            throw GPSDHarness.Failure.startFailed("the regions file of \(ids.prefix(3)) does not decode")
+        }
+        return regions
+    }
+
     static func regionsFile(_ ids: [String]) -> String {
         let entries = ids.enumerated().map { i, id in
             #"{"id":\#(JSONValue.string(id).serialized()),"lat":\#(Double(i % 80)),"lon":\#(Double(i % 170)),"radius":150}"#
@@ -165,11 +173,7 @@ struct ClusterRegionCommandTests {
             let more = (0..<2000).map { "k\($0)" }
             let moreFile = cli.dir.file("more.json")
             try Self.regionsFile(more).write(toFile: moreFile, atomically: true, encoding: .utf8)
-            guard case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile(more).utf8), now: Date())
-            else {
-                Issue.record("the file does not decode")
-                return
-            }
+            let regions = try Self.regions(more)
             try store.importAll(Array(regions.prefix(700)), replace: false, requestID: "R2")
             let before = try store.scan(values: false)
             let rerun = try cli.run(["import", moreFile, "--request-id", "R2"] + nats)
@@ -191,11 +195,7 @@ struct ClusterRegionCommandTests {
             // them are gone before its writes. Meanwhile another client removes one of the 300, under its own
             // request id: that remove is a change made after the import began, and the read-back keeps it.
             let ids = (0..<1000).map { "r\($0)" }
-            guard case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile(ids).utf8), now: Date())
-            else {
-                Issue.record("the file does not decode")
-                return
-            }
+            let regions = try Self.regions(ids)
             try store.importAll(Array(regions.prefix(300)), replace: false, requestID: "R3")
             let dropped = ["r3", "r50", "r51", "r150", "r299"]
             let outcome = try store.importAll(regions, replace: false, requestID: "R3") {
@@ -240,13 +240,7 @@ struct ClusterRegionCommandTests {
             #expect(now[ClusterRegionCodec.barrierKey]?.live == false)
 
             // An id twice under replace (the API's; a file refuses it): only its last region is written, once.
-            guard case .success(let one) = RegionJSON.decodeFile(Array(Self.regionsFile(["d"]).utf8), now: Date()),
-                case .success(let two) = RegionJSON.decodeFile(Array(Self.regionsFile(["x", "d"]).utf8), now: Date())
-            else {
-                Issue.record("the files do not decode")
-                return
-            }
-            let twice = one + two.suffix(1)
+            let twice = try Self.regions(["d"]) + Self.regions(["x", "d"]).suffix(1)
             let replaced = try store.importAll(twice, replace: true, requestID: "R4")
             #expect(replaced.written == 1)
             let stored = try #require(try store.scan(values: true)["d"])
@@ -257,12 +251,7 @@ struct ClusterRegionCommandTests {
     @Test("an add or remove re-run under its request id is answered from its entry only if it is still there")
     func rerunAfterDrop() throws {
         try Self.withCluster { _, _, store in
-            func region(_ id: String) throws -> Region {
-                guard
-                    case .success(let regions) = RegionJSON.decodeFile(Array(Self.regionsFile([id]).utf8), now: Date())
-                else { throw GPSDHarness.Failure.startFailed("\(id) does not decode") }
-                return regions[0]
-            }
+            func region(_ id: String) throws -> Region { try Self.regions([id])[0] }
             func drop(_ id: String) throws {
                 try store.connection.purge(
                     stream: ClusterRegionCodec.stream,

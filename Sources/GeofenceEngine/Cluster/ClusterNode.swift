@@ -154,7 +154,7 @@ package final class ClusterNode: Sendable {
         }
         leases.stop()
         regions.stop()
-        try? status.delete(engineID)
+        _ = try? status.delete(engineID)
         logger.notice("stopped")
     }
 

@@ -94,25 +94,22 @@ package final class ClusterRegionStore: @unchecked Sendable {
     }
 
     /// Writes a delete marker under `ClusterRegionCodec.barrierKey` and waits until the stream's answers
-    /// show it (up to 30 s); its sequence. `lastMessage` is answered by the stream's leader (STREAM.MSG.GET
+    /// show it (up to 30 s); its sequence. `latest` is answered by the stream's leader (STREAM.MSG.GET
     /// on nats-server 2.9; not a direct get, which any replica answers): a read of a key after this comes
     /// from a leader that has stored a write acknowledged after the first read, which orders it after the
     /// drops seen (entries of a broken run shown, then dropped). Not a promise against later drops.
     @discardableResult
     private func barrier() throws -> UInt64 {
-        let subject = ClusterRegionCodec.subjectPrefix + ClusterRegionCodec.barrierKey
-        let ack = try connection.jetStreamPublish(subject: subject, payload: [], headers: [("KV-Operation", "DEL")])
+        let sequence = try bucket.delete(ClusterRegionCodec.barrierKey)
         let began = ContinuousClock.now
         while true {
-            if let last = try connection.lastMessage(stream: ClusterRegionCodec.stream, subject: subject),
-                last.sequence >= ack.sequence
-            {
-                return ack.sequence
+            if let last = try bucket.latest(ClusterRegionCodec.barrierKey), last.revision >= sequence {
+                return sequence
             }
             if ContinuousClock.now - began > .seconds(30) {
                 throw NATSError(
                     kind: .timeout, operation: "read \(ClusterRegionCodec.bucket)",
-                    text: "the stream's answers did not show the write at sequence \(ack.sequence) within 30 s")
+                    text: "the stream's answers did not show the write at sequence \(sequence) within 30 s")
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -205,15 +202,15 @@ package final class ClusterRegionStore: @unchecked Sendable {
     /// `requestID` (an earlier run of the same import that broke off) is neither a duplicate nor written
     /// again. A failure while writing is `ImportInterrupted`.
     ///
-    /// Then the bucket is read back (`readBack`: from a replica that shows the last acknowledged write and
-    /// whose counts match the leader's): a region whose key does not hold this import's write is written
+    /// Then the bucket is read back (`settledScan`: from a replica that shows the last acknowledged write
+    /// and has as many keys as the leader): a region whose key does not hold this import's write is written
     /// again, up to `importChecks` times. nats-server 2.9.10 can show an entry that its stream then drops:
     /// in CI, the re-run of an import read entries of the run that broke off as written, and they were
     /// gone once it ended. The read-back comes after writes the quorum acknowledged, which orders it after
-    /// the drops seen; a drop after it is not covered. A re-run with nothing left to write writes a barrier (`barrierKey`) instead, for
-    /// an acknowledged write to wait for. A key written since the import began, not under `requestID`, is
-    /// someone else's and left alone. `afterScan` runs between the first read and the writes (tests lose
-    /// entries there, as the cluster did).
+    /// the drops seen; a drop after it is not covered. A re-run with nothing left to write writes a barrier
+    /// (`barrier()`) instead, for an acknowledged write to wait for. A key written since the import began,
+    /// not under `requestID`, is someone else's and left alone. `afterScan` runs between the first read and
+    /// the writes (tests lose entries there, as the cluster did).
     @discardableResult
     package func importAll(
         _ regions: [Region], replace: Bool, requestID: String, progress: (Int) -> Void = { _ in },

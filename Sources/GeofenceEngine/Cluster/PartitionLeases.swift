@@ -227,7 +227,7 @@ package final class PartitionLeases: @unchecked Sendable {
         condition.unlock()
         deliver()
         for release in releases { perform(release) }
-        try? engines?.delete(engineID)
+        _ = try? engines?.delete(engineID)
         condition.lock()
         phase = .stopped
         condition.broadcast()

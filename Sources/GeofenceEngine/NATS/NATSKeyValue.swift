@@ -165,9 +165,10 @@ package final class NATSKeyValue: @unchecked Sendable {
     /// Deletes the key (a delete marker: watchers see it, `get` says absent); with `revision`, only if that is
     /// still its latest (an owner giving up its own lease and no other's), else `.wrongRevision`; with
     /// `messageID` too, guarded as `update(_:_:revision:messageID:)` is (`.duplicate`: another writer that
-    /// read `revision` won).
-    package func delete(_ key: String, revision: UInt64? = nil, messageID: String? = nil) throws {
-        _ = try write(
+    /// read `revision` won). The marker's revision.
+    @discardableResult
+    package func delete(_ key: String, revision: UInt64? = nil, messageID: String? = nil) throws -> UInt64 {
+        try write(
             key, [], expectedRevision: revision, operation: "delete", headers: [("KV-Operation", "DEL")],
             messageID: messageID)
     }
