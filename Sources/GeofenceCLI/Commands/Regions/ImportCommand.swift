@@ -23,7 +23,8 @@ struct ImportCommand: GeofenceSubcommand {
             With --nats, into a cluster's bucket instead (Docs/cluster.md): checked the same way, and \
             nothing is written unless every entry is good. If the connection breaks while the regions are \
             being written, part of them are stored: the same command again under the same --request-id \
-            (the error says it) writes only the rest.
+            (the error says it) writes only the rest. Once written, the regions are read back and any \
+            the cluster dropped are written again (standard error says how many).
             """,
         options: [
             .flag("--replace", help: "Replace regions whose ids already exist."),
@@ -132,7 +133,7 @@ struct ImportCommand: GeofenceSubcommand {
 
     /// `import --nats`: checked against the bucket as the store checks an import, then written pipelined.
     /// A break while writing leaves part of the regions stored; the error names the request id under which
-    /// the same command writes only the rest.
+    /// the same command writes only the rest. What the read-back wrote again is said on standard error.
     private func importToCluster(_ cluster: ClusterTarget, _ regions: [Region], _ c: CommandContext) throws {
         let requestID = try RegionCommands.requestID(requestIDText, c)
         let store = try cluster.connect()
